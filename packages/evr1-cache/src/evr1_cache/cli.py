@@ -1,0 +1,184 @@
+"""`evr1-cache build|probe|inspect|verify`: build and check a frame cache from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = """examples:
+  evr1-cache build data/train.jsonl --out cache/ --fps 2 --max-frames 64 --max-pixels 200704 --workers 2
+  evr1-cache build data/train.parquet --out cache/ --rank $SLURM_ARRAY_TASK_ID --world-size 8
+  evr1-cache probe "videos/clip 01.mp4"
+  evr1-cache inspect cache/videos/<spec>/ab/<key>.safetensors
+  evr1-cache verify cache/ --delete
+"""
+
+
+def _spec_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("video sampling (SamplingSpec; unset = the spec's defaults)")
+    g.add_argument("--fps", type=float, help="target frames per second (Qwen default 2.0)")
+    g.add_argument("--nframes", type=int, help="fixed number of frames instead of --fps")
+    g.add_argument("--min-frames", type=int)
+    g.add_argument("--max-frames", type=int)
+    g.add_argument("--min-pixels", type=int, help="per-frame lower pixel bound")
+    g.add_argument("--max-pixels", type=int, help="per-frame upper pixel bound")
+    g.add_argument("--total-pixels", type=int, help="pixel budget over all frames")
+    g.add_argument("--size-factor", type=int, help="28 for Qwen2/2.5-VL, 32 for Qwen3-VL")
+    g2 = p.add_argument_group("images (ImageSpec, independent of the video budget)")
+    g2.add_argument("--image-min-pixels", type=int)
+    g2.add_argument("--image-max-pixels", type=int)
+
+
+def specs_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
+    from evr1_cache.spec import ImageSpec, SamplingSpec
+
+    names = ("fps", "nframes", "min_frames", "max_frames", "min_pixels", "max_pixels", "total_pixels", "size_factor")
+    kw = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+    if args.nframes is not None and args.fps is None:
+        kw["fps"] = None
+    spec = SamplingSpec(**kw)
+    ikw: dict[str, Any] = {}
+    if args.image_min_pixels is not None:
+        ikw["min_pixels"] = args.image_min_pixels
+    if args.image_max_pixels is not None:
+        ikw["max_pixels"] = args.image_max_pixels
+    if args.size_factor is not None:
+        ikw["size_factor"] = args.size_factor
+    return spec, ImageSpec(**ikw)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="evr1-cache",
+        description="Decode each video once into an exact, safe frame cache (safetensors, uint8, VideoMeta).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser(
+        "build",
+        help="cache every video and image of a dataset file",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    b.add_argument("data", help="dataset file: .json, .jsonl or .parquet (EasyVideoR1 schema: videos/images lists)")
+    b.add_argument("--out", required=True, help="cache directory")
+    b.add_argument("--media-root", help="base for relative media paths (default: the data file's folder)")
+    b.add_argument("--output-data", help="output dataset path (default: OUT/<data stem>.evr1.jsonl)")
+    b.add_argument("--decoder", default="auto", help="auto | pyav | ffmpeg")
+    b.add_argument("--workers", type=int, default=1, help="decoding processes on this machine")
+    b.add_argument("--threads", type=int, help="decoder threads per worker (default: all cores / workers)")
+    b.add_argument("--rank", type=int, default=0, help="this shard (e.g. $SLURM_ARRAY_TASK_ID)")
+    b.add_argument("--world-size", type=int, default=1, help="number of shards; no coordination needed")
+    b.add_argument("--no-progress", action="store_true")
+    _spec_args(b)
+
+    pr = sub.add_parser("probe", help="measure a video (true frame count, fps, duration, size, rotation)")
+    pr.add_argument("video")
+    pr.add_argument("--exact", action="store_true", help="decode every frame to time it (slow, authoritative)")
+
+    i = sub.add_parser("inspect", help="show the header and shape of one cache entry")
+    i.add_argument("file")
+
+    v = sub.add_parser("verify", help="check every entry of a cache directory")
+    v.add_argument("dir")
+    v.add_argument("--delete", action="store_true", help="remove corrupt entries and leftover temp files")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return {"build": _build, "probe": _probe, "inspect": _inspect, "verify": _verify}[args.command](args)
+    except (FileNotFoundError, ValueError, KeyError, RuntimeError) as exc:
+        print(f"evr1-cache {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _build(args: argparse.Namespace) -> int:
+    from evr1_cache.build import build_cache
+
+    spec, image_spec = specs_from_args(args)
+    report = build_cache(
+        args.data,
+        args.out,
+        spec,
+        image_spec,
+        media_root=args.media_root,
+        decoder=args.decoder,
+        workers=args.workers,
+        rank=args.rank,
+        world_size=args.world_size,
+        progress=not args.no_progress,
+        output_data=args.output_data,
+        threads=args.threads,
+    )
+    print(
+        f"rows {report.rows} | videos {report.videos} | images {report.images} | built {report.built} | "
+        f"skipped (done before) {report.skipped} | failed {report.failed} | "
+        f"{report.bytes_written / 2**20:.1f} MiB written in {report.seconds:.1f} s"
+    )
+    for line in report.errors:
+        print(f"FAILED {line}", file=sys.stderr)
+    for note in report.notes:
+        print(f"note: {note}")
+    if report.output_data:
+        print(f"dataset: {report.output_data}")
+    if report.error_file:
+        print(f"error report: {report.error_file}")
+    return 0 if report.ok else 1
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from evr1_cache.errors import MediaError
+    from evr1_cache.probing import probe
+
+    try:
+        info = probe(args.video, exact=args.exact)
+    except MediaError as exc:
+        print(f"evr1-cache probe: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(info.as_dict(), indent=1, ensure_ascii=False))
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from evr1_cache.store import CorruptEntry, read_entry
+
+    try:
+        frames, header = read_entry(Path(args.file), mmap=True)
+    except CorruptEntry as exc:
+        print(f"evr1-cache inspect: corrupt: {exc}", file=sys.stderr)
+        return 1
+    out: dict[str, Any] = {"file": args.file, "shape": list(frames.shape), "dtype": str(frames.dtype)}
+    for k, v in header.items():
+        try:
+            out[k] = json.loads(v) if k in ("meta", "spec", "source") else v
+        except ValueError:
+            out[k] = v
+    print(json.dumps(out, indent=1, ensure_ascii=False))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from evr1_cache.verify import verify_cache
+
+    report = verify_cache(args.dir, delete=args.delete)
+    print(
+        f"{report.entries} entries ({report.videos} videos, {report.images} images, {report.bytes / 2**20:.1f} MiB); "
+        f"{len(report.corrupt)} corrupt; {len(report.temp_files)} leftover temp files"
+    )
+    for rel, reason in report.corrupt:
+        print(f"CORRUPT {rel}: {reason}")
+    for rel in report.temp_files:
+        print(f"TEMP {rel} (left by a killed build; `verify --delete` or a re-run of build removes it)")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""On-the-fly decoding with a `SamplingSpec`: the path a cache miss falls back to, and what `build` stores.
+
+Both go through `decode_video`, so a cached entry and a fresh decode of the same file with the same spec hold the same
+frames and the same `VideoMeta`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from evr1_cache.decoders import get_decoder
+from evr1_cache.errors import DecodeMismatch, MediaError
+from evr1_cache.probing import VideoInfo, probe
+from evr1_cache.resize import resize_frames
+from evr1_cache.spec import SamplingSpec, VideoMeta, resized_hw, sample_frame_indices
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def plan(info: VideoInfo, spec: SamplingSpec) -> tuple[tuple[int, ...], int, int]:
+    """(frame indices, resized height, resized width) for a probed video; MediaError if the spec cannot apply."""
+    try:
+        indices = tuple(sample_frame_indices(info.total_num_frames, info.fps, spec))
+    except ValueError as exc:
+        raise MediaError(
+            info.path,
+            f"cannot sample frames: {exc} (video has {info.total_num_frames} frame(s) at {info.fps:.3f} fps)",
+            "drop this video or lower --min-frames",
+        ) from exc
+    try:
+        h, w = resized_hw(info.height, info.width, len(indices), spec)
+    except ValueError as exc:
+        raise MediaError(
+            info.path, f"cannot resize {info.width}x{info.height}: {exc}", "crop or pad the video"
+        ) from exc
+    return indices, h, w
+
+
+def decode_video(
+    path: str | os.PathLike[str],
+    spec: SamplingSpec,
+    decoder: str = "auto",
+    *,
+    threads: int = 0,
+    info: VideoInfo | None = None,
+) -> tuple[np.ndarray, VideoMeta]:
+    """Decode `path` sequentially, keep the spec's frames, resize: (uint8 `[T, H, W, 3]`, VideoMeta).
+
+    If the decoder sees a different frame count than the packet probe (a damaged or lying stream), the video is
+    re-probed by decoding and sampled again from the true count; a second disagreement is a MediaError.
+    """
+    dec = get_decoder(decoder)
+    info = info or probe(path)
+    for attempt in range(2):
+        indices, h, w = plan(info, spec)
+        try:
+            native = dec.decode(info, info.positions(indices), threads=threads)
+        except DecodeMismatch as exc:
+            if attempt == 1:
+                raise MediaError(str(path), f"frame count unstable: {exc}", "re-encode the file") from exc
+            info = probe(path, exact=True)
+            continue
+        except MediaError:
+            raise
+        except Exception as exc:
+            raise MediaError(str(path), f"decoding failed ({type(exc).__name__}: {exc})", "re-encode the file") from exc
+        frames = resize_frames(native, h, w, threads=threads)
+        return frames, make_meta(info, indices, h, w, dec.name, spec)
+    raise AssertionError("unreachable")
+
+
+def make_meta(
+    info: VideoInfo, indices: tuple[int, ...], height: int, width: int, backend: str, spec: SamplingSpec
+) -> VideoMeta:
+    """The `VideoMeta` of a decoded video: measured timeline, chosen indices, resized size, source identity."""
+    st = os.stat(info.path)
+    return VideoMeta(
+        total_num_frames=info.total_num_frames,
+        fps=info.fps,
+        duration=info.duration,
+        width=info.width,
+        height=info.height,
+        frames_indices=indices,
+        video_backend=backend,
+        resized_height=height,
+        resized_width=width,
+        spec_key=spec.key(),
+        source=info.path,
+        source_size=st.st_size,
+        source_mtime_ns=st.st_mtime_ns,
+    )

@@ -1,0 +1,54 @@
+"""PyAV decoder: in-process, sequential, converts only the kept frames to RGB."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from evr1_cache.decoders import register, rotate
+from evr1_cache.errors import DecodeMismatch
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from evr1_cache.probing import VideoInfo
+
+
+@register("pyav")
+class PyAVDecoder:
+    name = "pyav"
+
+    def available(self) -> bool:
+        try:
+            import av  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def version(self) -> str:
+        try:
+            import av
+        except ImportError:
+            return "PyAV not installed (pip install av)"
+        return f"pyav {av.__version__}"
+
+    def decode(self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0) -> list[np.ndarray]:
+        import av
+
+        wanted = sorted(set(positions))
+        kept: dict[int, np.ndarray] = {}
+        n = 0
+        with av.open(info.path) as container:
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            stream.codec_context.thread_count = threads
+            cursor = 0
+            for frame in container.decode(stream):
+                if cursor < len(wanted) and wanted[cursor] == n:
+                    kept[n] = frame.to_ndarray(format="rgb24")
+                    cursor += 1
+                n += 1
+        expected = len(info.frame_times)
+        if n != expected or len(kept) != len(wanted):
+            raise DecodeMismatch(n, expected)
+        return [rotate(kept[p], info.rotation) for p in positions]

@@ -1,0 +1,44 @@
+"""Images with their own pixel budget (`ImageSpec`), prepared exactly as qwen-vl-utils' `fetch_image` does."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from evr1_cache.errors import MediaError
+from evr1_cache.probing import check_readable
+from evr1_cache.spec import ImageSpec, resized_image_hw
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL import Image as PILImage
+
+
+def load_image(path: str | os.PathLike[str], image_spec: ImageSpec) -> np.ndarray:
+    """RGB uint8 `[H, W, 3]` resized to `resized_image_hw` (transparent pixels composited on white, like Qwen)."""
+    import numpy as np
+    from PIL import Image, UnidentifiedImageError
+
+    p = check_readable(path)
+    try:
+        with Image.open(p) as img:
+            img.load()
+            rgb = _to_rgb(img)
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise MediaError(str(p), f"not a readable image ({type(exc).__name__}: {exc})", "re-save the image") from exc
+    try:
+        h, w = resized_image_hw(rgb.height, rgb.width, image_spec)
+    except ValueError as exc:
+        raise MediaError(str(p), f"cannot be resized under the image spec: {exc}", "crop or pad the image") from exc
+    out: np.ndarray = np.asarray(rgb.resize((w, h), Image.Resampling.BICUBIC), dtype=np.uint8).copy()
+    return out
+
+
+def _to_rgb(img: PILImage.Image) -> PILImage.Image:
+    from PIL import Image
+
+    if img.mode == "RGBA":
+        white = Image.new("RGB", img.size, (255, 255, 255))
+        white.paste(img, mask=img.split()[3])
+        return white
+    return img.convert("RGB")

@@ -1,0 +1,433 @@
+"""The frame-sampling and metadata spec: the one contract between cache writers and every reader. Stdlib only.
+
+Training, evaluation and Qwen's own recipes must see the same frames, timestamps and pixel budgets, so the arithmetic
+here reproduces qwen-vl-utils 0.0.14 exactly (`smart_nframes`, the `torch.linspace(...).round()` frame indices,
+`fetch_video`'s video pixel budget and `smart_resize`); see docs/spec.md for every rounding rule. Where that library
+raises (or would hand back an unusable zero-sized frame), these functions raise `ValueError` saying what to change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import itertools
+import json
+import math
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = [
+    "FRAME_FACTOR",
+    "SIZE_FACTORS",
+    "SPEC_VERSION",
+    "ImageSpec",
+    "SamplingSpec",
+    "VideoMeta",
+    "resized_hw",
+    "resized_image_hw",
+    "sample_frame_indices",
+]
+
+#: Bumped whenever any rule below changes what a reader would see; part of every `key()` and of every `VideoMeta`.
+SPEC_VERSION: Final = 1
+#: Sampled frame counts are multiples of this (two frames form one temporal patch).
+FRAME_FACTOR: Final = 2
+#: Resized sides are multiples of this: patch 14 x merge 2 (Qwen2/2.5-VL) or patch 16 x merge 2 (Qwen3-VL).
+SIZE_FACTORS: Final = (28, 32)
+#: Longest/shortest side above this is refused (qwen-vl-utils' MAX_RATIO).
+MAX_ASPECT_RATIO: Final = 200
+#: qwen-vl-utils' per-frame video budget in tokens (x size_factor**2 pixels).
+VIDEO_MIN_TOKENS: Final = 128
+VIDEO_MAX_TOKENS: Final = 768
+#: qwen-vl-utils' image budget in tokens (x size_factor**2 pixels).
+IMAGE_MIN_TOKENS: Final = 4
+IMAGE_MAX_TOKENS: Final = 16384
+#: qwen-vl-utils' default MODEL_SEQ_LEN: without `total_pixels`, a video may use 90% of it (its env override is ignored).
+DEFAULT_MODEL_SEQ_LEN: Final = 128000
+#: Frame indices go through float32 in the reference; beyond 2**24 float32 cannot name every frame.
+MAX_TOTAL_FRAMES: Final = 2**24
+
+
+# -- validation helpers ---------------------------------------------------------------------------------------------
+
+
+def _int(owner: str, name: str, value: object, minimum: int) -> int:
+    """An int field (integral floats from YAML/JSON accepted) that is at least `minimum`."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{owner}.{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{owner}.{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _positive_float(owner: str, name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{owner}.{name} must be a number, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{owner}.{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def _size_factor(owner: str, value: object) -> int:
+    factor = _int(owner, "size_factor", value, 1)
+    if factor not in SIZE_FACTORS:
+        raise ValueError(
+            f"{owner}.size_factor must be 28 (Qwen2/2.5-VL: patch 14 x merge 2) or 32 (Qwen3-VL: patch 16 x merge 2), "
+            f"got {factor} (pass patch size x 2, not the patch size)"
+        )
+    return factor
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    object.__setattr__(obj, name, value)  # normalising a frozen dataclass in __post_init__
+
+
+def _from_mapping(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    """`cls(**data)` with unknown keys refused by name (and a close match suggested)."""
+    known = [f.name for f in dataclasses.fields(cls)]
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"{cls.__name__} has no setting {key!r}{hint}; known: {', '.join(known)}")
+    return cls(**data)
+
+
+def _short_hash(payload: Mapping[str, Any]) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+# -- settings ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SamplingSpec:
+    """How frames are chosen and sized for one video: Qwen's `fps`/`nframes` + pixel-budget settings, frozen.
+
+    Exactly one of `fps` (target frames per second, bounded by `min_frames`/`max_frames`) and `nframes` (a fixed
+    count) is used; with neither, `fps=2.0`. `min_pixels`/`max_pixels` bound each frame (defaults: 128 and 768 tokens
+    of `size_factor`**2 pixels); `total_pixels` bounds all frames together (None = qwen-vl-utils' default budget).
+    """
+
+    fps: float | None = None
+    nframes: int | None = None
+    min_frames: int = 4
+    max_frames: int = 768
+    min_pixels: int | None = None
+    max_pixels: int | None = None
+    total_pixels: int | None = None
+    size_factor: int = 28
+
+    def __post_init__(self) -> None:
+        owner = "SamplingSpec"
+        if self.fps is not None and self.nframes is not None:
+            raise ValueError(
+                f"{owner}: set either fps or nframes, not both (got fps={self.fps}, nframes={self.nframes}); "
+                "pass fps=None to sample a fixed number of frames"
+            )
+        if self.nframes is not None:
+            _set(self, "nframes", _int(owner, "nframes", self.nframes, FRAME_FACTOR))
+        else:
+            _set(self, "fps", _positive_float(owner, "fps", 2.0 if self.fps is None else self.fps))
+        min_frames = _int(owner, "min_frames", self.min_frames, 1)
+        max_frames = _int(owner, "max_frames", self.max_frames, FRAME_FACTOR)
+        if max_frames < min_frames:
+            raise ValueError(f"{owner}: max_frames ({max_frames}) must be >= min_frames ({min_frames})")
+        _set(self, "min_frames", min_frames)
+        _set(self, "max_frames", max_frames)
+        factor = _size_factor(owner, self.size_factor)
+        _set(self, "size_factor", factor)
+        min_pixels = VIDEO_MIN_TOKENS * factor * factor if self.min_pixels is None else self.min_pixels
+        max_pixels = VIDEO_MAX_TOKENS * factor * factor if self.max_pixels is None else self.max_pixels
+        min_pixels = _int(owner, "min_pixels", min_pixels, 1)
+        max_pixels = _int(owner, "max_pixels", max_pixels, 1)
+        if max_pixels < min_pixels:
+            raise ValueError(f"{owner}: max_pixels ({max_pixels}) must be >= min_pixels ({min_pixels})")
+        _set(self, "min_pixels", min_pixels)
+        _set(self, "max_pixels", max_pixels)
+        if self.total_pixels is not None:
+            _set(self, "total_pixels", _int(owner, "total_pixels", self.total_pixels, 1))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical settings (defaults resolved), as stored next to a cache."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SamplingSpec:
+        """Inverse of `to_dict`; unknown keys are an error naming the closest known one."""
+        result: SamplingSpec = _from_mapping(cls, data)
+        return result
+
+    def key(self) -> str:
+        """16 hex chars of sha256 over the canonical JSON of the settings + SPEC_VERSION: the cache folder name."""
+        return _short_hash({"kind": "video", "spec_version": SPEC_VERSION, **self.to_dict()})
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """Pixel budget for still images, independent of the video budget (qwen-vl-utils' `fetch_image` defaults)."""
+
+    min_pixels: int | None = None
+    max_pixels: int | None = None
+    size_factor: int = 28
+
+    def __post_init__(self) -> None:
+        owner = "ImageSpec"
+        factor = _size_factor(owner, self.size_factor)
+        _set(self, "size_factor", factor)
+        min_pixels = IMAGE_MIN_TOKENS * factor * factor if self.min_pixels is None else self.min_pixels
+        max_pixels = IMAGE_MAX_TOKENS * factor * factor if self.max_pixels is None else self.max_pixels
+        min_pixels = _int(owner, "min_pixels", min_pixels, 1)
+        max_pixels = _int(owner, "max_pixels", max_pixels, 1)
+        if max_pixels < min_pixels:
+            raise ValueError(f"{owner}: max_pixels ({max_pixels}) must be >= min_pixels ({min_pixels})")
+        _set(self, "min_pixels", min_pixels)
+        _set(self, "max_pixels", max_pixels)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical settings (defaults resolved)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ImageSpec:
+        """Inverse of `to_dict`; unknown keys are an error naming the closest known one."""
+        result: ImageSpec = _from_mapping(cls, data)
+        return result
+
+    def key(self) -> str:
+        """16 hex chars of sha256 over the canonical JSON of the settings + SPEC_VERSION."""
+        return _short_hash({"kind": "image", "spec_version": SPEC_VERSION, **self.to_dict()})
+
+
+# -- frame selection ----------------------------------------------------------------------------------------------------
+
+
+def _frame_count(total_num_frames: int, native_fps: float, spec: SamplingSpec) -> int:
+    """qwen-vl-utils' `smart_nframes`, operation for operation (the float arithmetic is part of the contract)."""
+    if spec.nframes is not None:
+        nframes = round(spec.nframes / FRAME_FACTOR) * FRAME_FACTOR  # Python round: half to even (3 -> 4, 5 -> 4)
+    else:
+        assert spec.fps is not None  # SamplingSpec guarantees one mode
+        fps = _positive_float("sample_frame_indices", "native_fps", native_fps)
+        min_frames = math.ceil(spec.min_frames / FRAME_FACTOR) * FRAME_FACTOR
+        max_frames = math.floor(spec.max_frames / FRAME_FACTOR) * FRAME_FACTOR
+        wanted = total_num_frames / fps * spec.fps
+        bounded = min(min(max(wanted, min_frames), max_frames), total_num_frames)
+        nframes = math.floor(bounded / FRAME_FACTOR) * FRAME_FACTOR
+    if not FRAME_FACTOR <= nframes <= total_num_frames:
+        raise ValueError(
+            f"cannot sample {nframes} frame(s) from a video of {total_num_frames} frame(s): the count must lie in "
+            f"[{FRAME_FACTOR}, {total_num_frames}] (use a longer video, or lower nframes/min_frames)"
+        )
+    return nframes
+
+
+def _f32(value: float) -> float:
+    """Round a double to the nearest float32 (ties to even), as a C float cast does."""
+    rounded: float = struct.unpack("f", struct.pack("f", value))[0]
+    return rounded
+
+
+def _linspace_round(last: int, steps: int) -> tuple[int, ...]:
+    """`torch.linspace(0, last, steps).round().long()` exactly as torch's x86 CPU kernels compute it.
+
+    torch works in float32: step = f32(last / (steps - 1)); the first half is f32(step * i) and the second half is
+    f32(last - step * (steps - 1 - i)) with one rounding (the AVX2/AVX-512 kernels contract it to a fused multiply-add);
+    `round()` is half-to-even. For 1 <= step and last < 2**24 every intermediate below is exact in a double, so each
+    `_f32` is the single float32 rounding torch performs. Plain rational rounding would differ on long videos.
+    """
+    step = _f32(last / (steps - 1))
+    half = steps // 2
+    out: list[int] = []
+    for i in range(steps):
+        value = _f32(step * i) if i < half else _f32(last - step * (steps - 1 - i))
+        out.append(round(value))
+    return tuple(out)
+
+
+def sample_frame_indices(total_num_frames: int, native_fps: float, spec: SamplingSpec) -> tuple[int, ...]:
+    """Absolute indices (into the decoded source) of the frames the model sees, identical to qwen-vl-utils 0.0.14.
+
+    The count follows `smart_nframes`; the indices are `linspace(0, total_num_frames - 1, n)` rounded as torch does.
+    `native_fps` is only used in fps mode. Raises ValueError when the video is too short for the spec.
+    """
+    total = _int("sample_frame_indices", "total_num_frames", total_num_frames, 1)
+    if total >= MAX_TOTAL_FRAMES:
+        raise ValueError(f"a video of {total} frames is beyond float32 frame indexing (< {MAX_TOTAL_FRAMES}); split it")
+    nframes = _frame_count(total, native_fps, spec)
+    return _linspace_round(total - 1, nframes)
+
+
+# -- frame size -----------------------------------------------------------------------------------------------------
+
+
+def _smart_resize(height: int, width: int, factor: int, min_pixels: float, max_pixels: float) -> tuple[int, int]:
+    """qwen-vl-utils' `smart_resize`, operation for operation, refusing a zero-sized result the library would return."""
+    h = _int("resize", "height", height, 1)
+    w = _int("resize", "width", width, 1)
+    if max_pixels < min_pixels:
+        raise ValueError(f"max_pixels ({max_pixels}) must be >= min_pixels ({min_pixels})")
+    ratio = max(h, w) / min(h, w)
+    if ratio > MAX_ASPECT_RATIO:
+        raise ValueError(
+            f"a {w}x{h} frame has aspect ratio {ratio:.1f} > {MAX_ASPECT_RATIO}, which Qwen-VL refuses; crop or pad it"
+        )
+    h_bar = max(factor, round(h / factor) * factor)
+    w_bar = max(factor, round(w / factor) * factor)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((h * w) / max_pixels)
+        h_bar = math.floor(h / beta / factor) * factor
+        w_bar = math.floor(w / beta / factor) * factor
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (h * w))
+        h_bar = math.ceil(h * beta / factor) * factor
+        w_bar = math.ceil(w * beta / factor) * factor
+    if h_bar == 0 or w_bar == 0:
+        raise ValueError(
+            f"a {w}x{h} frame shrinks to {w_bar}x{h_bar} under max_pixels={max_pixels}: its short side falls below "
+            f"{factor} pixels; raise max_pixels or crop the frame to a less extreme aspect ratio"
+        )
+    return h_bar, w_bar
+
+
+def _video_max_pixels(nframes: int, spec: SamplingSpec) -> float:
+    """The per-frame pixel cap `fetch_video` applies to `nframes` frames (may be a float, as in the library)."""
+    n = _int("resized_hw", "nframes", nframes, 1)
+    factor = spec.size_factor
+    assert spec.min_pixels is not None  # resolved in __post_init__
+    assert spec.max_pixels is not None
+    total: float = spec.total_pixels if spec.total_pixels is not None else DEFAULT_MODEL_SEQ_LEN * factor * factor * 0.9
+    cap = max(min(VIDEO_MAX_TOKENS * factor * factor, total / n * FRAME_FACTOR), int(spec.min_pixels * 1.05))
+    return min(spec.max_pixels, cap)
+
+
+def resized_hw(height: int, width: int, nframes: int, spec: SamplingSpec) -> tuple[int, int]:
+    """(height, width) of every sampled frame of a `height` x `width` video once `nframes` frames share the budget."""
+    assert spec.min_pixels is not None  # resolved in __post_init__
+    return _smart_resize(height, width, spec.size_factor, spec.min_pixels, _video_max_pixels(nframes, spec))
+
+
+def resized_image_hw(height: int, width: int, image_spec: ImageSpec) -> tuple[int, int]:
+    """(height, width) of a still image under its own budget (qwen-vl-utils' `fetch_image`)."""
+    assert image_spec.min_pixels is not None  # resolved in __post_init__
+    assert image_spec.max_pixels is not None
+    return _smart_resize(height, width, image_spec.size_factor, image_spec.min_pixels, image_spec.max_pixels)
+
+
+# -- metadata -------------------------------------------------------------------------------------------------------
+
+#: The fields of transformers' `VideoMetadata` (and of vLLM's video metadata dict), in that class's order.
+HF_FIELDS: Final = ("total_num_frames", "fps", "width", "height", "duration", "video_backend", "frames_indices")
+
+
+@dataclass(frozen=True)
+class VideoMeta:
+    """What a reader needs to feed cached frames to a model: transformers' `VideoMetadata` names + resize + identity.
+
+    `fps` is the source's native rate and `frames_indices` are absolute source indices, so `timestamps` are the
+    instants the frames show. `source*` fields identify the decoded file; `spec_key` names the SamplingSpec used.
+    """
+
+    total_num_frames: int
+    fps: float
+    duration: float
+    width: int
+    height: int
+    frames_indices: tuple[int, ...]
+    video_backend: str
+    resized_height: int
+    resized_width: int
+    spec_version: int = SPEC_VERSION
+    spec_key: str | None = None
+    source: str | None = None
+    source_size: int | None = None
+    source_mtime_ns: int | None = None
+    source_sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        owner = "VideoMeta"
+        if self.spec_version != SPEC_VERSION:
+            raise ValueError(
+                f"{owner}: spec_version {self.spec_version!r} is not this evr1-cache's {SPEC_VERSION}; rebuild the "
+                "cache with this version (evr1-cache build) or install the evr1-cache that wrote it"
+            )
+        total = _int(owner, "total_num_frames", self.total_num_frames, 1)
+        _set(self, "total_num_frames", total)
+        _set(self, "fps", _positive_float(owner, "fps", self.fps))
+        duration: object = self.duration
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 <= duration < math.inf:
+            raise ValueError(f"{owner}.duration must be a finite number >= 0, got {duration!r}")
+        _set(self, "duration", float(duration))
+        for name in ("width", "height", "resized_height", "resized_width"):
+            _set(self, name, _int(owner, name, getattr(self, name), 1))
+        raw: object = self.frames_indices
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
+            raise ValueError(f"{owner}.frames_indices must be a sequence of ints, got {raw!r}")
+        indices = tuple(_int(owner, "frames_indices[]", i, 0) for i in raw)
+        if not indices:
+            raise ValueError(f"{owner}.frames_indices is empty: a cached video holds at least one frame")
+        if indices[-1] >= total or any(b < a for a, b in itertools.pairwise(indices)):
+            raise ValueError(
+                f"{owner}.frames_indices must be non-decreasing and < total_num_frames={total}, got {indices[:8]}..."
+            )
+        _set(self, "frames_indices", indices)
+        backend: object = self.video_backend
+        if not isinstance(backend, str) or not backend:
+            raise ValueError(f"{owner}.video_backend must name the decoder, got {backend!r}")
+        for name in ("spec_key", "source", "source_sha256"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{owner}.{name} must be a string or None, got {value!r}")
+        for name in ("source_size", "source_mtime_ns"):
+            if getattr(self, name) is not None:
+                _set(self, name, _int(owner, name, getattr(self, name), 0))
+
+    @property
+    def timestamps(self) -> tuple[float, ...]:
+        """Seconds (from the first frame) of each sampled frame: index / native fps, as transformers computes them."""
+        return tuple(i / self.fps for i in self.frames_indices)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (frames_indices as a list)."""
+        data = dataclasses.asdict(self)
+        data["frames_indices"] = list(self.frames_indices)
+        return data
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys, no NaN): stored in the safetensors header of a cache entry."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> VideoMeta:
+        """Inverse of `to_dict`; refuses unknown keys and any spec_version other than this one."""
+        if "spec_version" not in data:
+            raise ValueError("VideoMeta without spec_version: not written by evr1-cache; rebuild the cache")
+        result: VideoMeta = _from_mapping(cls, data)
+        return result
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> VideoMeta:
+        """Parse `to_json` output; refuses malformed JSON, unknown keys and unknown spec versions."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"VideoMeta JSON is malformed ({exc}); the cache entry is damaged, rebuild it") from exc
+        if not isinstance(data, dict):
+            raise ValueError(f"VideoMeta JSON must be an object, got {type(data).__name__}")
+        return cls.from_dict(data)
+
+    def to_hf(self) -> dict[str, Any]:
+        """transformers' `VideoMetadata(**d)` kwargs, also vLLM's `(frames, d)` video metadata.
+
+        The frames are already sampled: call HF processors with `do_sample_frames=False` (vLLM reads a missing
+        `do_sample_frames` as False); otherwise Qwen3-VL re-samples and Qwen2.5-VL mis-times the frames.
+        """
+        data = {name: getattr(self, name) for name in HF_FIELDS}
+        data["frames_indices"] = list(self.frames_indices)
+        return data

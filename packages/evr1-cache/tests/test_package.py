@@ -1,0 +1,31 @@
+"""The package surface: light import, lazy heavy names, everything public reachable from `evr1_cache`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import evr1_cache
+
+
+def test_import_is_light_and_names_resolve_lazily() -> None:
+    code = (
+        "import sys, evr1_cache\n"
+        "heavy = {'numpy', 'av', 'safetensors', 'PIL', 'datasets', 'torch', 'ffmpeg', 'tqdm'}\n"
+        "assert not heavy & {m.split('.')[0] for m in sys.modules}, sorted(heavy & set(sys.modules))\n"
+        "from evr1_cache import CacheReader, build_cache, decode_video, load_image, probe\n"
+        "assert callable(probe) and callable(decode_video) and CacheReader.__name__ == 'CacheReader'\n"
+        "assert 'evr1_cache.reader' in sys.modules and 'evr1_cache.build' in sys.modules\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_public_names() -> None:
+    for name in evr1_cache.__all__:
+        assert getattr(evr1_cache, name) is not None, name
+    assert evr1_cache.__version__ == "0.1.0"
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = evr1_cache.nope

@@ -1,0 +1,282 @@
+"""Probe and decoders: true counts and times despite lying headers, VFR and rotation; both decoders frame-exact."""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+import subprocess
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+from PIL import Image
+
+from evr1_cache import decode_video, probe
+from evr1_cache.decoders import DECODERS, get_decoder, register
+from evr1_cache.errors import MediaError
+from evr1_cache.spec import SamplingSpec, sample_frame_indices
+from evr1_cache.testing import make_synthetic_video, read_frame_index
+
+DECODER_NAMES = ["pyav", "ffmpeg"]
+
+
+def reference_frames(path: Path, meta_indices: tuple[int, ...], fps: float, vfr: bool) -> np.ndarray:
+    """Independent decode: every frame with plain PyAV, rotated, picked by the timeline rule, Pillow-resized later."""
+    with av.open(str(path)) as c:
+        frames = list(c.decode(video=0))
+    rot = (frames[0].rotation or 0) // 90
+    times = [float(f.time) - float(frames[0].time) for f in frames]
+    if vfr:
+        picks = [max(0, bisect.bisect_right(times, i / fps + 1e-3) - 1) for i in meta_indices]
+    else:
+        picks = list(meta_indices)
+    return np.stack([np.rot90(frames[p].to_ndarray(format="rgb24"), k=rot) for p in picks])
+
+
+def resize(frames: np.ndarray, h: int, w: int) -> np.ndarray:
+    return np.stack(
+        [np.asarray(Image.fromarray(np.ascontiguousarray(f)).resize((w, h), Image.BICUBIC)) for f in frames]
+    )
+
+
+@pytest.mark.parametrize("decoder", DECODER_NAMES)
+def test_generated_clip_frames_are_exactly_the_sampled_indices(clip: Path, spec: SamplingSpec, decoder: str) -> None:
+    frames, meta = decode_video(clip, spec, decoder)
+    assert meta.total_num_frames == 75
+    assert meta.fps == 25.0
+    assert meta.duration == pytest.approx(3.0)
+    assert meta.frames_indices == sample_frame_indices(75, 25.0, spec)
+    assert frames.dtype == np.uint8
+    assert frames.shape == (len(meta.frames_indices), meta.resized_height, meta.resized_width, 3)
+    assert [read_frame_index(f) for f in frames] == list(meta.frames_indices)
+    assert meta.video_backend == decoder
+    assert meta.spec_key == spec.key()
+    assert meta.source == str(clip)
+
+
+def test_decoders_agree_bit_for_bit_on_generated_codecs(tmp_path: Path, spec: SamplingSpec) -> None:
+    paths = [
+        make_synthetic_video(tmp_path / "h264.mp4", 50, 30.0, (128, 96), gop=7),
+        make_synthetic_video(tmp_path / "mpeg4.avi", 40, 15.0, (96, 64), codec="mpeg4"),
+        make_synthetic_video(tmp_path / "mjpeg.mkv", 30, 10.0, (96, 64), codec="mjpeg", pix_fmt="yuvj420p"),
+    ]
+    for path in paths:
+        a, ma = decode_video(path, spec, "pyav")
+        b, mb = decode_video(path, spec, "ffmpeg")
+        assert np.array_equal(a, b), path.name
+        assert ma.frames_indices == mb.frames_indices
+        assert [read_frame_index(f) for f in a] == list(ma.frames_indices)
+
+
+def test_real_videos_cached_frames_equal_independent_decode(
+    real_videos: list[Path], spec: SamplingSpec, tmp_path: Path
+) -> None:
+    """Build a cache from the real videos, then every cached frame must equal an independent full decode."""
+    import json
+
+    from evr1_cache import CacheReader, build_cache
+    from evr1_cache.spec import ImageSpec
+
+    assert len(real_videos) == 6
+    data = tmp_path / "real.jsonl"
+    data.write_text("".join(json.dumps({"videos": [str(p)], "problem": p.name}) + "\n" for p in real_videos))
+    report = build_cache(data, tmp_path / "cache", spec, ImageSpec(), progress=False)
+    assert report.ok
+    assert report.built == 6
+    reader = CacheReader(tmp_path / "cache")
+    for path in real_videos:
+        info = probe(path)
+        exact = probe(path, exact=True)
+        assert info.total_num_frames == exact.total_num_frames, path.name
+        frames, meta = reader.load(path, spec)
+        assert meta.frames_indices == sample_frame_indices(info.total_num_frames, info.fps, spec)
+        picked = reference_frames(path, meta.frames_indices, meta.fps, info.vfr)
+        ref = resize(picked, meta.resized_height, meta.resized_width)
+        assert np.array_equal(frames, ref), path.name
+        other, _ = decode_video(path, spec, "ffmpeg")
+        assert np.array_equal(frames, other), path.name
+
+
+def test_real_video_facts(real_videos: list[Path]) -> None:
+    facts = {p.name: probe(p) for p in real_videos}
+    bbb = facts["bigbuckbunny.mp4"]
+    assert (bbb.width, bbb.height, bbb.total_num_frames, bbb.fps) == (1280, 720, 132, 25.0)
+    assert facts["cockatoo.mp4"].total_num_frames == 280
+    assert facts["cockatoo.mp4"].fps == 20.0
+    assert facts["carphone_pristine.mp4"].fps == pytest.approx(30000 / 1001)
+    assert not any(i.vfr or i.header_mismatch for i in facts.values())
+
+
+@pytest.mark.parametrize("decoder", DECODER_NAMES)
+def test_variable_frame_rate_uses_timestamps(tmp_path: Path, spec: SamplingSpec, decoder: str) -> None:
+    times = [0.0, 0.04, 0.08, 1.0, 1.04, 2.5, 2.54, 2.58, 3.9, 3.94]
+    path = make_synthetic_video(tmp_path / "vfr.mp4", len(times), 25.0, (96, 64), timestamps=times)
+    info = probe(path)
+    assert info.vfr
+    assert info.total_num_frames == 10
+    assert info.frame_times == pytest.approx(times, abs=1e-3)
+    frames, meta = decode_video(path, spec, decoder)
+    # each sampled instant index/fps shows the last frame whose time is <= that instant
+    for f, t in zip(frames, meta.timestamps, strict=True):
+        assert read_frame_index(f) == bisect.bisect_right(times, t + 1e-6) - 1
+    assert meta.duration == pytest.approx(3.94 + 0.04, abs=0.02)
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+@pytest.mark.parametrize("decoder", DECODER_NAMES)
+def test_rotation_metadata_is_applied_like_a_player(
+    tmp_path: Path, spec: SamplingSpec, rotation: int, decoder: str
+) -> None:
+    path = make_synthetic_video(tmp_path / f"r{rotation}.mp4", 20, 10.0, (96, 64), rotation=rotation)
+    info = probe(path)
+    assert info.rotation == rotation
+    assert (info.width, info.height) == ((64, 96) if rotation in (90, 270) else (96, 64))
+    frames, meta = decode_video(path, spec, decoder)
+    assert (meta.width, meta.height) == (info.width, info.height)
+    # ffmpeg's own autorotation (the CLI default) is the reference for what a player shows
+    raw = subprocess.run(
+        ["ffmpeg", "-v", "error", "-i", str(path), "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    shown = np.frombuffer(raw, np.uint8).reshape(20, info.height, info.width, 3)
+    assert np.array_equal(frames, resize(shown[list(meta.frames_indices)], meta.resized_height, meta.resized_width))
+    unrotated = [read_frame_index(np.rot90(f, k=-rotation // 90)) for f in frames]
+    assert unrotated == list(meta.frames_indices)
+
+
+def lying_avi(tmp_path: Path, n: int, claimed: int) -> Path:
+    """An AVI whose main and stream headers claim `claimed` frames (the real file holds `n`)."""
+    path = make_synthetic_video(tmp_path / "lie.avi", n, 15.0, (96, 64), codec="mpeg4")
+    data = bytearray(path.read_bytes())
+    avih, strh = data.find(b"avih"), data.find(b"strh")
+    struct.pack_into("<I", data, avih + 8 + 16, claimed)  # dwTotalFrames
+    struct.pack_into("<I", data, strh + 8 + 32, claimed)  # dwLength
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("decoder", DECODER_NAMES)
+def test_header_that_lies_about_frame_count(tmp_path: Path, spec: SamplingSpec, decoder: str) -> None:
+    path = lying_avi(tmp_path, 30, 444)
+    with av.open(str(path)) as c:
+        assert c.streams.video[0].frames == 444  # what a header-trusting reader would use
+    info = probe(path)
+    assert info.header_frames == 444
+    assert info.total_num_frames == 30
+    assert info.header_mismatch
+    frames, meta = decode_video(path, spec, decoder)
+    assert meta.total_num_frames == 30
+    assert meta.duration == pytest.approx(2.0)
+    assert [read_frame_index(f) for f in frames] == list(meta.frames_indices)
+
+
+@pytest.mark.parametrize("decoder", DECODER_NAMES)
+def test_edit_list_frames_the_player_never_shows_are_not_counted(
+    tmp_path: Path, spec: SamplingSpec, decoder: str
+) -> None:
+    src = make_synthetic_video(tmp_path / "gop.mp4", 60, 30.0, (96, 64), gop=30)
+    cut = tmp_path / "cut.mp4"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-ss", "0.5", "-i", str(src), "-c", "copy", str(cut)], check=True)
+    frames, meta = decode_video(cut, spec, decoder)
+    assert meta.total_num_frames == 45  # 60 packets, the first 15 are edit-list pre-roll
+    assert [read_frame_index(f) for f in frames] == [15 + i for i in meta.frames_indices]
+
+
+def test_decoder_mismatch_triggers_exact_reprobe(clip: Path, spec: SamplingSpec) -> None:
+    """A stream whose packet count disagrees with the decoder is re-timed by decoding (simulated: a wrong probe)."""
+    import dataclasses
+
+    info = probe(clip)
+    wrong = dataclasses.replace(info, frame_times=info.frame_times[:50], total_num_frames=50)
+    frames, meta = decode_video(clip, spec, "pyav", info=wrong)
+    assert meta.total_num_frames == 75
+    assert [read_frame_index(f) for f in frames] == list(meta.frames_indices)
+
+
+def test_registry_refuses_duplicates_and_suggests_names() -> None:
+    with pytest.raises(ValueError, match="already registered"):
+        register("pyav")(lambda: None)  # type: ignore[arg-type,return-value]
+    with pytest.raises(KeyError, match="did you mean pyav"):
+        get_decoder("pyavv")
+    assert {"pyav", "ffmpeg"} <= set(DECODERS)
+    assert get_decoder("auto").name == "pyav"
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda d: d / "missing.mp4", "file not found"),
+        (lambda d: _write(d / "empty.mp4", b""), "empty"),
+        (lambda d: _write(d / "text.mp4", b"this is not a video\n" * 50), "not a readable video"),
+        (lambda d: (d / "folder.mp4").mkdir() or d / "folder.mp4", "not a regular file"),
+    ],
+)
+def test_bad_inputs_raise_one_clear_media_error(tmp_path: Path, spec: SamplingSpec, make, reason: str) -> None:
+    path = make(tmp_path)
+    with pytest.raises(MediaError, match=reason) as err:
+        decode_video(path, spec)
+    assert str(path) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_truncated_mp4_and_single_frame_video(tmp_path: Path, clip: Path, spec: SamplingSpec) -> None:
+    data = clip.read_bytes()
+    trunc = _write(tmp_path / "trunc.mp4", data[: len(data) // 2])
+    with pytest.raises(MediaError, match=r"trunc\.mp4"):
+        decode_video(trunc, spec)
+    one = make_synthetic_video(tmp_path / "one.mp4", 1, 25.0, (96, 64))
+    with pytest.raises(MediaError, match=r"cannot sample frames.*1 frame"):
+        decode_video(one, spec)
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def test_unreadable_file_is_reported(tmp_path: Path, clip: Path, spec: SamplingSpec, monkeypatch) -> None:
+    locked = tmp_path / "locked.mp4"
+    locked.write_bytes(clip.read_bytes())
+    real_open = Path.open
+
+    def deny(self: Path, *args, **kwargs):
+        if self == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", deny)
+    with pytest.raises(MediaError, match=r"locked\.mp4: cannot be read \(Permission denied\)"):
+        decode_video(locked, spec)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
+def test_unreadable_file_by_permissions(tmp_path: Path, clip: Path, spec: SamplingSpec) -> None:
+    locked = tmp_path / "locked.mp4"
+    locked.write_bytes(clip.read_bytes())
+    locked.chmod(0)
+    with pytest.raises(MediaError, match="cannot be read"):
+        decode_video(locked, spec)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("raw.h264", ["-c", "copy", "-f", "h264"]),  # elementary stream: no container timestamps, no frame count
+        ("ps.mpg", ["-c:v", "mpeg2video", "-q:v", "2", "-f", "mpeg"]),  # MPEG-2 program stream
+        ("ts.ts", ["-c:v", "libx264", "-f", "mpegts"]),  # transport stream, non-zero start time
+    ],
+)
+def test_containers_without_reliable_headers(
+    tmp_path: Path, clip: Path, spec: SamplingSpec, name: str, args: list[str]
+) -> None:
+    out = tmp_path / name
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", str(clip), *args, str(out)], check=True)
+    info = probe(out)
+    assert (info.total_num_frames, info.fps, info.vfr) == (75, 25.0, False)
+    a, meta = decode_video(out, spec, "pyav")
+    b, _ = decode_video(out, spec, "ffmpeg")
+    assert np.array_equal(a, b)
+    assert [read_frame_index(f) for f in a] == list(meta.frames_indices)

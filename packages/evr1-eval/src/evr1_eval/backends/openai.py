@@ -1,0 +1,142 @@
+"""Any OpenAI-compatible chat-completions server (`vllm serve`, SGLang, hosted APIs, LLM judges) over async HTTP.
+
+Images travel as PNG data URLs. Videos travel as vLLM's `data:video/jpeg;base64,<frame>,<frame>...` list of the already
+sampled frames; the server then cannot know the source timestamps, so prefer the in-process `vllm` backend for
+timestamp-sensitive models (Qwen3-VL) - the run records which backend produced the numbers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import os
+from typing import Any
+
+from evr1_eval.backends.base import BackendConfig, BackendError, GenerationParams, Request
+from evr1_eval.backends.registry import register
+from evr1_eval.types import Generation
+
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+def _encode(pixels: Any, fmt: str) -> str:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format=fmt)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def chat_messages(request: Request) -> list[dict[str, Any]]:
+    """OpenAI chat messages for a request: media parts first (as in `Request.messages`), then the text."""
+    parts: list[dict[str, Any]] = []
+    for video in request.videos:
+        frames = ",".join(_encode(f, "JPEG") for f in video.frames)
+        parts.append({"type": "video_url", "video_url": {"url": f"data:video/jpeg;base64,{frames}"}})
+    for image in request.images:
+        parts.append(
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_encode(image.pixels, 'PNG')}"}}
+        )
+    parts.append({"type": "text", "text": request.prompt})
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
+    content: Any = parts if len(parts) > 1 else request.prompt
+    return [*msgs, {"role": "user", "content": content}]
+
+
+@register("openai")
+class OpenAIBackend:
+    name = "openai"
+
+    def __init__(self, config: BackendConfig, transport: Any = None) -> None:
+        if not config.base_url:
+            raise BackendError("openai backend: pass --base-url (e.g. http://localhost:8000/v1)")
+        if not config.model:
+            raise BackendError("openai backend: pass --model (the served model name)")
+        self.config = config
+        self.base_url: str = config.base_url
+        self._transport = transport  # tests inject httpx.MockTransport
+        self._client: Any = None
+        self.max_attempts = int(dict(config.engine_kwargs).get("max_attempts", 4))
+
+    async def start(self) -> None:
+        try:
+            import httpx
+        except ImportError as exc:
+            raise BackendError(f"openai backend needs httpx: pip install 'evr1-eval[openai]' ({exc})") from exc
+        headers = {}
+        key = os.environ.get(self.config.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url.rstrip("/"),
+            headers=headers,
+            timeout=self.config.timeout_s,
+            transport=self._transport,
+        )
+
+    def payload(self, request: Request, params: GenerationParams) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": chat_messages(request),
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "seed": params.seed,
+        }
+        if params.top_k > 0:
+            body["top_k"] = params.top_k
+        if params.stop:
+            body["stop"] = list(params.stop)
+        if self.config.mm_processor_kwargs:
+            body["mm_processor_kwargs"] = dict(self.config.mm_processor_kwargs)
+        return body
+
+    async def generate(self, request: Request, params: GenerationParams) -> Generation:
+        if self._client is None:
+            raise BackendError("openai backend used before start()")
+        import httpx
+
+        body = self.payload(request, params)
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                resp = await self._client.post("/chat/completions", json=body)
+            except httpx.TransportError as exc:
+                if attempt == self.max_attempts:
+                    raise BackendError(f"{self.config.base_url}: {exc!r} after {attempt} attempts") from exc
+            else:
+                if resp.status_code == 200:
+                    return _parse(resp.json(), request.id)
+                if resp.status_code not in RETRY_STATUS or attempt == self.max_attempts:
+                    raise BackendError(f"{self.config.base_url}: HTTP {resp.status_code}: {resp.text[:300]}")
+            await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "backend": "openai",
+            "engine": self.config.base_url,
+            "model": self.config.model,
+            "mm_processor_kwargs": dict(self.config.mm_processor_kwargs),
+        }
+
+
+def _parse(data: Any, request_id: str) -> Generation:
+    """Server answers are untrusted: a malformed body is an error for this request, not a crash."""
+    try:
+        choice = data["choices"][0]
+        text = choice["message"]["content"] or ""
+        usage = data.get("usage") or {}
+        return Generation(
+            text=str(text),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            finish_reason=choice.get("finish_reason"),
+        )
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise BackendError(f"malformed chat completion for request {request_id}: {str(data)[:300]}") from exc

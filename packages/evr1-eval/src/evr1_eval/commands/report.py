@@ -1,0 +1,52 @@
+"""`evr1-eval report`: compare run folders in a Markdown table, a summary.json and a PNG chart."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="compare runs: Markdown table, summary.json and a PNG chart",
+        description=(
+            "Re-aggregate every benchmark of each run folder (a `run --out` folder with <benchmark>/results*.jsonl, "
+            "or one benchmark folder) with its official rules, merging the shards of multi-machine runs, and write "
+            "report.md, summary.json and chart.png to --out."
+        ),
+        epilog="example:\n  evr1-eval report runs/base runs/rl-step200 --out report/",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("runs", nargs="+", type=Path, metavar="DIR", help="run folders to compare (one column each)")
+    p.add_argument("--out", type=Path, default=Path("evr1-report"), help="output folder (default: ./evr1-report)")
+    p.add_argument(
+        "--chart",
+        choices=("auto", "matplotlib", "stdlib", "none"),
+        default="auto",
+        help="chart renderer: matplotlib (labelled; `pip install 'evr1-eval[report]'`), stdlib (bars only), none",
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from evr1_eval.report import collect_run, write_report
+
+    runs = [collect_run(d) for d in args.runs]
+    for run_report in runs:
+        for problem in run_report.problems:
+            print(f"warning: {problem}", file=sys.stderr)
+    if not any(r.summaries for r in runs):
+        raise ValueError("no benchmark results in any of the given folders")
+    written = write_report(runs, args.out, chart=args.chart)
+    if written.get("chart_backend") == "stdlib":
+        print(
+            "note: matplotlib not installed; chart.png has bars only. pip install 'evr1-eval[report]'", file=sys.stderr
+        )
+    print((args.out / "report.md").read_text(encoding="utf-8"), end="")
+    for key in ("markdown", "summary", "chart"):
+        if key in written:
+            print(f"wrote {written[key]}", file=sys.stderr)
+    return 0

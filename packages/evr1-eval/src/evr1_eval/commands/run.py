@@ -1,0 +1,217 @@
+"""`evr1-eval run`: evaluate a model on benchmarks with the asynchronous runner (resumable, shardable)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXAMPLE = """examples:
+  evr1-eval run --model Qwen/Qwen3-VL-8B-Instruct --benchmarks videomme,mvbench \\
+      --annotations-dir data/eval --media-root data/videos --cache-dir cache/ --out runs/qwen3vl-8b
+  # two machines, one half each (then: evr1-eval report runs/qwen3vl-8b)
+  evr1-eval run ... --rank 0 --world-size 2
+  evr1-eval run ... --rank 1 --world-size 2
+  # re-running the same command resumes; other settings are refused (use another --out)
+"""
+
+
+def _json_arg(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {text!r} ({exc.msg})") from exc
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "run",
+        help="evaluate a model on benchmarks (async, resumable)",
+        description=(
+            "Frames come from --cache-dir when present (evr1-cache, same SamplingSpec as training), else are decoded "
+            "on the fly; up to --max-concurrency samples are in flight; each answer is scored at once and appended to "
+            "OUT/<benchmark>/results.jsonl. Re-running resumes; changed settings are refused. Greedy by default."
+        ),
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--model", required=True, help="checkpoint folder or hub id (served model name for openai)")
+    p.add_argument("--benchmarks", required=True, help="comma-separated benchmark names (see `evr1-eval list`)")
+    p.add_argument("--annotations-dir", required=True, type=Path, help="folder holding <benchmark>.json(l)")
+    p.add_argument("--media-root", type=Path, default=None, help="folder the annotations' media paths are relative to")
+    p.add_argument("--out", required=True, type=Path, help="run folder (one sub-folder per benchmark)")
+    p.add_argument("--backend", default="vllm", help="vllm (default), hf, openai")
+    p.add_argument("--cache-dir", type=Path, default=None, help="evr1-cache folder (see `evr1-eval precompute`)")
+    p.add_argument("--write-cache", action="store_true", help="store frames decoded on a cache miss in --cache-dir")
+    p.add_argument("--max-concurrency", type=int, default=32, help="samples in flight at once (memory bound)")
+    p.add_argument("--media-workers", type=int, default=2, help="threads loading / decoding frames")
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples of each benchmark")
+    p.add_argument("--rank", type=int, default=0, help="this machine's share (0-based) of each benchmark")
+    p.add_argument("--world-size", type=int, default=1, help="number of machines sharing the benchmarks")
+    p.add_argument("--retry-errors", action="store_true", help="run error rows of an earlier attempt again")
+    p.add_argument("--request-timeout", type=float, default=None, help="seconds before a request is an error row")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    g = p.add_argument_group("generation (recorded; greedy by default)")
+    g.add_argument("--max-tokens", type=int, default=1024)
+    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--top-p", type=float, default=1.0)
+    g.add_argument("--top-k", type=int, default=-1)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--system-prompt", default=None)
+    g.add_argument(
+        "--sampling",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a SamplingSpec field for every benchmark (fps, nframes, max_frames, max_pixels...)",
+    )
+
+    e = p.add_argument_group("engine")
+    e.add_argument("--dtype", default="auto")
+    e.add_argument("--max-model-len", type=int, default=None)
+    e.add_argument("--max-num-seqs", type=int, default=None, help="vLLM: sequences batched together")
+    e.add_argument("--max-num-batched-tokens", type=int, default=None, help="vLLM: tokens per step (chunk size)")
+    e.add_argument("--enable-chunked-prefill", action=argparse.BooleanOptionalAction, default=None)
+    e.add_argument("--tensor-parallel-size", type=int, default=1)
+    e.add_argument("--data-parallel-size", type=int, default=1)
+    e.add_argument("--gpu-memory-utilization", type=float, default=None)
+    e.add_argument("--enforce-eager", action="store_true", help="vLLM: no CUDA graphs / compilation (CPU, debugging)")
+    e.add_argument(
+        "--limit-mm-per-prompt", type=_json_arg, default=None, help='JSON, e.g. \'{"video": 1, "image": 4}\''
+    )
+    e.add_argument("--mm-processor-kwargs", type=_json_arg, default=None, help="JSON passed to the HF processor")
+    e.add_argument("--engine-kwargs", type=_json_arg, default=None, help="JSON of extra backend arguments")
+    e.add_argument("--base-url", default=None, help="openai backend: server URL, e.g. http://localhost:8000/v1")
+    e.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai backend: env var holding the key")
+    e.add_argument("--device", default="auto", help="hf backend: cpu, cuda, auto")
+
+    j = p.add_argument_group("LLM judge (for judged benchmarks; without one those rows stay pending)")
+    j.add_argument("--judge-base-url", default=None)
+    j.add_argument("--judge-model", default=None)
+    p.set_defaults(run=run)
+
+
+def backend_config(args: argparse.Namespace) -> Any:
+    from evr1_eval.backends import BackendConfig
+
+    extra: dict[str, Any] = {}
+    if args.limit_mm_per_prompt is not None:
+        extra["limit_mm_per_prompt"] = args.limit_mm_per_prompt
+    return BackendConfig(
+        model=args.model,
+        dtype=args.dtype,
+        max_model_len=args.max_model_len,
+        mm_processor_kwargs=args.mm_processor_kwargs or {},
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        enable_chunked_prefill=args.enable_chunked_prefill,
+        tensor_parallel_size=args.tensor_parallel_size,
+        data_parallel_size=args.data_parallel_size,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        enforce_eager=args.enforce_eager,
+        engine_kwargs=args.engine_kwargs or {},
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        device=args.device,
+        **extra,
+    )
+
+
+def load_jobs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
+    """Benchmarks + samples, and the validated frame-setting overrides (shared with `precompute`)."""
+    from evr1_eval.benchmarks import get_benchmark
+    from evr1_eval.jobs import load_job, parse_overrides, sampling_overrides
+
+    names = [n.strip() for n in args.benchmarks.split(",") if n.strip()]
+    if not names:
+        raise ValueError("--benchmarks is empty; name at least one (see `evr1-eval list`)")
+    benches = [get_benchmark(n) for n in names]
+    overrides = sampling_overrides(benches[0].sampling, parse_overrides(args.sampling), getattr(args, "model", None))
+    jobs = []
+    for bench in benches:
+        job = load_job(bench, args.annotations_dir, args.media_root)
+        if job.load_errors:
+            print(
+                f"{bench.name}: {len(job.load_errors)} annotation row(s) could not be parsed "
+                f"(listed in {args.out / bench.name}/load_errors*.json)",
+                file=sys.stderr,
+            )
+        jobs.append(job)
+    return jobs, overrides
+
+
+async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[str, Any]) -> list[Any]:
+    from contextlib import AsyncExitStack
+
+    from evr1_eval.backends import GenerationParams, create_backend
+    from evr1_eval.jobs import image_spec_for
+    from evr1_eval.media import MediaLoader
+    from evr1_eval.runner import RunConfig, run_async, sampling_for
+
+    params = GenerationParams(
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        seed=args.seed,
+    )
+    config = RunConfig(
+        out_dir=args.out,
+        params=params,
+        max_in_flight=args.max_concurrency,
+        media_workers=args.media_workers,
+        limit=args.limit,
+        rank=args.rank,
+        world_size=args.world_size,
+        request_timeout_s=args.request_timeout,
+        retry_errors=args.retry_errors,
+        sampling_overrides=overrides,
+        system_prompt=args.system_prompt,
+        progress=not args.no_progress,
+        info={"command": sys.argv, "backend_config": repr(backend_config(args))},
+    )
+    image_spec = image_spec_for(sampling_for(jobs[0].benchmark, overrides))
+    media = MediaLoader(args.cache_dir, image_spec=image_spec, write_cache=args.write_cache)
+    backend = create_backend(args.backend, backend_config(args))
+    async with AsyncExitStack() as stack:
+        judge = None
+        judge_settings = None
+        if args.judge_base_url or args.judge_model:
+            if not (args.judge_base_url and args.judge_model):
+                raise ValueError("an LLM judge needs both --judge-base-url and --judge-model")
+            from evr1_eval.scoring import openai_judge
+
+            judge = await stack.enter_async_context(openai_judge(args.judge_base_url, args.judge_model))
+            judge_settings = {"base_url": args.judge_base_url, "model": args.judge_model, "temperature": 0.0}
+        elif any(getattr(job.benchmark, "needs_judge", False) for job in jobs):
+            print("note: some rows are LLM-judged; without --judge-* they stay pending (not scored)", file=sys.stderr)
+        return await run_async(backend, jobs, config, media=media, judge=judge, judge_settings=judge_settings)
+
+
+def run(args: argparse.Namespace) -> int:
+    from evr1_eval.backends import BackendError
+    from evr1_eval.results import SettingsMismatch
+
+    jobs, overrides = load_jobs(args)
+    try:
+        results = asyncio.run(_evaluate(args, jobs, overrides))
+    except SettingsMismatch as exc:
+        print(f"evr1-eval run: {exc}", file=sys.stderr)
+        return 2
+    except BackendError as exc:
+        print(f"evr1-eval run: backend failed: {exc}\nFinished rows are kept; re-run to resume.", file=sys.stderr)
+        return 1
+    for res in results:
+        metric = ""
+        if res.summary is not None:
+            value = res.summary.metrics.get(res.summary.primary)
+            metric = f"  {res.summary.primary}={value:.2f}" if isinstance(value, (int, float)) else ""
+        print(
+            f"{res.benchmark}: {res.selected} selected, {res.skipped} already done, {res.ran} run, "
+            f"{res.errors} errors{metric}  -> {res.out_dir}"
+        )
+    return 0

@@ -1,0 +1,99 @@
+"""`evr1-eval score`: official metrics from existing predictions, no model needed."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "score",
+        help="score existing predictions with the benchmark's official rules",
+        description=(
+            'Score {"id", "response"} JSONL predictions against BENCH\'s annotations. Writes OUT/results.jsonl (one '
+            "row per sample; a missing prediction is an error row) and OUT/summary.json (official aggregation). "
+            "LLM-judged rows stay pending unless --judge-base-url/--judge-model name an OpenAI-compatible judge."
+        ),
+        epilog=(
+            "example:\n  evr1-eval score videomme --annotations videomme.json --predictions preds.jsonl "
+            "--out scored/videomme"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("benchmark", help="benchmark name (see `evr1-eval list`)")
+    p.add_argument("--annotations", required=True, type=Path, help="annotation file")
+    p.add_argument("--predictions", required=True, type=Path, help='JSONL with {"id", "response"} rows')
+    p.add_argument("--out", required=True, type=Path, help="output folder (results.jsonl, summary.json)")
+    p.add_argument("--media-root", type=Path, default=None, help="folder the annotation's video paths are relative to")
+    p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible server for LLM-judged rows")
+    p.add_argument("--judge-model", default=None, help="judge model name served at --judge-base-url")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(run=run)
+
+
+def _write_rows(path: Path, rows: list[Any]) -> None:
+    from evr1_eval.results import row_to_dict
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row_to_dict(row), ensure_ascii=False, default=str) + "\n")
+    tmp.replace(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    from evr1_eval.benchmarks import get_benchmark
+    from evr1_eval.results import write_json_atomic
+    from evr1_eval.scoring import judge_rows, openai_judge, read_predictions, score_samples, unknown_ids
+
+    bench = get_benchmark(args.benchmark)
+    loaded = bench.load(args.annotations, args.media_root)
+    preds = read_predictions(args.predictions)
+    rows = score_samples(bench, loaded.samples, preds.predictions, progress=not args.no_progress)
+    if args.judge_base_url or args.judge_model:
+        if not (args.judge_base_url and args.judge_model):
+            raise ValueError("pass both --judge-base-url and --judge-model")
+
+        async def judged() -> list[Any]:
+            async with openai_judge(args.judge_base_url, args.judge_model) as judge:
+                return await judge_rows(bench, loaded.samples, rows, judge)
+
+        rows = asyncio.run(judged())
+    summary = bench.aggregate(rows)
+    extra_ids = unknown_ids(loaded.samples, preds.predictions)
+    problems = [e.reason for e in loaded.errors] + [w.reason for w in loaded.warnings] + preds.problems
+    if extra_ids:
+        problems.append(f"{len(extra_ids)} predictions name ids not in the annotations, e.g. {extra_ids[:5]}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    _write_rows(args.out / "results.jsonl", rows)
+    record = {
+        **dataclasses.asdict(summary),
+        "annotations": str(args.annotations),
+        "predictions": str(args.predictions),
+        "load_errors": len(loaded.errors),
+        "problems": problems,
+    }
+    write_json_atomic(args.out / "summary.json", record)
+    for line in problems[:20]:
+        print(f"warning: {line}", file=sys.stderr)
+    if len(problems) > 20:
+        print(f"warning: ... {len(problems) - 20} more in {args.out / 'summary.json'}", file=sys.stderr)
+    print(
+        json.dumps(
+            {
+                "benchmark": summary.benchmark,
+                "primary": summary.primary,
+                "metrics": dict(summary.metrics),
+                "counts": dict(summary.counts),
+                "notes": list(summary.notes),
+            },
+            indent=2,
+        )
+    )
+    return 0

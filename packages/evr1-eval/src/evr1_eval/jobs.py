@@ -1,0 +1,102 @@
+"""From CLI arguments to runner jobs: find each benchmark's annotation file, load it, fix frame settings per model.
+
+Shared by `run` and `precompute` so both see the same samples and the same `SamplingSpec` (hence the same cache keys).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ANNOTATION_SUFFIXES = (".json", ".jsonl")
+#: Qwen3-VL's vision patches are 16 px (merged 2x2 -> 32); Qwen2/2.5-VL's are 14 px (-> 28).
+SIZE_FACTOR_BY_MODEL_TYPE = {"qwen3_vl": 32, "qwen3_vl_moe": 32, "qwen2_5_vl": 28, "qwen2_vl": 28}
+
+
+def find_annotations(annotations_dir: Path, names: Sequence[str]) -> Path:
+    """`DIR/<name>.json(l)` for the benchmark's name or any alias (case-insensitive), else a clear error."""
+    annotations_dir = Path(annotations_dir)
+    if not annotations_dir.is_dir():
+        raise FileNotFoundError(f"--annotations-dir {annotations_dir} is not a directory")
+    files = {p.name.lower(): p for p in annotations_dir.iterdir() if p.suffix.lower() in ANNOTATION_SUFFIXES}
+    for name in names:
+        for suffix in ANNOTATION_SUFFIXES:
+            hit = files.get(f"{name.lower()}{suffix}")
+            if hit is not None:
+                return hit
+    expected = " or ".join(f"{n}.json(l)" for n in names[:3])
+    raise FileNotFoundError(
+        f"no annotation file for {names[0]} in {annotations_dir}: expected {expected}; "
+        f"found {sorted(files)[:10] or 'no .json/.jsonl files'}"
+    )
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return f"sha256:{h.hexdigest()}"
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """`KEY=VALUE` pairs (VALUE parsed as JSON when it parses: 1.0, 64, null) for SamplingSpec fields."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--sampling {item!r}: expected KEY=VALUE, e.g. --sampling fps=1 --sampling max_frames=64")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def model_size_factor(model: str) -> int | None:
+    """The size factor a local checkpoint's architecture needs (None when unknown or not a local folder)."""
+    config = Path(model) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        model_type = json.loads(config.read_text(encoding="utf-8")).get("model_type")
+    except (OSError, json.JSONDecodeError):
+        return None
+    return SIZE_FACTOR_BY_MODEL_TYPE.get(str(model_type))
+
+
+def sampling_overrides(spec: Any, overrides: Mapping[str, Any], model: str | None) -> dict[str, Any]:
+    """Validated overrides for `dataclasses.replace(spec, ...)`: unknown keys name the valid ones; the model's patch
+    geometry fills `size_factor` unless given; `nframes` switches fps off (the spec takes exactly one)."""
+    out = dict(overrides)
+    names = {f.name for f in dataclasses.fields(spec)}
+    unknown = sorted(set(out) - names)
+    if unknown:
+        raise ValueError(f"--sampling: unknown field(s) {unknown}; valid: {', '.join(sorted(names))}")
+    if "size_factor" not in out and model:
+        factor = model_size_factor(model)
+        if factor is not None:
+            out["size_factor"] = factor
+    if out.get("nframes") is not None and "fps" not in out:
+        out["fps"] = None
+    return out
+
+
+def image_spec_for(spec: Any) -> Any:
+    """Images use their own budget, with the same patch geometry as the videos."""
+    from evr1_cache import ImageSpec
+
+    return ImageSpec(size_factor=getattr(spec, "size_factor", 28))
+
+
+def load_job(bench: Any, annotations_dir: Path, media_root: Path | None) -> Any:
+    """Load every sample of one benchmark into a runner `Job` (bad rows are kept as load errors, not dropped)."""
+    from evr1_eval.runner import Job
+
+    path = find_annotations(annotations_dir, [bench.name, *getattr(bench, "aliases", ())])
+    loaded = bench.load(path, media_root)
+    return Job(benchmark=bench, samples=loaded.samples, source=file_digest(path), load_errors=tuple(loaded.errors))

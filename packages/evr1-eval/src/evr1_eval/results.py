@@ -1,0 +1,190 @@
+"""The on-disk record of a run: append-only `results*.jsonl` rows, `run*.json` settings, `summary.json`.
+
+Layout, one folder per benchmark under the run's `--out`:
+    OUT/<benchmark>/run.json            settings that change numbers (a resume with other settings is refused)
+    OUT/<benchmark>/results.jsonl       one ScoredSample per line, flushed per line, last row per id wins
+    OUT/<benchmark>/summary.json        official aggregation (single-machine runs; `report` merges shards)
+With `--world-size W` each rank r writes `run.rank<r>-of-<W>.json` and `results.rank<r>-of-<W>.jsonl` instead, so
+machines never share a file; `load_rows` merges every results file of a folder.
+
+Resume never assumes finished rows form a prefix: it reads every id present. A torn last line (the process died in
+the middle of a write) is dropped and the file is truncated back to the last complete line before appending.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from evr1_eval.types import BenchmarkSummary, ScoredSample
+
+RESULTS_GLOB = "results*.jsonl"
+SCHEMA_VERSION = 1
+
+
+class SettingsMismatch(RuntimeError):
+    """A resumed run would mix results produced under different settings."""
+
+
+def shard_suffix(rank: int, world_size: int) -> str:
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"need 0 <= rank < world_size, got rank={rank} world_size={world_size}")
+    return "" if world_size == 1 else f".rank{rank}-of-{world_size}"
+
+
+def results_path(bench_dir: Path, rank: int = 0, world_size: int = 1) -> Path:
+    return Path(bench_dir) / f"results{shard_suffix(rank, world_size)}.jsonl"
+
+
+def settings_path(bench_dir: Path, rank: int = 0, world_size: int = 1) -> Path:
+    return Path(bench_dir) / f"run{shard_suffix(rank, world_size)}.json"
+
+
+def row_to_dict(row: ScoredSample) -> dict[str, Any]:
+    return {"schema": SCHEMA_VERSION, **dataclasses.asdict(row)}
+
+
+def row_from_dict(data: Mapping[str, Any]) -> ScoredSample:
+    """Rebuild a row; unknown keys (written by a newer version) are ignored, missing optional ones default."""
+    names = {f.name for f in dataclasses.fields(ScoredSample)}
+    return ScoredSample(**{k: v for k, v in data.items() if k in names})
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON through a temp file in the same folder + rename, so a reader never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _complete_length(path: Path) -> int:
+    """Byte length of the file up to and including its last newline (what survives a torn write)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            fh.seek(pos - step)
+            chunk = fh.read(step)
+            idx = chunk.rfind(b"\n")
+            if idx >= 0:
+                return pos - step + idx + 1
+            pos -= step
+        return 0
+
+
+def iter_rows(path: Path) -> Iterator[ScoredSample]:
+    """Rows of one results file; an unparsable line is skipped (a torn tail) unless it sits mid-file."""
+    path = Path(path)
+    if not path.exists():
+        return
+    lines = path.read_bytes().split(b"\n")
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            yield row_from_dict(json.loads(raw))
+        except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as exc:
+            if lineno == len(lines):  # no newline after it: a write that was cut off
+                return
+            raise ValueError(
+                f"{path}:{lineno}: corrupt results row ({exc}); fix or delete that line, then resume"
+            ) from exc
+
+
+def load_rows(bench_dir: Path) -> list[ScoredSample]:
+    """Every row of every results file in a benchmark folder (all ranks), one per id: the last written wins."""
+    rows: dict[str, ScoredSample] = {}
+    for path in sorted(Path(bench_dir).glob(RESULTS_GLOB)):
+        for row in iter_rows(path):
+            rows[row.id] = row
+    return list(rows.values())
+
+
+class ResultsStore:
+    """Append-only JSONL of one (benchmark, rank): read finished ids, then append rows flushed one by one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._fh: IO[str] | None = None
+
+    def finished(self, *, retry_errors: bool = False) -> dict[str, ScoredSample]:
+        """Rows already written, by id; with `retry_errors`, error rows are left out so they run again."""
+        done: dict[str, ScoredSample] = {}
+        for row in iter_rows(self.path):
+            if retry_errors and row.error is not None:
+                done.pop(row.id, None)
+            else:
+                done[row.id] = row
+        return done
+
+    def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            keep = _complete_length(self.path)
+            if keep != self.path.stat().st_size:
+                with open(self.path, "r+b") as fh:  # drop a torn tail so the next row starts on its own line
+                    fh.truncate(keep)
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (kept open for the whole run)
+
+    def append(self, row: ScoredSample) -> None:
+        if self._fh is None:
+            self.open()
+        assert self._fh is not None
+        self._fh.write(json.dumps(row_to_dict(row), ensure_ascii=False, default=str) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def check_settings(path: Path, fingerprint: Mapping[str, Any], info: Mapping[str, Any]) -> None:
+    """Record the run's settings, or refuse when an existing record differs in anything that changes numbers."""
+    path = Path(path)
+    new = json.loads(json.dumps(fingerprint, default=str, sort_keys=True))
+    if path.exists():
+        old = json.loads(path.read_text(encoding="utf-8")).get("fingerprint", {})
+        diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        if diff:
+            lines = [
+                f"  {k}: recorded {json.dumps(old.get(k))[:200]} != now {json.dumps(new.get(k))[:200]}" for k in diff
+            ]
+            raise SettingsMismatch(
+                f"{path} was written with other settings; resuming would mix results.\n"
+                + "\n".join(lines)
+                + "\nUse the recorded settings, or a new --out directory for the new ones."
+            )
+    write_json_atomic(path, {"fingerprint": new, "info": dict(info)})
+
+
+def write_summary(path: Path, summary: BenchmarkSummary, extra: Mapping[str, Any] | None = None) -> None:
+    write_json_atomic(path, {**dataclasses.asdict(summary), **dict(extra or {})})
+
+
+def dedupe_ids(ids: Iterable[str]) -> list[str]:
+    """Ids that occur more than once (a benchmark file with duplicate ids cannot be resumed safely)."""
+    seen: set[str] = set()
+    dups: list[str] = []
+    for i in ids:
+        if i in seen:
+            dups.append(i)
+        seen.add(i)
+    return dups

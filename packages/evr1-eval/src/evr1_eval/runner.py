@@ -1,0 +1,411 @@
+"""The asynchronous evaluation loop: keep the engine saturated, never lose finished work.
+
+For every pending sample (all benchmarks in one stream): take an in-flight slot, load its frames in a worker thread
+(cache first, else decode), submit the request as soon as the frames are ready, score the answer the moment it comes
+back, append the row to `results.jsonl` (flushed), and release the slot. At most `max_in_flight` samples hold frames
+at any time, so memory is bounded by that number and not by the benchmark size. The engine does the batching
+(continuous batching, chunked prefill); nothing here waits for a batch to fill.
+
+A sample that fails (missing or broken video, engine error, timeout, scorer crash) becomes an error row and the run
+goes on; only a dead engine stops it, and the rows written so far stay valid for a resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from evr1_eval.backends.base import Backend, EngineDead, GenerationParams, Request
+from evr1_eval.media import Media, MediaLoader, spec_key
+from evr1_eval.progress import Progress
+from evr1_eval.results import (
+    ResultsStore,
+    check_settings,
+    dedupe_ids,
+    results_path,
+    settings_path,
+    shard_suffix,
+    write_json_atomic,
+    write_summary,
+)
+from evr1_eval.types import BenchmarkSummary, Sample, ScoredSample
+
+log = logging.getLogger(__name__)
+
+Judge = Callable[[str], Awaitable[str]]
+
+
+class BenchmarkLike(Protocol):
+    """What the runner needs from a benchmark (see `evr1_eval.benchmarks.base.Benchmark`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def prompt_version(self) -> str: ...
+
+    @property
+    def sampling(self) -> Any: ...
+
+    def score(self, sample: Sample, response: str) -> ScoredSample: ...
+
+    def aggregate(self, rows: Sequence[ScoredSample]) -> BenchmarkSummary: ...
+
+
+class MediaSource(Protocol):
+    def load(self, sample: Sample, spec: Any) -> Media: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """How to run; only `params`, frame settings and the backend's `settings()` change numbers (see run.json)."""
+
+    out_dir: Path
+    params: GenerationParams = field(default_factory=GenerationParams)
+    #: Samples holding frames or waiting on the engine at once: the memory bound and the engine's queue depth.
+    max_in_flight: int = 16
+    #: Threads that read the cache / decode videos.
+    media_workers: int = 2
+    #: Evaluate only the first N samples of each benchmark (before the rank split).
+    limit: int | None = None
+    rank: int = 0
+    world_size: int = 1
+    request_timeout_s: float | None = None
+    #: Run error rows of a previous attempt again (default: an error row is a finished sample).
+    retry_errors: bool = False
+    #: Replace fields of each benchmark's SamplingSpec (fps, max_frames, max_pixels...).
+    sampling_overrides: Mapping[str, Any] = field(default_factory=dict)
+    system_prompt: str | None = None
+    progress: bool = True
+    #: Extra facts recorded in run.json's "info" (command line, annotation file...).
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be >= 1, got {self.max_in_flight}")
+        if self.media_workers < 1:
+            raise ValueError(f"media_workers must be >= 1, got {self.media_workers}")
+        if self.limit is not None and self.limit < 0:
+            raise ValueError(f"limit must be >= 0, got {self.limit}")
+        shard_suffix(self.rank, self.world_size)  # validates rank / world_size
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One benchmark's loaded samples (all of them: the runner applies limit and rank split)."""
+
+    benchmark: BenchmarkLike
+    samples: Sequence[Sample]
+    #: Identity of the annotation file (hash): part of the settings, so a changed file is never mixed into a resume.
+    source: str | None = None
+    load_errors: Sequence[Any] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    benchmark: str
+    out_dir: Path
+    selected: int  # samples of this rank after limit + split
+    skipped: int  # already finished (resume)
+    ran: int
+    errors: int  # error rows written in this run
+    summary: BenchmarkSummary | None
+
+
+def select(samples: Sequence[Sample], *, limit: int | None, rank: int, world_size: int) -> list[Sample]:
+    """The first `limit` samples, then every `world_size`-th starting at `rank` (ranks are disjoint and complete)."""
+    chosen = list(samples[:limit] if limit is not None else samples)
+    return chosen[rank::world_size]
+
+
+def prompt_hash(sample: Sample, system: str | None) -> str:
+    payload = json.dumps([system, sample.prompt, list(sample.videos), list(sample.images)], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def sampling_for(bench: BenchmarkLike, overrides: Mapping[str, Any]) -> Any:
+    spec = bench.sampling
+    return dataclasses.replace(spec, **dict(overrides)) if overrides else spec
+
+
+def _spec_record(spec: Any) -> Any:
+    if dataclasses.is_dataclass(spec) and not isinstance(spec, type):
+        return {"key": spec_key(spec), **dataclasses.asdict(spec)}
+    return {"key": spec_key(spec)}
+
+
+def error_row(bench: BenchmarkLike, sample: Sample, error: str) -> ScoredSample:
+    make = getattr(bench, "error_row", None)
+    if callable(make):
+        row: ScoredSample = make(sample, error)
+        return row
+    return ScoredSample(
+        id=sample.id,
+        benchmark=bench.name,
+        problem_type=sample.problem_type,
+        response=None,
+        extracted=None,
+        score=0.0,
+        groups=dict(sample.groups),
+        error=error,
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:1000]
+
+
+@dataclass
+class _State:
+    """Per-benchmark bookkeeping during a run."""
+
+    job: Job
+    spec: Any
+    out_dir: Path
+    store: ResultsStore
+    pending: list[Sample]
+    skipped: int
+    ran: int = 0
+    errors: int = 0
+
+
+class Runner:
+    """Runs jobs against a started backend; see the module docstring for the pipeline."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        config: RunConfig,
+        *,
+        media: MediaSource | None = None,
+        judge: Judge | None = None,
+        judge_settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.config = config
+        self.media = media or MediaLoader()
+        self.judge = judge
+        self.judge_settings = dict(judge_settings or {}) if judge else None
+
+    # -- set-up -------------------------------------------------------------------------------------------------
+    def fingerprint(self, job: Job, spec: Any) -> dict[str, Any]:
+        """Everything that changes a number; a resumed run must match it exactly."""
+        c = self.config
+        return {
+            "benchmark": job.benchmark.name,
+            "prompt_version": getattr(job.benchmark, "prompt_version", None),
+            "annotations": job.source,
+            "sampling": _spec_record(spec),
+            "backend": self.backend.settings(),
+            "generation": c.params.to_dict(),
+            "system_prompt": c.system_prompt,
+            "judge": self.judge_settings,
+            "rank": c.rank,
+            "world_size": c.world_size,
+        }
+
+    def _prepare(self, job: Job) -> _State:
+        c = self.config
+        bench = job.benchmark
+        dups = dedupe_ids(s.id for s in job.samples)
+        if dups:
+            raise ValueError(
+                f"{bench.name}: duplicate sample ids {sorted(set(dups))[:5]}; ids must be unique to resume safely"
+            )
+        spec = sampling_for(bench, c.sampling_overrides)
+        out_dir = Path(c.out_dir) / bench.name
+        info = {
+            "evr1_eval": _version(),
+            "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "samples_in_file": len(job.samples),
+            "load_errors": len(job.load_errors),
+            "limit": c.limit,
+            "max_in_flight": c.max_in_flight,
+            **dict(c.info),
+        }
+        check_settings(settings_path(out_dir, c.rank, c.world_size), self.fingerprint(job, spec), info)
+        if job.load_errors:
+            write_json_atomic(
+                out_dir / f"load_errors{shard_suffix(c.rank, c.world_size)}.json",
+                [
+                    dataclasses.asdict(e) if dataclasses.is_dataclass(e) and not isinstance(e, type) else e
+                    for e in job.load_errors
+                ],
+            )
+        store = ResultsStore(results_path(out_dir, c.rank, c.world_size))
+        done = store.finished(retry_errors=c.retry_errors)
+        chosen = select(job.samples, limit=c.limit, rank=c.rank, world_size=c.world_size)
+        pending = [s for s in chosen if s.id not in done]
+        return _State(
+            job=job, spec=spec, out_dir=out_dir, store=store, pending=pending, skipped=len(chosen) - len(pending)
+        )
+
+    # -- one sample ---------------------------------------------------------------------------------------------
+    async def _score(self, bench: BenchmarkLike, sample: Sample, text: str) -> ScoredSample:
+        with_judge = getattr(bench, "score_with_judge", None)
+        if self.judge is not None and callable(with_judge):
+            row: ScoredSample = await with_judge(sample, text, self.judge)
+            return row
+        return bench.score(sample, text)
+
+    async def _one(self, st: _State, sample: Sample, pool: ThreadPoolExecutor, bar: Progress) -> None:
+        bench = st.job.benchmark
+        loop = asyncio.get_running_loop()
+        t0 = time.perf_counter()
+        tokens = 0
+        try:
+            media = await loop.run_in_executor(pool, self.media.load, sample, st.spec)
+        except Exception as exc:
+            row = error_row(bench, sample, f"media: {_describe(exc)}")
+        else:
+            bar.cache_hits += media.cache_hits
+            request = Request(
+                id=sample.id,
+                prompt=sample.prompt,
+                videos=media.videos,
+                images=media.images,
+                system=self.config.system_prompt,
+            )
+            del media
+            try:
+                gen = await asyncio.wait_for(
+                    self.backend.generate(request, self.config.params), self.config.request_timeout_s
+                )
+            except EngineDead:
+                raise
+            except asyncio.TimeoutError:
+                row = error_row(bench, sample, f"engine: timed out after {self.config.request_timeout_s} s")
+            except Exception as exc:
+                row = error_row(bench, sample, f"engine: {_describe(exc)}")
+            else:
+                del request
+                tokens = gen.completion_tokens
+                try:
+                    row = await self._score(bench, sample, gen.text)
+                except Exception as exc:  # a scorer must never crash on adversarial output; record it if it does
+                    row = dataclasses.replace(error_row(bench, sample, f"scoring: {_describe(exc)}"), response=gen.text)
+                row = dataclasses.replace(row, prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens)
+        row = dataclasses.replace(
+            row,
+            latency_s=round(time.perf_counter() - t0, 4),
+            prompt_hash=prompt_hash(sample, self.config.system_prompt),
+        )
+        st.store.append(row)
+        st.ran += 1
+        st.errors += row.error is not None
+        bar.finished_one(tokens=tokens, error=row.error is not None)
+
+    # -- the loop -----------------------------------------------------------------------------------------------
+    async def run(self, jobs: Sequence[Job]) -> list[JobResult]:
+        states = [self._prepare(job) for job in jobs]
+        total = sum(len(st.pending) for st in states)
+        names = "+".join(s.job.benchmark.name for s in states)
+        bar = Progress(
+            total, enabled=self.config.progress, desc=names if len(names) <= 40 else f"{len(states)} benchmarks"
+        )
+        slots = asyncio.Semaphore(self.config.max_in_flight)
+        tasks: set[asyncio.Task[None]] = set()
+        failure: list[BaseException] = []
+
+        def finished(task: asyncio.Task[None]) -> None:
+            tasks.discard(task)
+            slots.release()
+            if not task.cancelled() and task.exception() is not None:
+                failure.append(task.exception())  # type: ignore[arg-type]
+
+        def stream() -> Iterator[tuple[_State, Sample]]:
+            for st in states:
+                for sample in st.pending:
+                    yield st, sample
+
+        pool = ThreadPoolExecutor(max_workers=self.config.media_workers, thread_name_prefix="evr1-media")
+        try:
+            for st in states:
+                st.store.open()
+            for st, sample in stream():
+                await slots.acquire()  # the bound: a slot is taken before the sample's frames are loaded
+                if failure:
+                    slots.release()
+                    break
+                bar.started_one()
+                task = asyncio.create_task(self._one(st, sample, pool, bar))
+                tasks.add(task)
+                task.add_done_callback(finished)
+            if tasks:
+                await asyncio.gather(*list(tasks), return_exceptions=True)
+        finally:
+            for task in list(tasks):
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*list(tasks), return_exceptions=True)
+            pool.shutdown(wait=True, cancel_futures=True)
+            for st in states:
+                st.store.close()
+            bar.close()
+        if failure:
+            raise failure[0]
+        log.info("evaluated %d samples in %.1f s (%s)", bar.done, bar.elapsed, bar.stats())
+        return [self._finish(st) for st in states]
+
+    def _finish(self, st: _State) -> JobResult:
+        c = self.config
+        summary: BenchmarkSummary | None = None
+        if c.world_size == 1:
+            rows = list(st.store.finished().values())
+            try:
+                summary = st.job.benchmark.aggregate(rows)
+            except Exception as exc:  # results are safe on disk; `evr1-eval report` can aggregate again
+                log.error("%s: aggregation failed (%s); rows are in %s", st.job.benchmark.name, exc, st.store.path)
+            else:
+                write_summary(st.out_dir / "summary.json", summary, {"rows": len(rows)})
+        return JobResult(
+            benchmark=st.job.benchmark.name,
+            out_dir=st.out_dir,
+            selected=len(st.pending) + st.skipped,
+            skipped=st.skipped,
+            ran=st.ran,
+            errors=st.errors,
+            summary=summary,
+        )
+
+
+async def run_async(
+    backend: Backend,
+    jobs: Sequence[Job],
+    config: RunConfig,
+    *,
+    media: MediaSource | None = None,
+    judge: Judge | None = None,
+    judge_settings: Mapping[str, Any] | None = None,
+) -> list[JobResult]:
+    """Start the backend, run every job, always close the backend (also on Ctrl-C)."""
+    await backend.start()
+    try:
+        runner = Runner(backend, config, media=media, judge=judge, judge_settings=judge_settings)
+        return await runner.run(jobs)
+    finally:
+        await backend.close()
+
+
+def evaluate(backend: Backend, jobs: Sequence[Job], config: RunConfig, **kwargs: Any) -> list[JobResult]:
+    """Synchronous entry point (CLI, scripts): `asyncio.run(run_async(...))`."""
+    return asyncio.run(run_async(backend, jobs, config, **kwargs))
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("evr1-eval")
+    except metadata.PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,291 @@
+"""CLI: list / inspect / score / report, end to end on files, plus the report's chart writers."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evr1_eval.cli import build_parser, main
+from evr1_eval.report import collect_run, markdown_table, write_chart
+from evr1_eval.results import row_to_dict
+from evr1_eval.types import ScoredSample
+
+OPTS = ["A. one", "B. two", "C. three", "D. four"]
+
+
+def mc(pid: str, gt: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "problem_id": pid,
+        "problem": "Q?",
+        "options": OPTS,
+        "solution": f"<answer>{gt}</answer>",
+        "problem_type": "multiple choice",
+        "path": f"{pid}.mp4",
+        **extra,
+    }
+
+
+def write(path: Path, data: Any, jsonl: bool = False) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(json.dumps(r) for r in data) + "\n" if jsonl else json.dumps(data)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "evr1-eval score videomme" in capsys.readouterr().out
+    for command in ("list", "inspect", "score", "report"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "example" in capsys.readouterr().out
+
+
+def test_command_modules_expose_the_interface() -> None:
+    from evr1_eval import cli
+
+    for module in cli.COMMANDS:
+        assert callable(module.add_parser)
+        assert callable(module.run)
+    args = build_parser().parse_args(["list"])
+    assert args.run.__module__ == "evr1_eval.commands.list"
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 22
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["videoreasonbench"]["needs_judge"] == ["open-ended"]
+    assert by_name["video_holmes"]["aliases"] == ["holmes"]
+    assert main(["list"]) == 0
+    assert "vsibench" in capsys.readouterr().out
+
+
+def test_inspect_counts_types_and_reports_bad_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [
+        mc("1", "A"),
+        {
+            "problem_id": "2",
+            "problem": "How far?",
+            "problem_type": "regression",
+            "solution": "<answer>2.5</answer>",
+            "path": "2.mp4",
+            "question_type": "object_abs_distance",
+        },
+        {**mc("3", "A"), "solution": "<answer>Z</answer>"},
+    ]
+    ann = write(tmp_path / "vsi.json", rows)
+    assert main(["inspect", "vsibench", "--annotations", str(ann), "--show", "1"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["benchmark"] == "vsibench"
+    assert out["samples"] == 2
+    assert out["problem_types"] == {"multiple choice": 1, "regression": 1}
+    assert out["errors"][0]["row"] == 2
+    assert out["errors"][0]["id"] == "3"
+    assert out["examples"][0]["ground_truth"] == "A"
+    ok = write(tmp_path / "ok.json", rows[:2])
+    assert main(["inspect", "vsibench", "--annotations", str(ok)]) == 0
+
+
+def test_unknown_benchmark_and_missing_file_are_clear_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", "videome", "--annotations", str(tmp_path / "x.json")]) == 2
+    assert "Did you mean: videomme" in capsys.readouterr().err
+    assert main(["inspect", "videomme", "--annotations", str(tmp_path / "x.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_score_writes_rows_and_official_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ann = write(
+        tmp_path / "videomme.json",
+        [
+            mc("1", "A", duration="short"),
+            mc("2", "B", duration="short"),
+            mc("3", "C", duration="long"),
+            {**mc("4", "C"), "options": None},
+        ],
+    )
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(
+        json.dumps({"id": "1", "response": "A"})
+        + "\n"
+        + json.dumps({"id": "2", "response": "the people walk along a quiet river at night and nobody talks"})
+        + "\n"
+        + "not json\n"
+        + json.dumps({"id": "99", "response": "A"})
+        + "\n"
+    )
+    out = tmp_path / "scored"
+    rc = main(
+        [
+            "score",
+            "videomme",
+            "--annotations",
+            str(ann),
+            "--predictions",
+            str(preds),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert rc == 0
+    printed = json.loads(capsys.readouterr().out)
+    # 1 right, 2 unanswered (dropped by the official rule), 3 has no prediction (error row, counted wrong).
+    assert printed["metrics"]["accuracy"] == pytest.approx(50.0)
+    assert printed["metrics"]["accuracy_strict"] == pytest.approx(100 / 3, abs=1e-3)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["primary"] == "accuracy"
+    assert summary["load_errors"] == 1
+    assert any("line 3: not JSON" in p for p in summary["problems"])
+    assert any("ids not in the annotations" in p for p in summary["problems"])
+    assert any("has no options" in p for p in summary["problems"])
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["1", "2", "3"]
+    assert rows[2]["error"] == "no prediction for this id"
+    assert rows[0]["extracted"] == "A"
+    assert rows[0]["score"] == 1.0
+    capsys.readouterr()
+    # a `score --out` folder is a benchmark folder: `report` re-aggregates it directly
+    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--chart", "none"]) == 0
+    assert "| videomme | accuracy | 50.0 |" in (tmp_path / "rep" / "report.md").read_text()
+    assert not (tmp_path / "rep" / "chart.png").exists()
+
+
+def _bench_rows(bench: str, scores: list[float], **kw: Any) -> list[ScoredSample]:
+    return [
+        ScoredSample(
+            id=str(i), benchmark=bench, problem_type="multiple choice", response="x", extracted="A", score=s, **kw
+        )
+        for i, s in enumerate(scores)
+    ]
+
+
+def _write_run(run_dir: Path, bench: str, rows: list[ScoredSample], shards: int = 1) -> None:
+    bench_dir = run_dir / bench
+    bench_dir.mkdir(parents=True, exist_ok=True)
+    for rank in range(shards):
+        name = "results.jsonl" if shards == 1 else f"results.rank{rank}-of-{shards}.jsonl"
+        mine = rows[rank::shards]
+        (bench_dir / name).write_text("".join(json.dumps(row_to_dict(r)) + "\n" for r in mine))
+    (bench_dir / "run.json").write_text(json.dumps({"fingerprint": {"model": run_dir.name}, "info": {}}))
+
+
+def test_report_compares_runs_and_merges_shards(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, rl = tmp_path / "base", tmp_path / "rl"
+    _write_run(base, "lvbench", _bench_rows("lvbench", [1, 0, 0, 0]))
+    _write_run(rl, "lvbench", _bench_rows("lvbench", [1, 1, 1, 0]), shards=2)  # two machines' files merged
+    mlvu = [
+        ScoredSample(
+            id=str(i),
+            benchmark="mlvu",
+            problem_type="multiple choice",
+            response="x",
+            extracted="A",
+            score=s,
+            groups={"task": t},
+        )
+        for i, (s, t) in enumerate([(1, "a"), (0, "b"), (0, "b"), (0, "b")])
+    ]
+    _write_run(rl, "mlvu", mlvu)
+    judged = _bench_rows("videoreasonbench", [0, 0], needs_judge=True)
+    _write_run(rl, "videoreasonbench", judged)
+    out = tmp_path / "report"
+    assert main(["report", str(base), str(rl), "--out", str(out), "--chart", "stdlib"]) == 0
+    captured = capsys.readouterr()
+    table = (out / "report.md").read_text()
+    assert "| lvbench | accuracy | 25.0 | 75.0 |" in table
+    assert "| mlvu | m_avg | - | 50.0 |" in table  # M-Avg = mean(100, 0), not the item mean 25
+    assert "| videoreasonbench | accuracy | - | needs judge |" in table
+    assert "bars only" in captured.err
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["name"] for r in summary["runs"]] == ["base", "rl"]
+    assert summary["runs"][1]["benchmarks"]["lvbench"]["counts"]["samples"] == 4
+    assert summary["runs"][1]["settings"]["lvbench"]["fingerprint"] == {"model": "rl"}
+    png = (out / "chart.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_report_on_a_folder_without_results_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty"), "--out", str(tmp_path / "r")]) == 2
+    assert "no benchmark results" in capsys.readouterr().err
+
+
+def _png_size_and_pixels(data: bytes) -> tuple[int, int, bytes]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height = 8, b"", 0, 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
+        assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    return width, height, zlib.decompress(idat)
+
+
+def test_stdlib_chart_draws_bars_proportional_to_scores(tmp_path: Path) -> None:
+    run_a, run_b = tmp_path / "a", tmp_path / "b"
+    _write_run(run_a, "lvbench", _bench_rows("lvbench", [1, 1, 1, 1]))
+    _write_run(run_b, "lvbench", _bench_rows("lvbench", [1, 0, 0, 0]))
+    path = tmp_path / "chart.png"
+    assert write_chart([collect_run(run_a), collect_run(run_b)], path, backend="stdlib") == "stdlib"
+    width, height, raw = _png_size_and_pixels(path.read_bytes())
+    stride = width * 3 + 1
+
+    def column_height(rgb: tuple[int, int, int]) -> int:
+        count = 0
+        for y in range(height):
+            row = raw[y * stride + 1 : (y + 1) * stride]
+            if any(tuple(row[i : i + 3]) == rgb for i in range(0, len(row), 3)):
+                count += 1
+        return count
+
+    tall, short = column_height((31, 119, 180)), column_height((255, 127, 14))
+    assert tall == 200
+    assert short == 50
+
+
+def test_matplotlib_chart(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the `report` extra; installed by `nox -s eval` via the test group")
+    run = tmp_path / "a"
+    _write_run(run, "lvbench", _bench_rows("lvbench", [1, 0]))
+    _write_run(run, "videoreasonbench", _bench_rows("videoreasonbench", [0], needs_judge=True))  # no value: no bar
+    path = tmp_path / "chart.png"
+    assert write_chart([collect_run(run)], path, backend="matplotlib") == "matplotlib"
+    width, height, _ = _png_size_and_pixels(path.read_bytes())
+    assert width > 300
+    assert height > 200
+
+
+def test_markdown_table_marks_partial_judging() -> None:
+    from evr1_eval.benchmarks import get_benchmark
+    from evr1_eval.report import RunReport
+
+    bench = get_benchmark("mmvu")
+    rows = [
+        *_bench_rows("mmvu", [1, 0]),
+        ScoredSample(
+            id="9",
+            benchmark="mmvu",
+            problem_type="open-ended",
+            response="x",
+            extracted=None,
+            score=0.0,
+            needs_judge=True,
+        ),
+    ]
+    table = markdown_table([RunReport("r", "r", {"mmvu": bench.aggregate(rows)})])
+    assert "| mmvu | accuracy | 50.0 (1 need judge) |" in table

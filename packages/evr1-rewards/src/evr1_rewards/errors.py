@@ -1,0 +1,37 @@
+"""Errors raised on bad configuration or bad ground truth (never on model output)."""
+
+from __future__ import annotations
+
+
+class RewardError(ValueError):
+    """Base class: something about the data or configuration (not the model output) is wrong."""
+
+
+class UnknownProblemTypeError(RewardError):
+    """A `problem_type` that no registered scorer (or alias) handles."""
+
+    def __init__(self, problem_type: str, *, known: list[str], suggestion: str | None = None) -> None:
+        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
+        super().__init__(
+            f"unknown problem_type {problem_type!r}.{hint} Known types: {', '.join(known)} "
+            "(run `evr1-rewards list` for aliases; register your own with `evr1_rewards.register`)."
+        )
+        self.problem_type = problem_type
+        self.suggestion = suggestion
+
+
+class GroundTruthError(RewardError):
+    """A ground truth that cannot be parsed for its problem type: a dataset bug, never silently scored as 0."""
+
+
+class RewardConfigError(RewardError):
+    """Invalid weights, mode or scorer options."""
+
+
+class MissingExtraError(ImportError):
+    """A scorer needs an optional dependency that is not installed."""
+
+    def __init__(self, what: str, extra: str, module: str) -> None:
+        super().__init__(f'{what} needs the optional package {module!r}: pip install "evr1-rewards[{extra}]"')
+        self.extra = extra
+        self.module = module

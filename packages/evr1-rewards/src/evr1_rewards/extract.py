@@ -1,0 +1,265 @@
+"""Shared answer extraction: linear time on any input, documented order, never raises.
+
+Order (REWARDS.md): the last complete `<answer>…</answer>` → the last balanced `\\boxed{…}` → the last explicit
+final-answer statement ("the (final) answer is X", "Answer: X", "答案是X") → the text after the last `</think>` → the
+whole text. When a `</think>` is followed by text, only that text is searched for boxed answers and statements, so
+reasoning inside `<think>` is never mined when a later answer exists.
+
+Everything here uses `str.find`/`rfind` and anchored, bounded regexes: no scan is repeated per candidate, so the cost is
+linear in the response length, and responses are capped at `MAX_RESPONSE_CHARS` (the tail is kept).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+MAX_RESPONSE_CHARS = 1 << 20
+"""Longer responses are scored on their last MAX_RESPONSE_CHARS characters (and never earn the format score)."""
+
+MAX_BOXED_CHARS = 4096
+"""A `\\boxed{…}` whose braces do not balance within this many characters is not an answer."""
+
+MAX_CANDIDATE_TRIES = 32
+"""How many occurrences (from the end) of `\\boxed{` or `answer` are examined before giving up."""
+
+Source = Literal["answer_tag", "boxed", "statement", "after_think", "text"]
+
+_ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
+_BRACES = re.compile(r"[{}]")
+_STMT_AFTER = re.compile(
+    r"(?:\*\*)?[ \t]{0,3}(?:(?:is|would be|should be|will be)(?![a-z])[ \t]{0,3}[:：]?|[:：])[ \t]{0,3}(?:\*\*)?[ \t]{0,3}"
+)
+_STMT_PREFIX_WORDS = frozenset(
+    {"the", "final", "correct", "best", "right", "my", "so", "thus", "therefore", "hence", "short", "an", "answer"}
+)
+_LAST_WORD = re.compile(r"([a-z]+)[^a-z]{0,3}$")
+_ZH_AFTER = re.compile(r"[ \t]{0,3}(?:是|为|:|：)[ \t]{0,3}")
+_TRAILING = ".。;；*$ \t"
+
+
+def ascii_lower(text: str) -> str:
+    """Lower-case ASCII letters only, so indices into the result are indices into `text` (str.lower can change length)."""
+    if text.isascii():
+        return text.lower()
+    low = text.lower()
+    return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
+def tail(text: str, limit: int) -> str:
+    """The last `limit` characters, cut at a whitespace boundary when one is near, so no token is split."""
+    if len(text) <= limit:
+        return text
+    cut = len(text) - limit
+    space = text.find(" ", cut, cut + 64)
+    return text[space + 1 :] if space >= 0 else text[cut:]
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """The answer text and where it came from (for logging and for the format score)."""
+
+    text: str
+    source: Source
+
+
+class Response:
+    """A model response with cached, lazily computed views shared by the router, the format check and scorers."""
+
+    __slots__ = ("_after_think", "_candidates", "_tag", "low", "text", "truncated")
+
+    def __init__(self, text: object) -> None:
+        if text is None:
+            text = ""
+        elif isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        elif not isinstance(text, str):
+            text = str(text)
+        self.truncated = len(text) > MAX_RESPONSE_CHARS
+        self.text: str = text[-MAX_RESPONSE_CHARS:] if self.truncated else text
+        self.low: str = ascii_lower(self.text)
+        self._tag: str | bool | None = False
+        self._after_think: tuple[int, bool] | None = None
+        self._candidates: list[Extraction] | None = None
+
+    # -- sources ---------------------------------------------------------------------------------------------------
+    @property
+    def answer_tag(self) -> str | None:
+        """Content of the last complete `<answer>…</answer>` (tags case-insensitive), stripped; None if absent/empty."""
+        if self._tag is False:
+            self._tag = None
+            close = self.low.rfind("</answer>")
+            if close >= 0:
+                open_ = self.low.rfind("<answer>", 0, close)
+                if open_ >= 0:
+                    content = self.text[open_ + 8 : close].strip()
+                    self._tag = content or None
+        return self._tag  # type: ignore[return-value]
+
+    def region(self) -> tuple[int, bool]:
+        """(start, after_think): where boxed answers and statements are searched."""
+        if self._after_think is None:
+            close = self.low.rfind("</think>")
+            if close >= 0 and self.text[close + 8 :].strip():
+                self._after_think = (close + 8, True)
+            else:
+                self._after_think = (0, False)
+        return self._after_think
+
+    def candidates(self) -> list[Extraction]:
+        """Answer candidates in priority order. A complete answer tag is authoritative: nothing else is offered."""
+        if self._candidates is None:
+            tag = self.answer_tag
+            if tag is not None:
+                self._candidates = [Extraction(tag, "answer_tag")]
+                return self._candidates
+            start, after_think = self.region()
+            out: list[Extraction] = []
+            boxed = last_boxed(self.text, start)
+            if boxed is not None:
+                out.append(Extraction(boxed, "boxed"))
+            stmt = last_statement(self.text, self.low, start)
+            if stmt is not None:
+                out.append(Extraction(stmt, "statement"))
+            if after_think:
+                out.append(Extraction(self.text[start:].strip(), "after_think"))
+            else:
+                out.append(Extraction(self.text.strip(), "text"))
+            self._candidates = out
+        return self._candidates
+
+    def extraction(self) -> Extraction:
+        return self.candidates()[0]
+
+
+def last_boxed(text: str, start: int = 0) -> str | None:
+    """Content of the last `\\boxed{…}` whose braces balance (within MAX_BOXED_CHARS), searching text[start:]."""
+    end = len(text)
+    for _ in range(MAX_CANDIDATE_TRIES):
+        pos = text.rfind("\\boxed{", start, end)
+        if pos < 0:
+            return None
+        body = pos + 7
+        depth = 1
+        for m in _BRACES.finditer(text, body, min(len(text), body + MAX_BOXED_CHARS)):
+            depth += 1 if m.group() == "{" else -1
+            if depth == 0:
+                return text[body : m.start()].strip()
+        end = pos
+    return None
+
+
+def _statement_prefix_ok(low: str, pos: int) -> bool:
+    """'answer' at `pos` counts when it starts a line or follows 'the', 'final', 'my', … (not 'to answer this')."""
+    before = low[max(0, pos - 24) : pos].rstrip(" \t*#-")
+    if not before or before.endswith(("\n", ":", "：", ".", ",", ">")):
+        return True
+    m = _LAST_WORD.search(before)
+    return m is not None and m.group(1) in _STMT_PREFIX_WORDS
+
+
+def _rest_of_line(text: str, pos: int) -> str:
+    nl = text.find("\n", pos, pos + 4096)
+    line = text[pos : nl if nl >= 0 else min(len(text), pos + 4096)].strip().rstrip(_TRAILING).strip()
+    if not line and nl >= 0:
+        # "The answer is:\nB" - take the next non-empty line.
+        nxt = text.find("\n", nl + 1, nl + 4097)
+        line = text[nl + 1 : nxt if nxt >= 0 else min(len(text), nl + 4097)].strip().rstrip(_TRAILING).strip()
+    return line
+
+
+def last_statement(text: str, low: str, start: int = 0) -> str | None:
+    """The payload of the last explicit final-answer statement in text[start:] (English or Chinese)."""
+    best_pos = -1
+    best: str | None = None
+    end = len(low)
+    for _ in range(MAX_CANDIDATE_TRIES):
+        pos = low.rfind("answer", start, end)
+        if pos < 0:
+            break
+        m = _STMT_AFTER.match(low, pos + 6)
+        if m and _statement_prefix_ok(low, pos):
+            payload = _rest_of_line(text, m.end())
+            if payload:
+                best_pos, best = pos, payload
+                break
+        end = pos
+    zh_end = len(text)
+    for _ in range(MAX_CANDIDATE_TRIES):
+        pos = text.rfind("答案", max(start, best_pos + 1), zh_end)
+        if pos < 0:
+            break
+        m = _ZH_AFTER.match(text, pos + 2)
+        if m:
+            payload = _rest_of_line(text, m.end())
+            if payload:
+                return payload
+        zh_end = pos
+    return best
+
+
+def extract(response: object) -> Extraction:
+    """The highest-priority answer candidate of a response (see the module docstring for the order)."""
+    return Response(response).extraction()
+
+
+def extract_answer(response: object) -> str:
+    """The extracted answer text: `extract_answer("<think>…</think><answer> B </answer>") == "B"`."""
+    return extract(response).text
+
+
+_BOXED_ONLY = re.compile(r"\\boxed\{(.*)\}", re.S)
+_TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mbox)\{([^{}]{0,512})\}")
+
+
+def clean_payload(payload: str) -> str:
+    """Unwrap the decorations models put around short answers: `$…$`, `\\boxed{…}`, `\\text{…}`, `**…**`, quotes."""
+    s = payload.strip()
+    if len(s) > 4096:
+        return s
+    for _ in range(4):
+        prev = s
+        if s.startswith("$$") and s.endswith("$$") and len(s) >= 4:
+            s = s[2:-2].strip()
+        elif s.startswith("$") and s.endswith("$") and len(s) >= 2:
+            s = s[1:-1].strip()
+        if s.startswith("\\(") and s.endswith("\\)"):
+            s = s[2:-2].strip()
+        m = _BOXED_ONLY.fullmatch(s)
+        if m:
+            inner = last_boxed(s)
+            if inner is not None and len(inner) == len(m.group(1).strip()):
+                s = inner
+        if s.startswith("**") and s.endswith("**") and len(s) >= 4:
+            s = s[2:-2].strip()
+        if len(s) >= 2 and s[0] == s[-1] and s[0] in "\"'`":
+            s = s[1:-1].strip()
+        if s == prev:
+            break
+    return _TEXT_WRAP.sub(lambda m: m.group(1), s)
+
+
+def structure_ok(resp: Response, think: Literal["optional", "required", "forbidden"] = "optional") -> bool:
+    """Exactly one non-empty `<answer>…</answer>` ending the response, with at most one `<think>…</think>` before it.
+
+    `think="required"`: the response must open with `<think>`; `"forbidden"`: no think tags at all.
+    """
+    low = resp.low
+    if resp.truncated or low.count("<answer>") != 1 or low.count("</answer>") != 1:
+        return False
+    a = low.find("<answer>")
+    b = low.find("</answer>")
+    if b < a or not low[a + 8 : b].strip() or low[b + 9 :].strip():
+        return False
+    n_open, n_close = low.count("<think>"), low.count("</think>")
+    if think == "forbidden":
+        return n_open == 0 and n_close == 0
+    if n_open == 0 and n_close == 0:
+        return think == "optional"
+    if n_open != 1 or n_close != 1:
+        return False
+    t0, t1 = low.find("<think>"), low.find("</think>")
+    if not t0 < t1 < a:
+        return False
+    return think != "required" or not low[:t0].strip()

@@ -1,0 +1,227 @@
+"""Route a response to the scorer of its problem type and combine accuracy and format into one reward."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
+
+from evr1_rewards.errors import GroundTruthError, RewardConfigError, RewardError
+from evr1_rewards.extract import Response, structure_ok
+from evr1_rewards.registry import get_scorer, normalize_problem_type
+from evr1_rewards.scorers.ocr import references
+from evr1_rewards.types import MODES, Context, Mode, Outcome, RewardInput, RewardResult, RewardWeights, Scorer
+
+log = logging.getLogger(__name__)
+
+ThinkPolicy = Literal["optional", "required", "forbidden"]
+
+TRUTH_CACHE_SIZE = 4096
+_MISS = object()
+
+_PARALLEL_TYPES = frozenset({"code", "math"})
+"""Types whose scorers wait on subprocesses: score_batch runs them on a thread pool."""
+
+
+def _clip(x: float) -> float:
+    """Clamp to [0, 1]; NaN (or a non-number from a custom scorer) becomes 0."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return 0.0
+    if x != x:  # NaN
+        return 0.0
+    return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
+
+
+def _name(inp: RewardInput, index: int | None = None) -> str:
+    if inp.sample_id is not None:
+        return f"sample {inp.sample_id!r}"
+    return f"sample #{index}" if index is not None else "sample"
+
+
+JudgeFn = Callable[[str, Sequence[str], Mapping[str, object]], Awaitable[float]]
+"""`async def judge(answer, references, extras) -> float in [0, 1]`, e.g. a call to an OpenAI-compatible server."""
+
+
+class RewardRouter:
+    """Score responses of any registered problem type.
+
+    >>> RewardRouter().score(RewardInput(response="<answer>B</answer>", ground_truth="B", problem_type="mcq")).overall
+    1.0
+
+    Args:
+        weights: `{"accuracy": w, "format": 1 - w}` (validated: in [0, 1], summing to 1).
+        mode: "reward" (strict, for training) or "metric" (benchmark conventions, e.g. swap reversed spans).
+        think: whether the format score requires, allows or forbids a `<think>…</think>` block before the answer.
+        on_unknown: "raise" (default) or "open_ended" - the explicit opt-in to score unknown types as open-ended text.
+        on_error: "raise" (default) or "zero" - score a sample whose ground truth is broken as 0 and log it.
+        workers: threads used by score_batch for code/math (subprocess-bound) samples.
+        judge: optional async LLM judge used by `ascore`/`ascore_batch` for `judge_types` (benchmarks whose official
+            protocol is LLM-judged); the synchronous `score` never calls it.
+    """
+
+    def __init__(
+        self,
+        weights: RewardWeights | Mapping[str, float] | None = None,
+        *,
+        mode: Mode = "reward",
+        think: ThinkPolicy = "optional",
+        on_unknown: Literal["raise", "open_ended"] = "raise",
+        on_error: Literal["raise", "zero"] = "raise",
+        workers: int = 4,
+        judge: JudgeFn | None = None,
+        judge_types: Sequence[str] = ("open_ended",),
+    ) -> None:
+        self.weights = RewardWeights.coerce(weights)
+        if mode not in MODES:
+            raise RewardConfigError(f"mode must be one of {MODES}, got {mode!r}")
+        if think not in ("optional", "required", "forbidden"):
+            raise RewardConfigError(f"think must be 'optional', 'required' or 'forbidden', got {think!r}")
+        if on_unknown not in ("raise", "open_ended"):
+            raise RewardConfigError(f"on_unknown must be 'raise' or 'open_ended', got {on_unknown!r}")
+        if on_error not in ("raise", "zero"):
+            raise RewardConfigError(f"on_error must be 'raise' or 'zero', got {on_error!r}")
+        if workers < 1:
+            raise RewardConfigError(f"workers must be >= 1, got {workers}")
+        self.mode: Mode = mode
+        self.think: ThinkPolicy = think
+        self.on_unknown = on_unknown
+        self.on_error = on_error
+        self.workers = workers
+        self._cache: dict[object, object] = {}
+        self.judge = judge
+        self.judge_types = frozenset(normalize_problem_type(t) for t in judge_types)
+        self._scorers: dict[str, Scorer] = {}
+
+    def _resolve(self, problem_type: str) -> str:
+        try:
+            return normalize_problem_type(problem_type)
+        except RewardError:
+            if self.on_unknown == "open_ended":
+                return "open_ended"
+            raise
+
+    def score(self, inp: RewardInput, *, mode: Mode | None = None, _index: int | None = None) -> RewardResult:
+        """Score one input. Raises only on bad configuration or ground truth (see `on_error`), never on the response."""
+        mode = self.mode if mode is None else mode
+        if mode not in MODES:
+            raise RewardConfigError(f"mode must be one of {MODES}, got {mode!r}")
+        try:
+            key = self._resolve(inp.problem_type)
+            scorer = get_scorer(key) if key not in self._scorers else self._scorers[key]
+            self._scorers[key] = scorer
+            extras = inp.extras if isinstance(inp.extras, Mapping) else {}
+            try:
+                truth = self._truth(key, scorer, inp.ground_truth, extras)
+            except GroundTruthError as e:
+                raise GroundTruthError(f"{_name(inp, _index)} ({key}): {e}") from None
+            resp = Response(inp.response)
+            outcome = scorer.score(resp, truth, Context(extras, mode))
+        except RewardError as e:
+            if self.on_error == "zero":
+                log.warning("reward: scoring %s failed, scored 0: %s", _name(inp, _index), e)
+                return RewardResult(
+                    overall=0.0, accuracy=0.0, format=0.0, problem_type=str(inp.problem_type), details={"error": str(e)}
+                )
+            raise
+        return self._combine(key, resp, outcome)
+
+    def _truth(self, key: str, scorer: Scorer, ground_truth: object, extras: Mapping[str, object]) -> object:
+        """Parsed ground truth, cached: in GRPO every prompt's ground truth is scored n times in a row."""
+        try:
+            cache_key = (key, ground_truth, tuple(extras.items()) if extras else ())
+            hash(cache_key)
+        except TypeError:  # lists in extras or ground truth: parse every time
+            return scorer.parse_truth(ground_truth, extras)
+        hit = self._cache.get(cache_key, _MISS)
+        if hit is _MISS:
+            hit = scorer.parse_truth(ground_truth, extras)
+            if len(self._cache) >= TRUTH_CACHE_SIZE:
+                self._cache.clear()
+            self._cache[cache_key] = hit
+        return hit
+
+    def _combine(self, key: str, resp: Response, outcome: Outcome) -> RewardResult:
+        acc = _clip(outcome.accuracy)
+        fmt = 1.0 if outcome.parsed and structure_ok(resp, self.think) else 0.0
+        overall = self.weights.accuracy * acc + self.weights.format * fmt
+        details = outcome.details
+        if resp.truncated:
+            details = {**details, "truncated": True}
+        return RewardResult(overall=_clip(overall), accuracy=acc, format=fmt, problem_type=key, details=details)
+
+    def score_batch(self, batch: Sequence[RewardInput], *, mode: Mode | None = None) -> list[RewardResult]:
+        """Score many inputs in order; code/math samples run concurrently on `workers` threads."""
+        results: list[RewardResult | None] = [None] * len(batch)
+        slow: list[int] = []
+        for i, inp in enumerate(batch):
+            key = None
+            try:
+                key = self._resolve(inp.problem_type)
+            except RewardError:
+                pass
+            if key in _PARALLEL_TYPES and self.workers > 1:
+                slow.append(i)
+            else:
+                results[i] = self.score(inp, mode=mode, _index=i)
+        if slow:
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(slow))) as pool:
+                futures = {i: pool.submit(self.score, batch[i], mode=mode, _index=i) for i in slow}
+                for i, fut in futures.items():
+                    results[i] = fut.result()
+        return [r for r in results if r is not None]
+
+    async def ascore(self, inp: RewardInput, *, mode: Mode | None = None) -> RewardResult:
+        """Like `score`, but types in `judge_types` are scored by the async judge when one is configured."""
+        key = self._resolve(inp.problem_type)
+        if self.judge is None or key not in self.judge_types:
+            return self.score(inp, mode=mode)
+        extras = inp.extras if isinstance(inp.extras, Mapping) else {}
+        try:
+            refs = references(inp.ground_truth, normalize=False)
+        except GroundTruthError as e:
+            raise GroundTruthError(f"{_name(inp)} ({key}): {e}") from None
+        resp = Response(inp.response)
+        answer = resp.extraction().text
+        value = _clip(await self.judge(answer, refs, extras)) if answer.strip() else 0.0
+        return self._combine(key, resp, Outcome(value, bool(answer.strip()), {"judge": True}))
+
+    async def ascore_batch(
+        self, batch: Sequence[RewardInput], *, mode: Mode | None = None, concurrency: int = 32
+    ) -> list[RewardResult]:
+        """`ascore` over a batch with at most `concurrency` judge calls in flight; results keep the input order."""
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(inp: RewardInput) -> RewardResult:
+            async with gate:
+                return await self.ascore(inp, mode=mode)
+
+        return list(await asyncio.gather(*(one(inp) for inp in batch)))
+
+
+_DEFAULT_ROUTERS: dict[tuple[float, float, str], RewardRouter] = {}
+
+
+def score(
+    response: object,
+    ground_truth: object,
+    problem_type: str,
+    *,
+    options: Sequence[str] | None = None,
+    extras: Mapping[str, object] | None = None,
+    weights: RewardWeights | Mapping[str, float] | None = None,
+    mode: Mode = "reward",
+) -> RewardResult:
+    """Score one response: `score("<answer>B</answer>", "B", "multiple choice", options=["A. red", "B. blue"])`."""
+    merged: dict[str, object] = dict(extras or {})
+    if options is not None:
+        merged["options"] = list(options)
+    w = RewardWeights.coerce(weights)
+    router = _DEFAULT_ROUTERS.get((w.accuracy, w.format, mode))
+    if router is None:
+        router = _DEFAULT_ROUTERS.setdefault((w.accuracy, w.format, mode), RewardRouter(w, mode=mode))
+    text = response if isinstance(response, str) else "" if response is None else str(response)
+    return router.score(RewardInput(response=text, ground_truth=ground_truth, problem_type=problem_type, extras=merged))

@@ -1,0 +1,49 @@
+"""Boxes keyed by frame/second, shared by tracking and spatio-temporal grounding."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from evr1_rewards.coords import Box, to_common
+from evr1_rewards.structured import as_box, frame_key, iou_2d
+
+_ABSENT = object()
+MAX_FRAMES = 100_000
+"""A track with more keys than this is not an answer (it would only cost time)."""
+
+
+def boxes_by_frame(v: object) -> dict[str, Box | None] | None:
+    """{"<second>": [x1, y1, x2, y2], …} with keys normalised ("9" == "9.0"); unreadable boxes kept as None (IoU 0)."""
+    if (type(v) is dict or isinstance(v, Mapping)) and "boxes" in v:
+        v = v["boxes"]  # type: ignore[index]
+    if not (type(v) is dict or isinstance(v, Mapping)) or len(v) > MAX_FRAMES:  # type: ignore[arg-type]
+        return None
+    out: dict[str, Box | None] = {}
+    for k, b in v.items():
+        key = frame_key(k)
+        if key is None:
+            return None
+        box = as_box(b)
+        out[key] = box if box is not None and box[2] > box[0] and box[3] > box[1] else None
+    return out
+
+
+def union_mean_iou(
+    pred: Mapping[str, Box | None], gold: Mapping[str, Box], conv: tuple[str, str, object]
+) -> tuple[float, int, int]:
+    """(Σ over shared keys of box IoU / |pred keys ∪ gold keys|, #shared, #union): missing and extra frames score 0."""
+    pred_conv, gt_conv, size = conv
+    union = len(pred.keys() | gold.keys())
+    if union == 0:
+        return 0.0, 0, 0
+    total = 0.0
+    shared = 0
+    same = pred_conv == gt_conv
+    for k, g in gold.items():
+        p = pred.get(k, _ABSENT)
+        if p is _ABSENT:
+            continue
+        shared += 1
+        if p is not None:
+            total += iou_2d(p if same else to_common(p, pred_conv, gt_conv, size), g)  # type: ignore[arg-type]
+    return total / union, shared, union

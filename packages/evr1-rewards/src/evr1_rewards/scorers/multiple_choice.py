@@ -1,0 +1,179 @@
+"""Multiple choice: exact match on the extracted option letter.
+
+Valid letters come from `extras["options"]` (else A–J). Letters are only read where an option letter can stand: the
+whole answer (`B`, `(b)`, `**B**`), a delimited leading letter (`B.`, `B)`, `(B) blue`), an explicit declaration
+("the answer is B", "Answer: B", "I choose B", "option B", "答案是B", "B is the correct answer"), a standalone capital
+at the end of the answer, or the answer repeating exactly one option's text. Prose never yields a letter: the article
+"a" and the pronoun "I" are not options ("a dog" is not A, "I choose B" is B).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from evr1_rewards.errors import GroundTruthError
+from evr1_rewards.extract import Response, clean_payload, tail
+from evr1_rewards.registry import register
+from evr1_rewards.scorers._common import first_parsed, truth_text
+from evr1_rewards.types import Context, Outcome
+
+SCAN_CHARS = 4096
+DEFAULT_LETTERS = "ABCDEFGHIJ"
+
+_OPTION = re.compile(r"^\s{0,4}[\(\[]?([A-Za-z])[\.\)\]:：、]\s{0,4}(.*)$", re.S)
+_LETTER = r"(?:\(\s?([A-Ja-j])\s?\)|\[\s?([A-Ja-j])\s?\]|（([A-Ja-j])）|([A-J]))(?![A-Za-z0-9])"
+_DECL = re.compile(  # strong: the model says which option it picks
+    r"(?i:answer|choose|chose|select|selected|pick|picked|go\swith|opt\sfor|答案|选择|选)"
+    r"[ \t]{0,3}(?i:is|would\sbe|should\sbe|will\sbe|must\sbe|[:：]|是|为)?[ \t]{0,3}"
+    r"(?i:option|choice|answer)?[ \t]{0,3}[:：]?[ \t]{0,3}" + _LETTER
+)
+_MENTION = re.compile(r"(?i:option|choice|选项)[ \t]{0,3}[:：]?[ \t]{0,3}" + _LETTER)  # weak: "option B"
+_IS_CORRECT = re.compile(
+    r"(?<![A-Za-z0-9])(?:\(([A-J])\)|([A-J]))[ \t]{0,3}(?i:is)[ \t]{1,3}(?i:the[ \t]{1,3})?(?i:correct|right|best|answer)"
+)
+_LEADING = re.compile(r"^(?:(?i:option|choice)[ \t]{0,3})?(?:\(([A-Ja-j])\)|([A-J])(?:[\.\):：\]、,;]|$))")
+_END = re.compile(r"(?<![A-Za-z0-9'’])([A-J])[\s\.\)\]\*。]{0,8}$")
+_STANDALONE = re.compile(r"(?<![A-Za-z0-9'’])([A-J])(?![A-Za-z0-9'’])")
+_NORM = re.compile(r"[^\w\u4e00-\u9fff]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """Valid option letters and (when known) their texts, normalised for matching."""
+
+    letters: str
+    texts: Mapping[str, str]
+
+
+def _norm(text: str) -> str:
+    return _NORM.sub(" ", text.lower()).strip()
+
+
+def parse_options(extras: Mapping[str, object]) -> Choices:
+    """`extras["options"]`: ["A. red", "B. blue"], ["red", "blue"] or {"A": "red", "B": "blue"}; default A–J."""
+    opts = extras.get("options")
+    if opts is None or (isinstance(opts, (list, tuple, Mapping)) and len(opts) == 0):
+        return Choices(DEFAULT_LETTERS, {})  # no options (or an empty column): letters A-J
+    items: list[tuple[str, str]] = []
+    if isinstance(opts, Mapping):
+        items = [(str(k).strip().upper(), str(v)) for k, v in opts.items()]
+    elif isinstance(opts, (list, tuple)):
+        for i, opt in enumerate(opts):
+            text = str(opt)
+            m = _OPTION.match(text)
+            if m and m.group(1).upper() == chr(65 + i):
+                items.append((m.group(1).upper(), m.group(2)))
+            else:
+                items.append((chr(65 + i), text))
+    else:
+        raise GroundTruthError(f"extras['options'] must be a list or a mapping of option texts, got {opts!r}")
+    if not items or any(len(k) != 1 or not "A" <= k <= "Z" for k, _ in items):
+        raise GroundTruthError(f"extras['options'] must name options A, B, C, …; got {opts!r}")
+    return Choices("".join(k for k, _ in items), {k: _norm(v) for k, v in items})
+
+
+def _pick(m: re.Match[str], letters: str) -> str | None:
+    for g in m.groups():
+        if g:
+            up = g.upper()
+            return up if up in letters else None
+    return None
+
+
+def _from_option_text(s: str, choices: Choices) -> str | None:
+    if not choices.texts or len(s) > 512:
+        return None
+    n = _norm(s)
+    if not n:
+        return None
+    equal = [k for k, t in choices.texts.items() if t and t == n]
+    if len(equal) == 1:
+        return equal[0]
+    padded = f" {n} "
+    inside = [k for k, t in choices.texts.items() if t and f" {t} " in padded]
+    if len(inside) == 1:
+        # A longer option that contains the match (e.g. "red" inside "dark red") makes it ambiguous.
+        hit = choices.texts[inside[0]]
+        if not any(t != hit and f" {hit} " in f" {t} " and f" {t} " in padded for t in choices.texts.values()):
+            return inside[0]
+    return None
+
+
+def extract_letter(text: str, choices: Choices) -> str | None:
+    """The option letter an answer declares, or None. Total and linear (looks at the last SCAN_CHARS characters)."""
+    s = clean_payload(tail(text, SCAN_CHARS)).replace("**", "").strip()
+    if not s:
+        return None
+    letters = choices.letters
+    # The whole answer is one letter, possibly wrapped: "B", "b", "(B)", "[b].", "B)".
+    bare = s.strip(" \t\n.:：。)]）(（[").upper()
+    if len(bare) == 1 and bare in letters:
+        return bare
+    m = _LEADING.match(s)
+    if m and (letter := _pick(m, letters)):
+        return letter
+    # Explicit declarations anywhere: the last one wins; a mere mention ("option A is wrong") only if none.
+    found: tuple[int, str] | None = None
+    for pattern in (_DECL, _IS_CORRECT):
+        for m in pattern.finditer(s):
+            letter = _pick(m, letters)
+            if letter and (found is None or m.start() > found[0]):
+                found = (m.start(), letter)
+    if found:
+        return found[1]
+    mention = None
+    for m in _MENTION.finditer(s):
+        mention = _pick(m, letters) or mention
+    if mention:
+        return mention
+    if (letter := _from_option_text(s, choices)) is not None:
+        return letter
+    last_line = s[s.rfind("\n") + 1 :]
+    m = _END.search(last_line)
+    if m and m.group(1) in letters and m.group(1) != "I":
+        return m.group(1)
+    if len(s) <= 40:
+        # A short answer with exactly one standalone capital option letter ("B is my pick"), but not the article
+        # "A" or pronoun "I" opening a phrase ("A dog", "I think so").
+        hits = set()
+        for m in _STANDALONE.finditer(s):
+            c = m.group(1)
+            after = s[m.end() : m.end() + 2]
+            if c in "AI" and len(after) == 2 and after[0] == " " and after[1].islower():
+                continue
+            if c in letters:
+                hits.add(c)
+        if len(hits) == 1:
+            return hits.pop()
+    return None
+
+
+@register("multiple_choice", aliases=("multiple choice", "mcq", "mc", "multi_choice", "choice", "single_choice"))
+class MultipleChoice:
+    """Option-letter match; letters restricted to the options; never reads 'a'/'I' in prose as an option."""
+
+    name = "multiple_choice"
+
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[str, Choices]:
+        choices = parse_options(extras)
+        text = truth_text(ground_truth).strip()
+        bare = text.strip(" \t\n.:()[]").upper()
+        if len(bare) == 1 and bare in choices.letters:
+            return bare, choices
+        m = _OPTION.match(text)
+        if m and m.group(1).upper() in choices.letters:
+            return m.group(1).upper(), choices
+        letter = _from_option_text(text, choices)
+        if letter is not None:
+            return letter, choices
+        raise GroundTruthError(
+            f"multiple-choice ground truth {text[:80]!r} is not one of the option letters {choices.letters!r} "
+            "(use the letter, e.g. 'B', or pass the options in extras['options'])"
+        )
+
+    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
+        gold, choices = truth  # type: ignore[misc]
+        pred, source, parsed = first_parsed(response, lambda t: extract_letter(t, choices))
+        return Outcome(1.0 if pred == gold else 0.0, parsed, {"pred": pred or "", "source": source})

@@ -1,0 +1,60 @@
+"""Numerical answers: equal within a relative/absolute tolerance (`3` equals `3.0`, `1,000` equals `1000`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from evr1_rewards.errors import GroundTruthError
+from evr1_rewards.extract import Response, clean_payload
+from evr1_rewards.numbers import Number, close, parse_number
+from evr1_rewards.registry import register
+from evr1_rewards.scorers._common import extra_float, first_parsed, truth_text
+from evr1_rewards.types import Context, Outcome
+
+REL_TOL = 1e-4
+ABS_TOL = 1e-9
+MIN_ROUNDING_DECIMALS = 2
+"""A ground truth written with >= 2 decimals also accepts answers that round to it (1/3 vs 0.33)."""
+_DECIMAL = re.compile(r"[-+−]?[\d,]*\.(\d{1,12})")
+
+
+def parse_truth_number(ground_truth: object) -> Number:
+    text = clean_payload(truth_text(ground_truth))
+    n = parse_number(text)
+    if n is None:
+        raise GroundTruthError(f"numerical ground truth {text[:80]!r} does not contain a number")
+    return n
+
+
+def parse_answer_number(text: str) -> Number | None:
+    return parse_number(clean_payload(text))
+
+
+def _decimals(ground_truth: object) -> int:
+    """Decimal places written in the ground truth ("0.33" -> 2), used to accept answers rounded to that precision."""
+    m = _DECIMAL.fullmatch(clean_payload(truth_text(ground_truth)).strip().rstrip("%").strip())
+    return len(m.group(1)) if m else 0
+
+
+@register("numerical", aliases=("number", "numeric", "counting", "count", "numerical_answer"))
+class Numerical:
+    """Number equality within tolerance (extras: rel_tol=1e-4, abs_tol=1e-9); percent, fractions, words understood."""
+
+    name = "numerical"
+
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[Number, float, float, int]:
+        rel = extra_float(extras, "rel_tol", REL_TOL)
+        abs_ = extra_float(extras, "abs_tol", ABS_TOL)
+        return parse_truth_number(ground_truth), rel, abs_, _decimals(ground_truth)
+
+    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
+        gold, rel, abs_, decimals = truth  # type: ignore[misc]
+        pred, source, parsed = first_parsed(response, parse_answer_number)
+        if pred is None:
+            return Outcome(0.0, False, {"source": source})
+        ok = close(pred, gold, rel_tol=rel, abs_tol=abs_)
+        if not ok and decimals >= MIN_ROUNDING_DECIMALS:
+            # The ground truth is written to `decimals` places: an answer that rounds to it is correct ("1/3" ~ "0.33").
+            ok = any(round(p, decimals) == round(g, decimals) for p in pred.candidates() for g in gold.candidates())
+        return Outcome(1.0 if ok else 0.0, parsed, {"pred": pred.value, "source": source})

@@ -1,0 +1,58 @@
+"""Regression: Mean Relative Accuracy (VSI-Bench), exact thresholds, float64.
+
+MRA = mean over t in {0.50, 0.55, …, 0.95} of 1[|p − g| / |g| < 1 − t]. The thresholds are integers in percent
+(1 − t = (50 − 5k) / 100), so the test is `100·|p − g| < (50 − 5k)·|g|`: no accumulated float drift, no epsilon.
+g = 0 → exact match. extras["official"] = True (metric mode) reproduces the benchmark's `<=` and rejects g <= 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from evr1_rewards.errors import GroundTruthError
+from evr1_rewards.extract import Response
+from evr1_rewards.numbers import Number
+from evr1_rewards.registry import register
+from evr1_rewards.scorers._common import first_parsed
+from evr1_rewards.scorers.numerical import parse_answer_number, parse_truth_number
+from evr1_rewards.types import Context, Outcome
+
+MARGINS_PERCENT = tuple(50 - 5 * k for k in range(10))  # 1 - t for t = 0.50 … 0.95
+
+
+def mean_relative_accuracy(pred: float, gold: float, *, official: bool = False) -> float:
+    """MRA in [0, 1]; `official=True` uses `<=` like the VSI-Bench code (which never sees g <= 0)."""
+    err = abs(pred - gold) * 100.0
+    g = abs(gold)
+    if g == 0.0:
+        return 1.0 if pred == 0.0 else 0.0
+    if official:
+        hits = sum(1 for m in MARGINS_PERCENT if err <= m * g)
+    else:
+        hits = sum(1 for m in MARGINS_PERCENT if err < m * g)
+    return hits / len(MARGINS_PERCENT)
+
+
+@register("regression", aliases=("mra", "numerical_regression", "estimation"))
+class Regression:
+    """Mean relative accuracy over 10 thresholds (VSI-Bench); `official` flag for the benchmark's `<=`."""
+
+    name = "regression"
+
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[Number, bool]:
+        gold = parse_truth_number(ground_truth)
+        official = extras.get("official", False)
+        if not isinstance(official, bool):
+            raise GroundTruthError(f"extras['official'] must be true or false, got {official!r}")
+        if official and gold.value <= 0:
+            raise GroundTruthError(f"official MRA needs a positive ground truth, got {gold.value}")
+        return gold, official
+
+    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
+        gold, official = truth  # type: ignore[misc]
+        pred, source, parsed = first_parsed(response, parse_answer_number)
+        if pred is None:
+            return Outcome(0.0, False, {"source": source})
+        g = gold.value / 100.0 if gold.percent and not pred.percent else gold.value
+        acc = mean_relative_accuracy(pred.value, g, official=official and ctx.mode == "metric")
+        return Outcome(acc, parsed, {"pred": pred.value, "source": source})

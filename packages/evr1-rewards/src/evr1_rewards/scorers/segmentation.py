@@ -1,0 +1,179 @@
+"""Segmentation: mask IoU between the predicted mask (polygons or COCO RLE) and the ground-truth mask.
+
+Ground truth: `{"size": [h, w], "counts": [...] | "<compressed>"}` (COCO RLE) or `{"size": [h, w], "polygons":
+[[x1, y1, x2, y2, …], …]}`. Predictions: the same shapes (size defaults to the ground truth's), `{"polygon": [[x, y],
+…]}`, or SAM-style prompts `{"boxes": [x1, y1, x2, y2], "positive_points": [[x, y], …], "negative_points": [...]}`
+scored 0.5·IoU(box, mask's box) + 0.25·(positive points inside the mask) + 0.25·(negative points outside).
+Coordinates follow extras box conventions (`box_format`, …) with the mask size as the image size.
+`evr1_rewards.masks.j_and_f` gives DAVIS-style J&F for evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from evr1_rewards.coords import conventions, to_common
+from evr1_rewards.errors import GroundTruthError
+from evr1_rewards.extract import Response
+from evr1_rewards.masks import Mask, from_polygons, from_rle, iou
+from evr1_rewards.registry import register
+from evr1_rewards.scorers._common import truth_json
+from evr1_rewards.structured import as_box, as_float, find_json, iou_2d
+from evr1_rewards.types import Context, Outcome
+
+POS_KEYS = ("positive_points", "pos_points", "points_positive", "positive")
+NEG_KEYS = ("negative_points", "neg_points", "points_negative", "negative")
+
+
+def _flat(poly: object) -> list[float] | None:
+    """[[x, y], …] or [x1, y1, …] → flat list of floats."""
+    if not isinstance(poly, Sequence) or isinstance(poly, str):
+        return None
+    if poly and all(isinstance(p, Sequence) and not isinstance(p, str) and len(p) == 2 for p in poly):
+        poly = [c for p in poly for c in p]  # type: ignore[union-attr]
+    vals = [as_float(v) for v in poly]
+    return None if any(v is None for v in vals) else vals  # type: ignore[return-value]
+
+
+def _polygons(obj: Mapping[str, object]) -> list[list[float]] | None:
+    raw = obj.get("polygons", obj.get("polygon", obj.get("segmentation")))
+    if raw is None:
+        return None
+    if isinstance(raw, Sequence) and raw and isinstance(raw[0], (int, float)):
+        raw = [raw]
+    if (
+        isinstance(raw, Sequence)
+        and raw
+        and all(isinstance(p, Sequence) and p and isinstance(p[0], (int, float)) for p in raw)
+        and all(len(p) == 2 for p in raw)
+    ):  # type: ignore[arg-type]
+        raw = [raw]  # a single polygon given as [[x, y], …]
+    if not isinstance(raw, Sequence):
+        return None
+    out = [_flat(p) for p in raw]
+    return None if any(p is None for p in out) else out  # type: ignore[return-value]
+
+
+def mask_from(obj: object, size: tuple[int, int] | None) -> Mask | None:
+    """A mask from RLE or polygons (raises ValueError on malformed data)."""
+    if not isinstance(obj, Mapping):
+        return None
+    sz = obj.get("size", size)
+    if not isinstance(sz, Sequence) or len(sz) != 2:
+        return None
+    h, w = sz
+    if "counts" in obj:
+        counts = obj["counts"]
+        if not isinstance(counts, (str, list)):
+            raise ValueError("RLE counts must be a list or a compressed string")
+        return from_rle(h, w, counts)  # type: ignore[arg-type]
+    polys = _polygons(obj)
+    if polys is not None:
+        return from_polygons(h, w, polys)
+    return None
+
+
+def _points(obj: Mapping[str, object], keys: tuple[str, ...]) -> list[tuple[float, float]] | None:
+    for k in keys:
+        if k in obj:
+            raw = obj[k]
+            if not isinstance(raw, Sequence):
+                return []
+            pts = []
+            for p in raw:
+                if isinstance(p, Sequence) and len(p) == 2:
+                    x, y = as_float(p[0]), as_float(p[1])
+                    if x is not None and y is not None:
+                        pts.append((x, y))
+            return pts
+    return None
+
+
+@register(
+    "segmentation", aliases=("segmentation_image", "segmentation_video", "referring_segmentation", "ris", "rvos", "seg")
+)
+class Segmentation:
+    """Mask IoU (polygons / RLE), or box + point prompts scored against the mask."""
+
+    name = "segmentation"
+
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[Mask, tuple]:
+        obj = truth_json(ground_truth)
+        try:
+            mask = mask_from(obj, None)
+        except ValueError as e:
+            raise GroundTruthError(f"segmentation ground truth is malformed: {e}") from None
+        if mask is None:
+            raise GroundTruthError(
+                'segmentation ground truth must be {"size": [h, w], "counts": ...} (COCO RLE) or {"size": [h, w], '
+                f'"polygons": [...]}}, got {str(ground_truth)[:120]!r}'
+            )
+        merged = {"image_size": [mask.w, mask.h], **extras}
+        return mask, conventions(merged)
+
+    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
+        gold, conv = truth  # type: ignore[misc]
+        pred_conv, gt_conv, size = conv
+        for i, cand in enumerate(response.candidates()):
+            obj = find_json(cand.text, want=dict)
+            if obj is None:
+                arr = find_json(cand.text, want=list)
+                obj = {"polygon": arr} if arr is not None else None
+            if obj is None:
+                continue
+            if pred_conv != gt_conv and isinstance(obj, Mapping):
+                obj = _convert(obj, pred_conv, gt_conv, size)
+            try:
+                mask = (
+                    mask_from({"size": [gold.h, gold.w], **obj}, (gold.h, gold.w))  # type: ignore[dict-item]
+                    if "size" not in obj  # type: ignore[operator]
+                    else mask_from(obj, None)
+                )
+            except (ValueError, TypeError):
+                return Outcome(0.0, False, {"source": cand.source, "malformed": True})
+            if mask is not None:
+                if (mask.h, mask.w) != (gold.h, gold.w):
+                    return Outcome(0.0, False, {"source": cand.source, "size_mismatch": True})
+                value = iou(mask, gold) if gold.bits or mask.bits else 1.0
+                return Outcome(value, i == 0, {"source": cand.source, "iou": value})
+            box = as_box(obj)
+            if box is None:
+                continue
+            gbox = gold.bbox()
+            box_iou = iou_2d(box, gbox) if gbox else 0.0
+            pos, neg = _points(obj, POS_KEYS), _points(obj, NEG_KEYS)  # type: ignore[arg-type]
+            pos_s = sum(gold.contains(x, y) for x, y in pos) / len(pos) if pos else 0.0
+            neg_s = sum(not gold.contains(x, y) for x, y in neg) / len(neg) if neg else 0.0
+            acc = 0.5 * box_iou + 0.25 * pos_s + 0.25 * neg_s
+            return Outcome(acc, i == 0, {"source": cand.source, "box_iou": box_iou, "pos": pos_s, "neg": neg_s})
+        return Outcome(0.0, False, {"source": "none"})
+
+
+def _convert(obj: Mapping[str, object], conv: str, target: str, size: object) -> dict[str, object]:
+    """Rescale prompt/polygon coordinates from the prediction's convention to the mask's pixels."""
+    out = dict(obj)
+    box = as_box(obj)
+    if box is not None:
+        out["boxes"] = list(to_common(box, conv, target, size))  # type: ignore[arg-type]
+        out.pop("bbox_2d", None)
+        out.pop("bbox", None)
+    for keys in (POS_KEYS, NEG_KEYS):
+        pts = _points(obj, keys)
+        if pts:
+            conv_pts = [to_common((x, y, x, y), conv, target, size)[:2] for x, y in pts]  # type: ignore[arg-type]
+            for k in keys:
+                out.pop(k, None)
+            out[keys[0]] = [list(p) for p in conv_pts]
+    polys = _polygons(obj)
+    if polys:
+        new = []
+        for p in polys:
+            q = []
+            for j in range(0, len(p) - 1, 2):
+                x, y = to_common((p[j], p[j + 1], p[j], p[j + 1]), conv, target, size)[:2]  # type: ignore[arg-type]
+                q += [x, y]
+            new.append(q)
+        for k in ("polygons", "polygon", "segmentation"):
+            out.pop(k, None)
+        out["polygons"] = new
+    return out

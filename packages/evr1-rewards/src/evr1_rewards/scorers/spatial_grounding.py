@@ -1,0 +1,58 @@
+"""Spatial grounding: IoU of one [x1, y1, x2, y2] box, in the coordinate convention given by extras (see coords)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from evr1_rewards.coords import Box, conventions, to_common
+from evr1_rewards.errors import GroundTruthError
+from evr1_rewards.extract import Response
+from evr1_rewards.registry import register
+from evr1_rewards.scorers._common import truth_json
+from evr1_rewards.structured import as_box, box_from_prose, find_json, iou_2d
+from evr1_rewards.types import Context, Outcome
+
+
+def answer_box(text: str) -> Box | None:
+    """A box from `{"boxes": [...]}`, `{"bbox_2d": [...]}`, `[{"bbox_2d": [...]}]`, `[x1, y1, x2, y2]` or prose."""
+    obj = find_json(text, want=dict)
+    if obj is not None and (box := as_box(obj)) is not None:
+        return box
+    arr = find_json(text, want=list)
+    if arr is not None and (box := as_box(arr)) is not None:
+        return box
+    return box_from_prose(text)
+
+
+def valid_box(box: Box) -> bool:
+    return box[2] > box[0] and box[3] > box[1]
+
+
+@register("spatial_grounding", aliases=("spatial grounding", "rec", "referring_expression", "visual_grounding", "bbox"))
+class SpatialGrounding:
+    """Box IoU; degenerate or inverted predicted boxes score 0; conventions converted via extras['image_size']."""
+
+    name = "spatial_grounding"
+
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[Box, str, str, object]:
+        box = as_box(truth_json(ground_truth))
+        if box is None:
+            raise GroundTruthError(
+                f'spatial ground truth must look like {{"boxes": [x1, y1, x2, y2]}}, got {str(ground_truth)[:120]!r}'
+            )
+        if not valid_box(box):
+            raise GroundTruthError(f"spatial ground truth box {list(box)} has no area (need x2 > x1 and y2 > y1)")
+        pred_conv, gt_conv, size = conventions(extras)
+        return box, pred_conv, gt_conv, size
+
+    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
+        gold, pred_conv, gt_conv, size = truth  # type: ignore[misc]
+        for i, cand in enumerate(response.candidates()):
+            box = answer_box(cand.text)
+            if box is None:
+                continue
+            if not valid_box(box):
+                return Outcome(0.0, False, {"source": cand.source, "degenerate": True})
+            box = to_common(box, pred_conv, gt_conv, size)
+            return Outcome(iou_2d(box, gold), i == 0, {"source": cand.source, "pred": list(box)})
+        return Outcome(0.0, False, {"source": "none"})

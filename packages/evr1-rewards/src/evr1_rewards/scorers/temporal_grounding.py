@@ -1,0 +1,85 @@
+"""Temporal grounding: IoU of [start, end] spans, from `{"time": [s, e]}` JSON or spans in prose.
+
+A reversed predicted span is a format error (0) in reward mode and swapped in metric mode (lmms-eval behaviour).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from evr1_rewards.errors import GroundTruthError
+from evr1_rewards.extract import Response
+from evr1_rewards.registry import register
+from evr1_rewards.scorers._common import truth_json
+from evr1_rewards.structured import as_span, find_json, iou_1d, span_from_prose
+from evr1_rewards.types import Context, Outcome
+
+TIME_KEYS = ("time", "timestamps", "timestamp", "span", "segment")
+
+Span = tuple[float, float]
+
+
+def span_of(v: object) -> Span | None:
+    if isinstance(v, Mapping):
+        for k in TIME_KEYS:
+            if k in v:
+                return as_span(v[k])
+        return None
+    if isinstance(v, list) and len(v) == 1 and isinstance(v[0], list):
+        return as_span(v[0])
+    return as_span(v)
+
+
+def parse_truth_span(ground_truth: object) -> Span:
+    span = span_of(truth_json(ground_truth))
+    if span is None:
+        raise GroundTruthError(
+            f'temporal ground truth must look like {{"time": [start, end]}}, got {str(ground_truth)[:120]!r}'
+        )
+    if span[0] > span[1] or span[0] < 0:
+        raise GroundTruthError(f"temporal ground truth span {list(span)} is reversed or negative")
+    return span
+
+
+def answer_span(text: str) -> Span | None:
+    obj = find_json(text, want=dict)
+    if obj is not None:
+        span = span_of(obj)
+        if span is not None:
+            return span
+    arr = find_json(text, want=list)
+    if arr is not None:
+        span = span_of(arr)
+        if span is not None:
+            return span
+    return span_from_prose(text)
+
+
+def order_span(span: Span, mode: str) -> Span | None:
+    """Reward mode: a reversed span is malformed (None). Metric mode: swap it, as lmms-eval does."""
+    if span[0] <= span[1]:
+        return span
+    return (span[1], span[0]) if mode == "metric" else None
+
+
+@register(
+    "temporal_grounding", aliases=("temporal grounding", "tg", "moment_retrieval", "temporal_localization", "tvg")
+)
+class TemporalGrounding:
+    """tIoU of the predicted and ground-truth spans; reversed spans are a format error in reward mode."""
+
+    name = "temporal_grounding"
+
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> Span:
+        return parse_truth_span(ground_truth)
+
+    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
+        for i, cand in enumerate(response.candidates()):
+            span = answer_span(cand.text)
+            if span is None:
+                continue
+            ordered = order_span(span, ctx.mode)
+            if ordered is None:
+                return Outcome(0.0, False, {"source": cand.source, "reversed": True})
+            return Outcome(iou_1d(ordered, truth), i == 0, {"source": cand.source, "pred": list(ordered)})  # type: ignore[arg-type]
+        return Outcome(0.0, False, {"source": "none"})

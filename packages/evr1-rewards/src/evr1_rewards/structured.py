@@ -1,0 +1,195 @@
+"""Bounded JSON and span extraction from model answers, plus the 1-D / 2-D IoU maths used by grounding scorers."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+
+from evr1_rewards.extract import tail
+
+JSON_SCAN_CHARS = 1 << 16
+"""Structured answers are searched in the last 64 KiB of the answer text."""
+
+MAX_JSON_STARTS = 64
+"""How many `{` / `[` positions (from the end) are tried as the start of a JSON value."""
+
+_DECODER = json.JSONDecoder()
+_TIME = r"(\d{1,6}(?::\d{1,2}){0,2}(?:\.\d{1,6})?)"
+_SPAN = re.compile(
+    _TIME + r"[ \t]{0,2}(?:s|sec|secs|seconds?)?[ \t]{0,2}(?:-|–|—|~|to|and|until|till)[ \t]{0,2}" + _TIME
+    + r"(?![\d:])"
+)  # fmt: skip
+_NUMS4 = re.compile(
+    r"[\[\(][ \t]{0,3}(-?\d{1,9}(?:\.\d{1,9})?)[ \t]{0,3},[ \t]{0,3}(-?\d{1,9}(?:\.\d{1,9})?)[ \t]{0,3},"
+    r"[ \t]{0,3}(-?\d{1,9}(?:\.\d{1,9})?)[ \t]{0,3},[ \t]{0,3}(-?\d{1,9}(?:\.\d{1,9})?)[ \t]{0,3}[\]\)]"
+)
+
+
+def _strip_fence(s: str) -> str:
+    s = s.strip()
+    if s.startswith("```"):
+        nl = s.find("\n")
+        s = s[nl + 1 :] if nl >= 0 else s[3:]
+        if s.rstrip().endswith("```"):
+            s = s.rstrip()[:-3]
+    return s.strip()
+
+
+def find_json(text: str, *, want: type = dict) -> object | None:
+    """The answer's JSON value of type `want`: the whole text if it parses, else the last top-level one inside it.
+
+    Bounded: looks at the last JSON_SCAN_CHARS characters and at most MAX_JSON_STARTS start positions; a value nested
+    too deeply for the parser is skipped, never raised.
+    """
+    window = _strip_fence(tail(text, JSON_SCAN_CHARS))
+    if not window:
+        return None
+    opener = "{" if want is dict else "["
+    if window[0] == opener:
+        try:
+            v = json.loads(window)
+            if isinstance(v, want):
+                return v
+        except (ValueError, RecursionError):
+            pass
+    best: tuple[int, int, object] | None = None  # (end, -start, value): the latest-ending, outermost value wins
+    end = len(window)
+    for _ in range(MAX_JSON_STARTS):
+        pos = window.rfind(opener, 0, end)
+        if pos < 0:
+            break
+        end = pos
+        try:
+            v, stop = _DECODER.raw_decode(window, pos)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(v, want) and (best is None or (stop, -pos) > best[:2]):
+            best = (stop, -pos, v)
+    return best[2] if best else None
+
+
+def as_float(v: object) -> float | None:
+    """A finite float from a JSON number or numeric string; None otherwise (booleans are not numbers)."""
+    t = type(v)
+    if t is float:
+        return v if math.isfinite(v) else None  # type: ignore[return-value, arg-type]
+    if t is int:
+        return float(v)  # type: ignore[arg-type]
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        f = float(v)
+    elif isinstance(v, str) and len(v) < 64:
+        try:
+            f = float(v.strip().rstrip("s"))
+        except ValueError:
+            return None
+    else:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def parse_time(token: str) -> float | None:
+    """Seconds from '12.5', '01:30' or '1:02:03.5'."""
+    parts = token.split(":")
+    try:
+        vals = [float(p) for p in parts]
+    except ValueError:
+        return None
+    out = 0.0
+    for v in vals:
+        out = out * 60.0 + v
+    return out
+
+
+def as_span(v: object) -> tuple[float, float] | None:
+    """[s, e] (numbers or 'mm:ss' strings) → (s, e) as written (not re-ordered)."""
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        return None
+    out = []
+    for x in v:
+        f = as_float(x)
+        if f is None and isinstance(x, str) and ":" in x:
+            f = parse_time(x.strip())
+        if f is None:
+            return None
+        out.append(f)
+    return out[0], out[1]
+
+
+def as_box(v: object) -> tuple[float, float, float, float] | None:
+    """[x1, y1, x2, y2] → tuple, or None. Also accepts {"bbox_2d": [...]} / {"bbox": [...]} (Qwen's JSON)."""
+    if type(v) is list and len(v) == 4 and all(type(x) is int for x in v):  # the common case, fast
+        return float(v[0]), float(v[1]), float(v[2]), float(v[3])
+    if isinstance(v, Mapping):
+        for key in ("bbox_2d", "bbox", "box", "boxes"):
+            if key in v:
+                return as_box(v[key])
+        return None
+    if isinstance(v, (list, tuple)) and len(v) == 1:
+        return as_box(v[0])
+    if not isinstance(v, (list, tuple)) or len(v) != 4:
+        return None
+    vals = [as_float(x) for x in v]
+    if any(x is None for x in vals):
+        return None
+    return vals[0], vals[1], vals[2], vals[3]  # type: ignore[return-value]
+
+
+def span_from_prose(text: str) -> tuple[float, float] | None:
+    """The last time span written in prose: 'from 12.5 to 20 s', '00:12–00:20', '12.5-20 seconds'."""
+    last = None
+    for m in _SPAN.finditer(tail(text, 4096)):
+        last = m
+    if last is None:
+        return None
+    a, b = parse_time(last.group(1)), parse_time(last.group(2))
+    return (a, b) if a is not None and b is not None else None
+
+
+def box_from_prose(text: str) -> tuple[float, float, float, float] | None:
+    """The last bracketed 4-tuple of numbers: '[10, 20, 110, 220]' or '(10,20,110,220)'."""
+    last = None
+    for m in _NUMS4.finditer(tail(text, 4096)):
+        last = m
+    if last is None:
+        return None
+    return tuple(float(g) for g in last.groups())  # type: ignore[return-value]
+
+
+def iou_1d(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Temporal IoU of two ordered spans; a zero-length span matches only an identical one."""
+    inter = min(a[1], b[1]) - max(a[0], b[0])
+    union = max(a[1], b[1]) - min(a[0], b[0])
+    if union <= 0.0:
+        return 1.0 if a == b else 0.0
+    return max(0.0, inter) / union if inter > 0 else 0.0
+
+
+def box_area(b: tuple[float, float, float, float]) -> float:
+    return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
+
+
+def iou_2d(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    """Box IoU (xyxy). Degenerate or inverted boxes have no area and score 0."""
+    if a[2] <= a[0] or a[3] <= a[1] or b[2] <= b[0] or b[3] <= b[1]:
+        return 0.0
+    iw = min(a[2], b[2]) - max(a[0], b[0])
+    ih = min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    inter = iw * ih
+    return inter / (box_area(a) + box_area(b) - inter)
+
+
+def frame_key(k: object) -> str | None:
+    """Canonical frame/second key: '9' == '9.0' == 9 → '9'; '9.50' → '9.5'."""
+    if type(k) is str and k.isdigit() and k.isascii() and len(k) < 16:
+        return str(int(k))
+    f = as_float(k)
+    if f is None:
+        return None
+    r = round(f, 6)
+    return str(int(r)) if r == int(r) else repr(r)

@@ -1,0 +1,112 @@
+"""The reward contract: what goes into a scorer and what comes out."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from evr1_rewards.errors import RewardConfigError
+from evr1_rewards.extract import Response
+
+Mode = Literal["reward", "metric"]
+"""`reward`: strict (RL training; malformed answers score 0). `metric`: benchmark conventions (e.g. lmms-eval swaps
+reversed spans; regression may follow the official `<=` MRA)."""
+
+MODES: tuple[str, ...] = ("reward", "metric")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewardInput:
+    """One model response to score. `extras` carries options, coordinate conventions, tolerances, tests …"""
+
+    response: str
+    ground_truth: object
+    problem_type: str
+    extras: Mapping[str, object] = field(default_factory=dict)
+    sample_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewardResult:
+    """`overall = w_acc·accuracy + w_fmt·format`; `details` keeps per-scorer diagnostics for logging."""
+
+    overall: float
+    accuracy: float
+    format: float
+    problem_type: str
+    details: Mapping[str, object] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, float]:
+        """The numeric part, with a fixed key set (what RL frameworks log and stack across a batch)."""
+        return {"overall": self.overall, "accuracy": self.accuracy, "format": self.format}
+
+
+@dataclass(frozen=True, slots=True)
+class RewardWeights:
+    """Validated weights: both in [0, 1] and summing to 1 (so `overall` stays in [0, 1])."""
+
+    accuracy: float = 0.9
+    format: float = 0.1
+
+    def __post_init__(self) -> None:
+        for name in ("accuracy", "format"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not 0.0 <= v <= 1.0:
+                raise RewardConfigError(f"reward weight {name!r} must be a number in [0, 1], got {v!r}")
+        if abs(self.accuracy + self.format - 1.0) > 1e-6:
+            raise RewardConfigError(
+                f"reward weights must sum to 1, got accuracy={self.accuracy} + format={self.format} "
+                f"= {self.accuracy + self.format}"
+            )
+
+    @classmethod
+    def coerce(cls, weights: RewardWeights | Mapping[str, float] | None) -> RewardWeights:
+        if weights is None:
+            return cls()
+        if isinstance(weights, RewardWeights):
+            return weights
+        if not isinstance(weights, Mapping):
+            raise RewardConfigError(
+                f"weights must be a mapping like {{'accuracy': 0.9, 'format': 0.1}}, got {weights!r}"
+            )
+        unknown = set(weights) - {"accuracy", "format"}
+        if unknown:
+            raise RewardConfigError(f"unknown reward weight keys {sorted(unknown)}; use 'accuracy' and 'format'")
+        acc = weights.get("accuracy")
+        fmt = weights.get("format")
+        if acc is None and fmt is None:
+            return cls()
+        if acc is None:
+            acc = 1.0 - float(fmt)  # type: ignore[arg-type]
+        if fmt is None:
+            fmt = 1.0 - float(acc)
+        return cls(accuracy=float(acc), format=float(fmt))
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a scorer returns: accuracy in [0, 1], whether the answer payload parsed for the type, and diagnostics."""
+
+    accuracy: float
+    parsed: bool
+    details: Mapping[str, object] = field(default_factory=dict)
+
+
+class Scorer(Protocol):
+    """One problem type. `parse_truth` is strict (raises GroundTruthError); `score` is total on any response."""
+
+    name: str
+
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> object: ...
+
+    def score(self, response: Response, truth: object, ctx: Context) -> Outcome: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Per-call settings a scorer may read."""
+
+    extras: Mapping[str, object]
+    mode: Mode = "reward"

@@ -1,0 +1,46 @@
+"""evr1-train: video RL with verifiable rewards on verl (Ray, FSDP, vLLM) and on a single-process local engine.
+
+Importing the package is light (no torch, verl or transformers); the public names below load on first use:
+    HybridConfig, plan_group, fit_offline_response, hybrid_metrics       (evr1_train.hybrid, pure Python)
+    DataOptions, RowInputs, row_to_inputs                                (evr1_train.data, verl-free)
+    hybrid_policy_loss, vision_zero_term                                 (evr1_train.losses, torch)
+    Evr1Dataset                                                          (evr1_train.data.dataset, verl)
+    prepare_verl_config                                                  (evr1_train.verl_config)
+Console script: `evr1-train` (evr1_train.cli, a Hydra app).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "HybridConfig": "evr1_train.hybrid",
+    "plan_group": "evr1_train.hybrid",
+    "fit_offline_response": "evr1_train.hybrid",
+    "hybrid_metrics": "evr1_train.hybrid",
+    "DataOptions": "evr1_train.data",
+    "RowInputs": "evr1_train.data",
+    "row_to_inputs": "evr1_train.data",
+    "hybrid_policy_loss": "evr1_train.losses",
+    "vision_zero_term": "evr1_train.losses",
+    "Evr1Dataset": "evr1_train.data.dataset",
+    "prepare_verl_config": "evr1_train.verl_config",
+}
+
+__all__ = [*sorted(_LAZY), "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evr1_train' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,36 @@
+"""Rows -> prompts, pixels and reward inputs; `Evr1Dataset` for verl's `data.custom_cls`.
+
+Public API (stable; the verl-free core is shared with the local engine):
+    DataOptions, RowInputs, row_to_inputs, row_messages, load_media, row_extra_info, ground_truth_of,
+    build_prompt_text, MediaLoader, MediaMissError
+`Evr1Dataset` (needs verl) is imported lazily: `from evr1_train.data.dataset import Evr1Dataset`.
+"""
+
+from typing import Any
+
+from evr1_train.data.media import MediaLoader, MediaMissError
+from evr1_train.data.options import DataOptions
+from evr1_train.data.prompt import build_prompt_text
+from evr1_train.data.row import RowInputs, ground_truth_of, load_media, row_extra_info, row_messages, row_to_inputs
+
+__all__ = [
+    "DataOptions",
+    "Evr1Dataset",
+    "MediaLoader",
+    "MediaMissError",
+    "RowInputs",
+    "build_prompt_text",
+    "ground_truth_of",
+    "load_media",
+    "row_extra_info",
+    "row_messages",
+    "row_to_inputs",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Evr1Dataset":
+        from evr1_train.data.dataset import Evr1Dataset
+
+        return Evr1Dataset
+    raise AttributeError(f"module 'evr1_train.data' has no attribute {name!r}")

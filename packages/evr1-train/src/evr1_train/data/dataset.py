@@ -1,0 +1,138 @@
+"""`Evr1Dataset`: verl's `data.custom_cls` for datasets written by `evr1-cache build` (EasyVideoR1 schema).
+
+Why a subclass of verl's `RLHFDataset`: verl calls its classmethod `process_multi_modal_info` inside every
+agent-loop worker to get pixels; ours serves cached frames + `VideoMeta` (the rollout gets `(frames, metadata)`, the
+actor's processor `do_sample_frames=False`) instead of decoding with qwen-vl-utils. Rows may hold several videos
+and images, or both; text-only rows work too. Settings live in `data.evr1` (see `DataOptions`).
+
+Use: data.custom_cls.path=pkg://evr1_train.data.dataset data.custom_cls.name=Evr1Dataset
+Names (stable): Evr1Dataset, OFFLINE_TEXT_FIELD
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import torch
+from verl.utils.dataset.rl_dataset import RLHFDataset
+
+from evr1_train.data.media import loader_for
+from evr1_train.data.options import DataOptions
+from evr1_train.data.row import ground_truth_of, load_media, media_items, row_extra_info, row_messages
+from evr1_train.hybrid import HybridConfig, row_offline_text
+
+logger = logging.getLogger(__name__)
+
+#: Non-tensor field carrying a row's stored trajectory text to the agent loop ("" when none).
+OFFLINE_TEXT_FIELD = "evr1_offline_text"
+
+
+def _options(config: Any, data_files: Any = None) -> DataOptions:
+    node = config.get("evr1", None) if hasattr(config, "get") else None
+    base = None
+    if data_files:
+        first = data_files if isinstance(data_files, str) else next(iter(data_files))
+        base = os.path.dirname(os.path.abspath(os.fspath(first)))
+    return DataOptions.from_mapping(node, base_dir=base)
+
+
+class Evr1Dataset(RLHFDataset):
+    """RLHFDataset whose prompts come from EasyVideoR1-style rows and whose pixels come from the evr1 frame cache."""
+
+    def __init__(self, data_files: Any, tokenizer: Any, config: Any, processor: Any = None, max_samples: int = -1):
+        self.evr1 = _options(config, data_files)
+        self._hybrid_keys = HybridConfig(
+            enable=True, output_key=self.evr1.offline_output_key, flag_key=self.evr1.offline_flag_key
+        )
+        super().__init__(data_files, tokenizer, config, processor=processor, max_samples=max_samples)
+
+    # -- rows -------------------------------------------------------------------------------------------------
+    def _read_files_and_tokenize(self) -> None:
+        super()._read_files_and_tokenize()
+        self.dataframe = self._drop_rows_with_missing_media(self.dataframe)
+
+    def _drop_rows_with_missing_media(self, frame: Any) -> Any:
+        """Rows whose media can be served neither from the cache nor from disk are dropped with a logged reason.
+
+        Such a row would otherwise fail inside a rollout worker and stop the whole run; one line per row names it.
+        """
+        bad: list[str] = []
+        loader = loader_for(self.evr1)
+        mode = self.evr1.video_source
+
+        def reason(row: dict) -> str | None:
+            try:
+                msgs = row_messages(row, self.evr1)
+            except (ValueError, IndexError) as exc:
+                return f"prompt: {exc}"
+            for item in media_items(msgs):
+                src, ref = item.get(item["type"]), item.get("evr1_cache")
+                if not isinstance(src, str):  # inline image bytes
+                    continue
+                on_disk = os.path.exists(src)
+                if item["type"] == "video":
+                    in_cache = mode != "decode" and loader.cached(src, ref)
+                    usable = in_cache or (mode != "cache_only" and on_disk)
+                else:
+                    usable = on_disk or (mode != "decode" and loader.cached(src, ref, kind="image"))
+                if not usable:
+                    where = "in the cache" if mode == "cache_only" else "in the cache or on disk"
+                    return f"{item['type']} {src} not found {where}"
+            return None
+
+        keep: list[int] = []
+        for i, row in enumerate(frame):  # a plain loop: datasets' filter cache would skip the logging on a rerun
+            why = reason(row)
+            if why is None:
+                keep.append(i)
+            else:
+                bad.append(f"row {row.get('problem_id', i)}: {why}")
+        kept = frame.select(keep) if len(keep) != len(frame) else frame
+        if bad:
+            logger.warning(
+                "evr1: dropped %d of %d rows whose media cannot be served; first: %s",
+                len(bad),
+                len(frame),
+                "; ".join(bad[:5]),
+            )
+        self.dropped_rows = list(bad)
+        return kept
+
+    def _build_messages(self, example: dict, key: str) -> list[dict]:
+        return row_messages(example, self.evr1)
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        row: dict = self.dataframe[item]
+        extra = row_extra_info(row, self.evr1, int(item))
+        offline = row_offline_text(row, self._hybrid_keys)
+        return {
+            "raw_prompt": row_messages(row, self.evr1),
+            "data_source": str(row.get("data_source") or "evr1"),
+            "reward_model": {"style": "rule", "ground_truth": ground_truth_of(row, self.evr1)},
+            "extra_info": extra,
+            "index": extra["index"],
+            "tools_kwargs": {},
+            "interaction_kwargs": {},
+            OFFLINE_TEXT_FIELD: offline or "",
+            # verl still needs one tensor so DataProto.batch is not empty.
+            "dummy_tensor": torch.tensor([0], dtype=torch.uint8),
+        }
+
+    # -- pixels (called by verl's agent loop and by the length filter) ----------------------------------------
+    @classmethod
+    def _process_multi_modal_info(
+        cls, messages: list[dict], image_patch_size: Any, config: Any
+    ) -> tuple[list[Any] | None, list[Any] | None, None]:
+        opts = _options(config)
+        images, videos = load_media(messages, opts)
+        if videos is not None:
+            videos = [(_to_tchw(frames), meta) for frames, meta in videos]
+        return images, videos, None
+
+
+def _to_tchw(frames: Any) -> torch.Tensor:
+    """uint8 [T,H,W,3] numpy -> uint8 [T,3,H,W] torch view (no copy): the layout qwen-vl-utils hands to verl."""
+    t = frames if isinstance(frames, torch.Tensor) else torch.from_numpy(frames)
+    return t.permute(0, 3, 1, 2)

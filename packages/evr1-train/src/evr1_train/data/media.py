@@ -1,0 +1,157 @@
+"""Pixels for the media references of a prompt: cached frames (evr1-cache) or a decode, with one clear error per miss.
+
+Why: verl's default path decodes every video in every rollout worker (qwen-vl-utils); here frames come from the
+frame cache written by `evr1-cache build`, with the exact `VideoMeta` (fps, frames_indices) the processor needs.
+
+Names (stable): MediaLoader(opts).video(path, row, ref=None) -> (frames uint8 [T,H,W,3] numpy, metadata dict),
+MediaLoader(opts).image(item, row, ref=None) -> PIL.Image (RGB, within the image budget), loader_for(opts) (per-process cache),
+MediaMissError.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import threading
+from typing import Any
+
+from evr1_train.data.options import DataOptions
+
+logger = logging.getLogger(__name__)
+
+
+class MediaMissError(ValueError):
+    """A video is absent from the cache in `cache_only` mode, or cannot be decoded/read at all."""
+
+
+class MediaLoader:
+    """Loads one row's media following `opts.video_source`; thread-safe, one per process and options."""
+
+    def __init__(self, opts: DataOptions) -> None:
+        self.opts = opts
+        self._vspec = opts.video_spec()
+        self._ispec = opts.image_spec()
+        self._reader: Any = None
+        self._lock = threading.Lock()
+        self.misses = 0
+
+    def _cache(self) -> Any:
+        with self._lock:
+            if self._reader is None:
+                from evr1_cache import CacheReader
+
+                self._reader = CacheReader(self.opts.cache_dir)
+            return self._reader
+
+    def video(self, path: str, row: str = "?", ref: str | None = None) -> tuple[Any, dict[str, Any]]:
+        """Frames `[T, H, W, 3]` uint8 and `VideoMeta.to_hf()` for one video of row `row`.
+
+        `ref` is the entry file written into the dataset by `evr1-cache build` (`video_cache[i].file`): served only
+        when its spec key equals the configured spec (a stale or foreign entry is a miss). Without a ref the entry
+        is looked up by source file + spec (content-addressed).
+        """
+        mode = self.opts.video_source
+        if mode != "decode":
+            try:
+                return self._cached_video(path, ref)
+            except Exception as exc:  # a miss or an unreadable entry: the mode decides what happens
+                if mode == "cache_only":
+                    raise MediaMissError(
+                        f"row {row}: video {path!r} is not in the frame cache {self.opts.cache_dir!r} for spec "
+                        f"{self._vspec.key()} ({type(exc).__name__}: {exc}); run `evr1-cache build` on the dataset "
+                        "with the same video settings, or set data.evr1.video_source=prefer_cache"
+                    ) from exc
+                self.misses += 1
+                logger.warning("row %s: cache miss for %s (%s); decoding instead", row, path, exc)
+        from evr1_cache import decode_video
+
+        try:
+            frames, meta = decode_video(path, self._vspec)
+        except Exception as exc:
+            raise MediaMissError(f"row {row}: cannot decode video {path!r}: {exc}") from exc
+        return frames, _meta_dict(meta)
+
+    def _cached_video(self, path: str, ref: str | None) -> tuple[Any, dict[str, Any]]:
+        reader = self._cache()
+        if not ref:
+            frames, meta = reader.load(path, self._vspec)
+            return frames, _meta_dict(meta)
+        from evr1_cache.spec import VideoMeta
+
+        frames, header = reader.load_ref(ref)
+        meta = VideoMeta.from_dict(header["meta"])
+        if meta.spec_key is not None and meta.spec_key != self._vspec.key():
+            raise LookupError(
+                f"cache entry {ref} was built for spec {meta.spec_key}, the config asks for {self._vspec.key()} "
+                "(data.evr1.video differs from the `evr1-cache build` settings)"
+            )
+        return frames, _meta_dict(meta)
+
+    def cached(self, path: str, ref: str | None = None, kind: str = "video") -> bool:
+        """Whether the media is served from the cache (ref file present, or entry for path + spec present)."""
+        reader = self._cache()
+        spec = self._vspec if kind == "video" else self._ispec
+        if ref and f"/{spec.key()}/" in f"/{ref}":  # entries live under their spec key: no stale serving
+            return (reader.root / ref).is_file()
+        try:
+            return bool(reader.contains(path, spec))
+        except OSError:
+            return False
+
+    def image(self, item: Any, row: str = "?", ref: str | None = None) -> Any:
+        """An RGB PIL image resized into the image budget (independent of the video budget)."""
+        from PIL import Image
+
+        if isinstance(item, dict) and item.get("bytes") is not None:
+            img = Image.open(io.BytesIO(item["bytes"]))
+            return _fit_image(img.convert("RGB"), self._ispec)
+        if isinstance(item, Image.Image):
+            return _fit_image(item.convert("RGB"), self._ispec)
+        path = os.fspath(item["image"] if isinstance(item, dict) else item)
+        if ref and self.opts.video_source != "decode" and f"/{self._ispec.key()}/" in f"/{ref}":
+            try:
+                pixels, _ = self._cache().load_ref(ref)
+                pixels = pixels[0] if getattr(pixels, "ndim", 3) == 4 else pixels
+                return Image.fromarray(pixels).convert("RGB")
+            except Exception as exc:
+                logger.warning("row %s: cached image %s unreadable (%s); reading the file", row, ref, exc)
+        from evr1_cache import load_image
+
+        try:
+            loaded = load_image(path, self._ispec)
+        except Exception as exc:
+            raise MediaMissError(f"row {row}: cannot read image {path!r}: {exc}") from exc
+        if isinstance(loaded, tuple):  # (pixels, meta) style return
+            loaded = loaded[0]
+        if isinstance(loaded, Image.Image):
+            return loaded.convert("RGB")
+        return Image.fromarray(loaded).convert("RGB")
+
+
+def _meta_dict(meta: Any) -> dict[str, Any]:
+    return dict(meta.to_hf()) if hasattr(meta, "to_hf") else dict(meta)
+
+
+def _fit_image(img: Any, spec: Any) -> Any:
+    from evr1_cache.spec import resized_image_hw
+
+    h, w = resized_image_hw(img.height, img.width, spec)
+    if (h, w) == (img.height, img.width):
+        return img
+    from PIL import Image
+
+    return img.resize((w, h), Image.Resampling.BICUBIC)
+
+
+_LOADERS: dict[str, MediaLoader] = {}
+_LOADERS_LOCK = threading.Lock()
+
+
+def loader_for(opts: DataOptions) -> MediaLoader:
+    """One loader per distinct options per process (agent-loop workers call this for every sample)."""
+    key = repr(opts)
+    with _LOADERS_LOCK:
+        if key not in _LOADERS:
+            _LOADERS[key] = MediaLoader(opts)
+        return _LOADERS[key]

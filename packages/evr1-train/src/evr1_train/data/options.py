@@ -1,0 +1,108 @@
+"""`DataOptions`: how dataset rows become prompts and pixels (keys, media root, cache mode, video/image budgets).
+
+Why its own frozen dataclass: the verl dataset class, its classmethod called inside verl's agent-loop workers, and
+the local engine all read the same `data.evr1` YAML node; validating it once gives the same behaviour everywhere.
+
+Names (stable): DataOptions, DataOptions.from_mapping(node, base_dir=None), DataOptions.video_spec(),
+DataOptions.image_spec(), VIDEO_SOURCES.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from evr1_cache.spec import ImageSpec, SamplingSpec
+
+VideoSource = Literal["prefer_cache", "cache_only", "decode"]
+VIDEO_SOURCES: tuple[str, ...] = ("prefer_cache", "cache_only", "decode")
+
+#: Video budget defaults = Qwen2.5-VL's recipe values (qwen-vl-utils): 2 fps, 4..768 frames, 128..768 tokens/frame.
+DEFAULT_VIDEO: dict[str, Any] = {
+    "fps": 2.0,
+    "nframes": None,
+    "min_frames": 4,
+    "max_frames": 64,
+    "min_pixels": 128 * 28 * 28,
+    "max_pixels": 768 * 28 * 28,
+    "total_pixels": None,
+    "size_factor": 28,
+}
+#: Image budget: independent of the video budget (EasyVideoR1 shared one `min_pixels` across both).
+DEFAULT_IMAGE: dict[str, Any] = {"min_pixels": 4 * 28 * 28, "max_pixels": 1280 * 28 * 28, "size_factor": 28}
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """Row -> model input settings.
+
+    prompt_key / answer_key / video_key / image_key: EasyVideoR1 column names (`problem`, `answer`, `videos`, `images`).
+    media_root: relative media paths are joined to it; default = the dataset file's folder.
+    video_source: "prefer_cache" (cache, decode + warn on a miss), "cache_only" (a miss is an error naming the row),
+        "decode" (ignore the cache).
+    cache_dir: the `evr1-cache build --out` folder (needed unless video_source=decode).
+    video / image: keyword arguments of `evr1_cache.spec.SamplingSpec` / `ImageSpec` — they must equal the settings
+        the cache was built with, otherwise the cache key differs and every video is a miss.
+    system_prompt: optional system turn. think: ask for `<think>...</think>` before `<answer>...</answer>`.
+    """
+
+    prompt_key: str = "problem"
+    answer_key: str = "answer"
+    video_key: str = "videos"
+    image_key: str = "images"
+    media_root: str | None = None
+    video_source: VideoSource = "prefer_cache"
+    cache_dir: str | None = None
+    video: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_VIDEO))
+    image: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_IMAGE))
+    system_prompt: str | None = None
+    think: bool = True
+    offline_output_key: str = "offline_output"
+    offline_flag_key: str = "has_offline_trajectory"
+
+    def __post_init__(self) -> None:
+        if self.video_source not in VIDEO_SOURCES:
+            raise ValueError(f"data.evr1.video_source must be one of {list(VIDEO_SOURCES)}, got {self.video_source!r}")
+        if self.video_source != "decode" and not self.cache_dir:
+            raise ValueError(
+                f"data.evr1.video_source={self.video_source} needs data.evr1.cache_dir (the `evr1-cache build --out` "
+                "folder); set it, or use data.evr1.video_source=decode"
+            )
+        object.__setattr__(self, "video", {**DEFAULT_VIDEO, **dict(self.video)})
+        object.__setattr__(self, "image", {**DEFAULT_IMAGE, **dict(self.image)})
+
+    def video_spec(self) -> SamplingSpec:
+        from evr1_cache.spec import SamplingSpec
+
+        return SamplingSpec(**dict(self.video))
+
+    def image_spec(self) -> ImageSpec:
+        from evr1_cache.spec import ImageSpec
+
+        return ImageSpec(**dict(self.image))
+
+    @classmethod
+    def from_mapping(cls, node: Mapping[str, Any] | None, base_dir: str | None = None) -> DataOptions:
+        """Build from the `data.evr1` node (OmegaConf or dict); unknown keys are an error listing known ones."""
+        data = {k: _plain(v) for k, v in (node or {}).items()}
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown data.evr1 keys {unknown}; known keys: {sorted(known)}")
+        if data.get("media_root") is None and base_dir is not None:
+            data["media_root"] = base_dir
+        return cls(**data)
+
+
+def _plain(value: Any) -> Any:
+    """OmegaConf containers -> plain Python (dataclass fields must be hashable-free plain data)."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+
+        if isinstance(value, DictConfig | ListConfig):
+            return OmegaConf.to_container(value, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf ships with hydra-core, a dependency
+        pass
+    return value

@@ -1,0 +1,184 @@
+"""One dataset row -> chat messages, pixels and reward extras. verl-free: the local engine calls the same code.
+
+Why: the verl dataset (prompt side), its agent-loop classmethod (pixel side) and the local engine must agree on
+prompts, media order and the `extra_info` the reward sees (problem_type, options — EasyVideoR1 dropped the options).
+
+Names (stable):
+    RowInputs(messages, images, videos, ground_truth, data_source, problem_type, extra_info, offline_text)
+    row_messages(row, opts) -> list[dict]           # media items carry absolute paths / PIL images, no frames
+    load_media(messages, opts, row_id) -> (images | None, videos | None)   # videos: [(frames [T,H,W,3] uint8, meta)]
+    row_extra_info(row, opts, index) -> dict
+    ground_truth_of(row, opts) -> Any
+    row_to_inputs(row, opts, index=0, hybrid=None) -> RowInputs
+    media_items(messages) -> list[dict]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evr1_train.data.media import loader_for
+from evr1_train.data.options import DataOptions
+from evr1_train.data.prompt import build_prompt_text, normalise_problem_type
+
+#: Columns consumed by evr1 itself; every other column is forwarded to the reward in `extra_info`.
+_CORE = {
+    "data_source",
+    "reward_model",
+    "extra_info",
+    "agent_name",
+    "offline_output",
+    "has_offline_trajectory",
+    "video_cache",
+    "image_cache",
+    "cache_errors",
+}
+_ANSWER_TAG = re.compile(r"^\s*<answer>(.*)</answer>\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class RowInputs:
+    """Everything a rollout + reward needs for one row. `videos[i] = (frames uint8 [T,H,W,3], VideoMeta.to_hf())`."""
+
+    messages: list[dict[str, Any]]
+    images: list[Any]
+    videos: list[tuple[Any, dict[str, Any]]]
+    ground_truth: Any
+    data_source: str
+    problem_type: str
+    extra_info: dict[str, Any]
+    offline_text: str | None = None
+
+
+def resolve_media_path(path: Any, opts: DataOptions) -> str:
+    p = os.fspath(path)
+    if p.startswith("file://"):
+        p = p[len("file://") :]
+    if not os.path.isabs(p) and opts.media_root:
+        p = os.path.join(opts.media_root, p)
+    return p
+
+
+def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, Any]]:
+    """System (optional) + user turn whose content list interleaves text with media references, in placeholder order."""
+    text = build_prompt_text(row, opts)
+    images = list(row.get(opts.image_key) or [])
+    videos = list(row.get(opts.video_key) or [])
+    video_refs = _refs(row.get("video_cache"), len(videos))
+    image_refs = _refs(row.get("image_cache"), len(images))
+    content: list[dict[str, Any]] = []
+    ii = vi = 0
+    for seg in re.split(r"(<video>|<image>)", text):
+        if seg == "<video>":
+            content.append(
+                {"type": "video", "video": resolve_media_path(videos[vi], opts), "evr1_cache": video_refs[vi]}
+            )
+            vi += 1
+        elif seg == "<image>":
+            img = images[ii]
+            if isinstance(img, Mapping) and img.get("bytes") is not None:
+                content.append({"type": "image", "image": {"bytes": img["bytes"]}})
+            else:
+                src = img.get("image") if isinstance(img, Mapping) else img
+                content.append({"type": "image", "image": resolve_media_path(src, opts), "evr1_cache": image_refs[ii]})
+            ii += 1
+        elif seg:
+            content.append({"type": "text", "text": seg})
+    messages: list[dict[str, Any]] = []
+    if opts.system_prompt:
+        messages.append({"role": "system", "content": opts.system_prompt})
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def _refs(cache_refs: Any, count: int) -> list[str | None]:
+    """`evr1-cache build` writes `video_cache` / `image_cache`: one `{"file": ...}` (or None) per media item."""
+    refs: list[str | None] = [None] * count
+    if isinstance(cache_refs, Sequence) and not isinstance(cache_refs, str):
+        for i, ref in enumerate(list(cache_refs)[:count]):
+            if isinstance(ref, Mapping) and ref.get("file"):
+                refs[i] = str(ref["file"])
+            elif isinstance(ref, str) and ref:
+                refs[i] = ref
+    return refs
+
+
+def media_items(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Image/video content items in prompt order."""
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        content = msg.get("content")
+        if isinstance(content, list):
+            out += [dict(c) for c in content if isinstance(c, Mapping) and c.get("type") in ("image", "video")]
+    return out
+
+
+def load_media(
+    messages: Sequence[Mapping[str, Any]], opts: DataOptions, row_id: str = "?"
+) -> tuple[list[Any] | None, list[tuple[Any, dict[str, Any]]] | None]:
+    """Pixels for every media item of the prompt (None for a modality the prompt does not have, as verl expects)."""
+    loader = loader_for(opts)
+    images: list[Any] = []
+    videos: list[tuple[Any, dict[str, Any]]] = []
+    for item in media_items(messages):
+        if item["type"] == "video":
+            videos.append(loader.video(item["video"], row_id, item.get("evr1_cache")))
+        else:
+            images.append(loader.image(item["image"], row_id, item.get("evr1_cache")))
+    return (images or None), (videos or None)
+
+
+def ground_truth_of(row: Mapping[str, Any], opts: DataOptions) -> Any:
+    """The answer column (verl-native rows: `reward_model.ground_truth`); a whole-value `<answer>X</answer>` -> X."""
+    rm = row.get("reward_model")
+    if opts.answer_key in row and row[opts.answer_key] is not None:
+        gt = row[opts.answer_key]
+    elif isinstance(rm, Mapping) and "ground_truth" in rm:
+        gt = rm["ground_truth"]
+    else:
+        raise ValueError(
+            f"row has no {opts.answer_key!r} column and no reward_model.ground_truth; set data.evr1.answer_key"
+        )
+    if isinstance(gt, str):
+        m = _ANSWER_TAG.match(gt)
+        if m:
+            gt = m.group(1).strip()
+    return gt
+
+
+def row_extra_info(row: Mapping[str, Any], opts: DataOptions, index: int) -> dict[str, Any]:
+    """What the reward sees besides the response: problem_type, options and every other non-media column."""
+    skip = _CORE | {opts.prompt_key, opts.answer_key, opts.video_key, opts.image_key}
+    extra: dict[str, Any] = {k: v for k, v in row.items() if k not in skip}
+    given = row.get("extra_info")
+    if isinstance(given, Mapping):
+        extra.update(given)
+    extra["index"] = extra.get("index", index)
+    extra["problem_type"] = normalise_problem_type(row.get("problem_type") or extra.get("problem_type"))
+    extra["options"] = list(row.get("options") or extra.get("options") or [])
+    extra["question"] = row.get(opts.prompt_key)
+    return extra
+
+
+def row_to_inputs(row: Mapping[str, Any], opts: DataOptions, index: int = 0, hybrid: Any = None) -> RowInputs:
+    """The local engine's entry point: messages + pixels + reward inputs for one row."""
+    from evr1_train.hybrid import row_offline_text
+
+    messages = row_messages(row, opts)
+    row_id = str(row.get("problem_id", index))
+    images, videos = load_media(messages, opts, row_id)
+    extra = row_extra_info(row, opts, index)
+    return RowInputs(
+        messages=messages,
+        images=images or [],
+        videos=videos or [],
+        ground_truth=ground_truth_of(row, opts),
+        data_source=str(row.get("data_source") or "evr1"),
+        problem_type=extra["problem_type"],
+        extra_info=extra,
+        offline_text=row_offline_text(row, hybrid) if hybrid is not None else None,
+    )

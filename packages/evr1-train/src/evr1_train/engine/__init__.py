@@ -1,0 +1,30 @@
+"""The single-process local engine: the verl recipe (same data code, rewards, hybrid mixer, verl's core_algos) on one
+CPU or GPU. `run(cfg)` is what `evr1-train engine=local` calls; `LocalTrainer` drives it step by step.
+
+Public API: run, RunSummary, LocalConfig, LocalTrainer. torch/transformers/verl load on first use, not on import.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evr1_train.engine.config import LocalConfig
+    from evr1_train.engine.local import RunSummary, run
+    from evr1_train.engine.trainer import LocalTrainer
+
+_LAZY = {
+    "run": "evr1_train.engine.local",
+    "RunSummary": "evr1_train.engine.local",
+    "LocalConfig": "evr1_train.engine.config",
+    "LocalTrainer": "evr1_train.engine.trainer",
+}
+__all__ = ["LocalConfig", "LocalTrainer", "RunSummary", "run"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evr1_train.engine' has no attribute {name!r}")
+    return getattr(import_module(module), name)

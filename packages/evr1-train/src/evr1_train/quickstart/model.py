@@ -1,0 +1,228 @@
+"""Build a tiny, randomly initialised Qwen2.5-VL or Qwen3-VL (model + processor) in-process, with no download.
+
+Why: the quickstart and the tests need a real Qwen-VL architecture (vision tower, mRoPE, the real processors and chat
+template) that fits a CPU and a few minutes. The folder it writes is an ordinary Hugging Face checkpoint
+(`config.json`, `model.safetensors`, tokenizer and processor files), so the local engine loads it exactly like a real
+model, and any other tool can too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ARCHS = ("qwen2_5_vl", "qwen3_vl")
+
+
+@dataclass(frozen=True)
+class TinyVLMSpec:
+    """Size of the tiny model and the pixel budgets of its processor (per image / per video frame)."""
+
+    arch: str = "qwen2_5_vl"
+    hidden_size: int = 128
+    intermediate_size: int = 256
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    vision_depth: int = 2
+    vision_hidden_size: int = 64
+    vocab_size: int = 512
+    init_std: float = 0.02  # initializer_range of the random weights (Qwen's default 0.02)
+    image_min_pixels: int = 56 * 56
+    image_max_pixels: int = 56 * 56
+    video_min_pixels: int = 56 * 56
+    video_max_pixels: int = 56 * 56
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.arch not in ARCHS:
+            raise ValueError(f"unknown tiny model arch {self.arch!r}; choose one of {list(ARCHS)}")
+        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads}), and num_heads "
+                f"by num_kv_heads ({self.num_kv_heads})"
+            )
+        head_dim = self.hidden_size // self.num_heads
+        if head_dim % 8:
+            raise ValueError(
+                f"head_dim = hidden_size / num_heads = {head_dim} must be a multiple of 8 (mRoPE sections)"
+            )
+
+    @classmethod
+    def from_mapping(cls, mapping: Any) -> TinyVLMSpec:
+        data = dict(mapping.items()) if mapping is not None else {}
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown tiny-model keys {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+
+def _mrope_sections(head_dim: int, interleaved: bool) -> list[int]:
+    half = head_dim // 2  # sections (t, h, w) sum to head_dim / 2
+    if interleaved:  # Qwen3-VL: temporal gets the largest share
+        t = half // 2
+        h = (half - t) // 2
+        return [t, h, half - t - h]
+    t = half // 4
+    h = (half - t) // 2
+    return [t, h, half - t - h]
+
+
+def build_tiny_vlm(spec: TinyVLMSpec, extra_corpus: Iterable[str] = ()) -> tuple[Any, Any]:
+    """Return `(model, processor)`, random weights seeded by `spec.seed`, on the CPU in float32."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from evr1_train.quickstart.tokenizer import QWEN2_5_VL_CHAT_TEMPLATE, QWEN3_VL_CHAT_TEMPLATE, train_tiny_tokenizer
+
+    template = QWEN2_5_VL_CHAT_TEMPLATE if spec.arch == "qwen2_5_vl" else QWEN3_VL_CHAT_TEMPLATE
+    tok = train_tiny_tokenizer(extra_corpus, vocab_size=spec.vocab_size, chat_template=template)
+    ids = {t: tok.convert_tokens_to_ids(t) for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>")}
+    ids["<|vision_end|>"] = tok.convert_tokens_to_ids("<|vision_end|>")
+    vocab = (len(tok) + 63) // 64 * 64
+    head_dim = spec.hidden_size // spec.num_heads
+    text: dict[str, Any] = {
+        "vocab_size": vocab,
+        "hidden_size": spec.hidden_size,
+        "intermediate_size": spec.intermediate_size,
+        "num_hidden_layers": spec.num_layers,
+        "num_attention_heads": spec.num_heads,
+        "num_key_value_heads": spec.num_kv_heads,
+        "max_position_embeddings": 4096,
+        "bos_token_id": tok.pad_token_id,
+        "eos_token_id": tok.eos_token_id,
+        "pad_token_id": tok.pad_token_id,
+        "tie_word_embeddings": True,
+        "initializer_range": spec.init_std,
+    }
+    token_ids = {
+        "image_token_id": ids["<|image_pad|>"],
+        "video_token_id": ids["<|video_pad|>"],
+        "vision_start_token_id": ids["<|vision_start|>"],
+        "vision_end_token_id": ids["<|vision_end|>"],
+    }
+    vision: dict[str, Any] = {
+        "depth": spec.vision_depth,
+        "hidden_size": spec.vision_hidden_size,
+        "intermediate_size": 2 * spec.vision_hidden_size,
+        "num_heads": 4,
+        "out_hidden_size": spec.hidden_size,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "initializer_range": spec.init_std,
+    }
+    if spec.arch == "qwen2_5_vl":
+        from transformers import Qwen2_5_VLConfig, Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
+
+        text["rope_parameters"] = {
+            "rope_type": "default",
+            "rope_theta": 1e6,
+            "mrope_section": _mrope_sections(head_dim, False),
+        }
+        vision.update(
+            patch_size=14, window_size=112, fullatt_block_indexes=[spec.vision_depth - 1], tokens_per_second=2
+        )
+        config = Qwen2_5_VLConfig(
+            text_config=text,
+            vision_config=vision,
+            tie_word_embeddings=True,
+            initializer_range=spec.init_std,
+            **token_ids,
+        )
+        image_proc = Qwen2VLImageProcessor(min_pixels=spec.image_min_pixels, max_pixels=spec.image_max_pixels)
+        video_proc = Qwen2VLVideoProcessor(
+            min_pixels=spec.video_min_pixels,
+            max_pixels=spec.video_max_pixels,
+            do_sample_frames=False,
+            fps=2.0,
+            min_frames=4,
+            max_frames=64,
+        )
+        processor = Qwen2_5_VLProcessor(
+            image_processor=image_proc, video_processor=video_proc, tokenizer=tok, chat_template=template
+        )
+    else:
+        from transformers import Qwen2VLImageProcessor, Qwen3VLConfig, Qwen3VLProcessor, Qwen3VLVideoProcessor
+
+        text["head_dim"] = head_dim
+        text["rope_parameters"] = {
+            "rope_type": "default",
+            "rope_theta": 5e6,
+            "mrope_section": _mrope_sections(head_dim, True),
+            "mrope_interleaved": True,
+        }
+        vision.update(patch_size=16, num_position_embeddings=144, deepstack_visual_indexes=[0, spec.vision_depth - 1])
+        config = Qwen3VLConfig(
+            text_config=text,
+            vision_config=vision,
+            tie_word_embeddings=True,
+            initializer_range=spec.init_std,
+            **token_ids,
+        )
+        image_proc = Qwen2VLImageProcessor(
+            patch_size=16,
+            merge_size=2,
+            temporal_patch_size=2,
+            size={"shortest_edge": spec.image_min_pixels, "longest_edge": spec.image_max_pixels},
+            image_mean=[0.5] * 3,
+            image_std=[0.5] * 3,
+        )
+        video_proc = Qwen3VLVideoProcessor(
+            size={"shortest_edge": spec.video_min_pixels, "longest_edge": spec.video_max_pixels * 64},
+            do_sample_frames=False,
+            fps=2,
+            min_frames=4,
+            max_frames=64,
+            image_mean=[0.5] * 3,
+            image_std=[0.5] * 3,
+            cap_pixels_per_frame=True,
+        )
+        processor = Qwen3VLProcessor(
+            image_processor=image_proc, video_processor=video_proc, tokenizer=tok, chat_template=template
+        )
+    state = torch.random.get_rng_state()
+    torch.manual_seed(spec.seed)
+    try:
+        model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
+    finally:
+        torch.random.set_rng_state(state)
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.bos_token_id = tok.pad_token_id
+    return model, processor
+
+
+def save_tiny_vlm(out_dir: str | os.PathLike[str], spec: TinyVLMSpec, extra_corpus: Iterable[str] = ()) -> Path:
+    """Build and write the tiny model folder atomically; an existing complete folder is reused (resume-safe)."""
+    import json
+
+    out = Path(out_dir)
+    marker = out / "evr1_tiny_vlm.json"
+    if marker.exists():
+        saved = json.loads(marker.read_text())
+        if saved != asdict(spec):
+            raise ValueError(
+                f"{out} holds a tiny model built with different settings ({saved}); delete the folder or choose "
+                "another output directory"
+            )
+        return out
+    model, processor = build_tiny_vlm(spec, extra_corpus)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        processor.save_pretrained(tmp)
+        (tmp / "evr1_tiny_vlm.json").write_text(json.dumps(asdict(spec), indent=1))
+        if out.exists():  # an incomplete folder from a killed build
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out

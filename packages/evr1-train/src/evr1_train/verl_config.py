@@ -1,0 +1,73 @@
+"""Checks and derived settings for a composed config before verl starts (fail in seconds, not after Ray is up).
+
+Why: verl validates its own keys, but not evr1's cross-key rules — a hybrid group needs n > k, the off-policy
+loss needs the V1 trainer and must wrap the algorithm's own loss, the frame cache folder must be set. verl-free
+(OmegaConf only), so tests run it on every preset.
+
+Names (stable): prepare_verl_config(cfg) -> cfg (edited in place), ConfigError
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evr1_train.data.options import DataOptions
+from evr1_train.hybrid import HybridConfig
+from evr1_train.losses.offpolicy import LOSS_NAME
+
+
+class ConfigError(ValueError):
+    """A composed config that verl would accept but that cannot work with evr1; the message names the key."""
+
+
+def _node(cfg: Any, dotted: str) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.select(cfg, dotted, throw_on_missing=False)
+
+
+def prepare_verl_config(cfg: Any, check_paths: bool = True) -> Any:
+    """Validate evr1's keys, derive `evr1_hybrid` loss settings, return the same (edited) config."""
+    from omegaconf import OmegaConf, open_dict
+
+    node = cfg.data.evr1
+    missing = OmegaConf.is_missing(node, "cache_dir") or node.get("cache_dir") in (None, "")
+    if missing and node.get("video_source", "prefer_cache") != "decode":
+        if check_paths:
+            raise ConfigError(
+                "data.evr1.cache_dir is not set: pass the `evr1-cache build --out` folder "
+                "(data.evr1.cache_dir=DIR), or decode on the fly with data.evr1.video_source=decode"
+            )
+        with open_dict(cfg):
+            cfg.data.evr1.cache_dir = None
+            cfg.data.evr1.video_source = "decode"
+    DataOptions.from_mapping(_node(cfg, "data.evr1"))
+    hybrid = HybridConfig.from_mapping(_node(cfg, "evr1.hybrid"))
+    n = int(_node(cfg, "actor_rollout_ref.rollout.n") or 1)
+    hybrid.check_group_size(n) if hybrid.enable else None
+    use_v1 = bool(_node(cfg, "trainer.use_v1"))
+    loss_mode = str(_node(cfg, "actor_rollout_ref.actor.policy_loss.loss_mode") or "vanilla")
+    with open_dict(cfg):
+        if hybrid.off_policy:
+            if not use_v1:
+                raise ConfigError(
+                    "evr1.hybrid.offline_handling=off_policy needs verl's V1 trainer (trainer.use_v1=true, "
+                    "trainer.v1.trainer_mode=evr1); this preset uses the legacy trainer (e.g. ReMax) — "
+                    "use evr1.hybrid.offline_handling=on_policy there"
+                )
+            if _node(cfg, "trainer.v1.trainer_mode") != "evr1":
+                raise ConfigError("evr1.hybrid.offline_handling=off_policy needs trainer.v1.trainer_mode=evr1")
+            if loss_mode != LOSS_NAME:
+                cfg.evr1.hybrid.base_loss_mode = loss_mode
+                cfg.actor_rollout_ref.actor.policy_loss.loss_mode = LOSS_NAME
+        elif loss_mode == LOSS_NAME:
+            raise ConfigError(
+                f"actor_rollout_ref.actor.policy_loss.loss_mode={LOSS_NAME} is only meaningful with "
+                "evr1.hybrid.enable=true and evr1.hybrid.offline_handling=off_policy"
+            )
+    if hybrid.enable and _node(cfg, "actor_rollout_ref.rollout.agent.default_agent_loop") != "evr1_hybrid":
+        raise ConfigError(
+            "evr1.hybrid.enable=true needs actor_rollout_ref.rollout.agent.default_agent_loop=evr1_hybrid "
+            "(the agent loop that returns stored trajectories)"
+        )
+    return cfg

@@ -1,0 +1,63 @@
+"""`verl.plugins` entry point: importing this module registers evr1's pieces in the current process.
+
+verl imports every `verl.plugins` entry point inside `import verl`, i.e. in the driver and in every Ray worker, so
+names used in YAML (`evr1_hybrid` loss and agent loop, `evr1` trainer mode) resolve everywhere. It also installs
+the version-guarded text-only-vision shim of `compat` (a verl 0.9.1 bug on mixed-modality batches). verl swallows plugin
+import errors at debug level, so each registration logs its own failure at WARNING.
+
+Names (stable): register() (idempotent), REGISTERED (names registered in this process)
+"""
+
+from __future__ import annotations
+
+import logging
+
+logger = logging.getLogger("evr1_train.verl_hooks.plugin")
+REGISTERED: dict[str, str] = {}
+
+
+def _register_loss() -> None:
+    from evr1_train.losses.offpolicy import LOSS_NAME, register_with_verl
+
+    register_with_verl()
+    REGISTERED[f"policy_loss:{LOSS_NAME}"] = "evr1_train.losses.offpolicy.hybrid_policy_loss"
+
+
+def _register_agent_loop() -> None:
+    from verl.experimental.agent_loop import agent_loop as al
+
+    target = "evr1_train.verl_hooks.agent_loop.Evr1HybridAgentLoop"
+    current = al._agent_loop_registry.get("evr1_hybrid")
+    if current is not None and current.get("_target_") != target:
+        raise ValueError(f"agent loop 'evr1_hybrid' is already registered to {current}")
+    al._agent_loop_registry["evr1_hybrid"] = {"_target_": target}  # resolved lazily by hydra.instantiate
+    REGISTERED["agent_loop:evr1_hybrid"] = target
+
+
+def _register_trainer() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("transfer_queue") is None:  # V1 trainers need it; verl's legacy trainer does not
+        return
+    from evr1_train.verl_hooks import trainer
+
+    REGISTERED[f"trainer:{trainer.TRAINER_MODE}"] = "evr1_train.verl_hooks.trainer.Evr1Trainer"
+
+
+def _compat() -> None:
+    from evr1_train.verl_hooks.compat import patch_qwen2_vl_text_only
+
+    if patch_qwen2_vl_text_only():
+        REGISTERED["compat:qwen2_vl_text_only"] = "evr1_train.verl_hooks.compat"
+
+
+def register() -> dict[str, str]:
+    for step in (_register_loss, _register_agent_loop, _register_trainer, _compat):
+        try:
+            step()
+        except Exception as exc:  # keep verl importable; say loudly what is missing
+            logger.warning("evr1 plugin: %s failed: %s: %s", step.__name__, type(exc).__name__, exc)
+    return dict(REGISTERED)
+
+
+register()

@@ -1,0 +1,38 @@
+"""The `verl.plugins` entry point registers evr1's pieces during `import verl` in a fresh process (as in Ray workers)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import pytest
+
+pytestmark = pytest.mark.verl
+
+
+def test_entry_point_is_declared() -> None:
+    eps = {ep.name: ep.value for ep in entry_points(group="verl.plugins")}
+    assert eps.get("evr1") == "evr1_train.verl_hooks.plugin"
+
+
+def test_import_verl_registers_everything_in_a_fresh_process() -> None:
+    code = (
+        "import json, verl\n"
+        "from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY\n"
+        "from verl.experimental.agent_loop.agent_loop import _agent_loop_registry\n"
+        "from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY\n"
+        "import verl.models.transformers.qwen2_vl as qv\n"
+        "print(json.dumps({'loss': 'evr1_hybrid' in POLICY_LOSS_REGISTRY,"
+        " 'agent': _agent_loop_registry.get('evr1_hybrid'), 'trainer': 'evr1' in TRAINER_REGISTRY,"
+        " 'compat': getattr(qv._get_input_embeds, '__evr1_compat__', False)}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {
+        "loss": True,
+        "agent": {"_target_": "evr1_train.verl_hooks.agent_loop.Evr1HybridAgentLoop"},
+        "trainer": True,
+        "compat": True,
+    }

@@ -1,0 +1,132 @@
+"""Every experiment preset composes on top of verl's real ppo_trainer config and passes evr1's and verl's checks."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+
+pytestmark = pytest.mark.verl
+
+MODELS = ("qwen2_5_vl_7b", "qwen3_vl_8b")
+ALGOS = ("grpo", "dapo", "gspo", "cispo", "rloo", "reinforce_pp", "remax", "gdpo")
+EXPECTED = sorted(f"{m}_{a}{h}" for m in MODELS for a in ALGOS for h in ("", "_hybrid"))
+
+
+def _presets() -> list[str]:
+    folder = resources.files("evr1_train.conf") / "experiment"
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.startswith("qwen"))
+
+
+def _compose(overrides: list[str]):
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module(config_module="evr1_train.conf", version_base=None):
+        return compose(config_name="evr1_trainer", overrides=overrides)
+
+
+def test_the_preset_grid_is_complete() -> None:
+    assert _presets() == EXPECTED
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_preset_composes_and_validates(name: str) -> None:
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, POLICY_LOSS_REGISTRY
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from evr1_train.verl_config import prepare_verl_config
+
+    cfg = _compose([f"+experiment={name}", "data.evr1.cache_dir=cache", "data.train_files=t.jsonl"])
+    prepare_verl_config(cfg)
+    assert cfg.engine.name == "verl"
+    assert cfg.trainer.experiment_name == name
+    assert cfg.data.custom_cls.name == "Evr1Dataset"
+    assert cfg.reward.custom_reward_function.path == "pkg://evr1_rewards.integrations.verl"
+    assert cfg.actor_rollout_ref.rollout.agent.default_agent_loop == "evr1_hybrid"
+    assert cfg.evr1.hybrid.enable == name.endswith("_hybrid")
+    assert cfg.algorithm.adv_estimator in ADV_ESTIMATOR_REGISTRY
+    assert cfg.actor_rollout_ref.actor.policy_loss.loss_mode in POLICY_LOSS_REGISTRY
+    OmegaConf.resolve(cfg)
+    actor = omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
+    rollout = omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)
+    algo = omega_conf_to_dataclass(cfg.algorithm)
+    assert rollout.n >= 2
+    assert actor.ppo_mini_batch_size > 0
+    model = cfg.actor_rollout_ref.model.path
+    factor = cfg.data.evr1.video.size_factor
+    assert (model, factor) in (("Qwen/Qwen2.5-VL-7B-Instruct", 28), ("Qwen/Qwen3-VL-8B-Instruct", 32))
+    if "_dapo" in name:
+        assert algo.filter_groups.enable
+        assert algo.filter_groups.metric == "accuracy"
+        assert actor.clip_ratio_high == pytest.approx(0.28)
+    if "_gdpo" in name:
+        assert list(algo.gdpo_reward_keys) == ["accuracy", "format"]
+    if "_remax" in name:
+        assert cfg.trainer.use_v1 is False
+    else:
+        assert cfg.trainer.v1.trainer_mode == "evr1"
+
+
+def test_off_policy_hybrid_wraps_the_algorithms_own_loss() -> None:
+    from evr1_train.verl_config import prepare_verl_config
+
+    cfg = _compose(
+        ["+experiment=qwen3_vl_8b_gspo_hybrid", "data.evr1.cache_dir=c", "evr1.hybrid.offline_handling=off_policy"]
+    )
+    prepare_verl_config(cfg)
+    assert cfg.actor_rollout_ref.actor.policy_loss.loss_mode == "evr1_hybrid"
+    assert cfg.evr1.hybrid.base_loss_mode == "gspo"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        (["+experiment=qwen2_5_vl_7b_grpo_hybrid"], "data.evr1.cache_dir is not set"),
+        (
+            [
+                "+experiment=qwen2_5_vl_7b_remax_hybrid",
+                "data.evr1.cache_dir=c",
+                "evr1.hybrid.offline_handling=off_policy",
+            ],
+            "needs verl's V1 trainer",
+        ),
+        (["+experiment=qwen2_5_vl_7b_grpo_hybrid", "data.evr1.cache_dir=c", "actor_rollout_ref.rollout.n=1"], "n > k"),
+        (
+            ["+experiment=qwen2_5_vl_7b_grpo_hybrid", "data.evr1.cache_dir=c", "evr1.hybrid.mode=below_accuracy"],
+            "accuracy_threshold",
+        ),
+        (
+            [
+                "+experiment=qwen2_5_vl_7b_grpo",
+                "data.evr1.cache_dir=c",
+                "actor_rollout_ref.actor.policy_loss.loss_mode=evr1_hybrid",
+            ],
+            "only meaningful",
+        ),
+    ],
+)
+def test_bad_combinations_fail_before_ray_starts(overrides: list[str], needle: str) -> None:
+    from evr1_train.verl_config import prepare_verl_config
+
+    with pytest.raises(ValueError, match=needle):
+        prepare_verl_config(_compose(overrides))
+
+
+def test_cli_defaults_to_the_quickstart() -> None:
+    from evr1_train.cli import _with_default_experiment
+
+    assert _with_default_experiment([]) == ["+experiment=quickstart"]
+    assert _with_default_experiment(["trainer.total_training_steps=2"])[-1] == "+experiment=quickstart"
+    assert _with_default_experiment(["+experiment=qwen3_vl_8b_grpo"]) == ["+experiment=qwen3_vl_8b_grpo"]
+    assert _with_default_experiment(["engine=verl", "x=1"]) == ["engine=verl", "x=1"]
+    assert _with_default_experiment(["--help"]) == ["--help"]
+
+
+def test_unknown_engine_is_named() -> None:
+    from omegaconf import OmegaConf
+
+    from evr1_train.cli import run
+
+    with pytest.raises(ValueError, match="did you mean 'verl'"):
+        run(OmegaConf.create({"engine": {"name": "verk"}}))

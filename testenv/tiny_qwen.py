@@ -1,0 +1,250 @@
+"""Test env only: build tiny, randomly initialised Qwen2.5-VL / Qwen3-VL checkpoints (with tokenizer and processor).
+
+No weights can be downloaded in CI, yet the evaluator must be tested against the real vLLM / transformers code paths of
+these two architectures. A 2-layer model with a 2-block vision tower builds in about a second and is ~1 MB on disk.
+The tokenizer is a byte-level BPE trained in-process that carries Qwen's special tokens and a Qwen-style chat template,
+so prompts render exactly as they would for the real models (vision placeholders included).
+
+Constraints learnt the hard way (see the engine feasibility note): vLLM's CPU attention supports head_dim 32, 64, ...
+(16 kills the engine), and `mrope_section` must sum to head_dim / 2.
+
+Usage: python testenv/tiny_qwen.py OUT_DIR [qwen2_5_vl|qwen3_vl ...] [--head-dim 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+SPECIAL_TOKENS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<|vision_pad|>",
+)
+KINDS = ("qwen2_5_vl", "qwen3_vl")
+
+#: Qwen's chat template, reduced to what evaluation needs: optional system turn, text/image/video content parts.
+CHAT_TEMPLATE = (
+    "{% if messages[0]['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+_CORPUS = (
+    "The answer is (A). The answer is B. <answer>C</answer> <think>the video shows a red square</think>",
+    "What happens in the video? Describe the image. Options: A. left B. right C. up D. down",
+    "0123456789 3.14 -2 + * / = \\boxed{42} yes no start end seconds frame",
+)
+
+
+def build_tokenizer(vocab_size: int = 400):
+    """A byte-level BPE with Qwen's special tokens; `<|im_end|>` is EOS as in the instruct models."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(list(_CORPUS) * 10, trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def _token_ids(tok) -> dict[str, int]:
+    return {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+
+
+def _text_config(tok, head_dim: int, mrope: list[int], rope_theta: float, interleaved: bool) -> dict:
+    ids = _token_ids(tok)
+    rope = {"rope_type": "default", "rope_theta": rope_theta, "mrope_section": mrope}
+    if interleaved:
+        rope["mrope_interleaved"] = True
+    return {
+        "vocab_size": len(tok),
+        "hidden_size": 2 * head_dim,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": head_dim,
+        "max_position_embeddings": 4096,
+        "rope_parameters": rope,
+        "tie_word_embeddings": True,
+        "bos_token_id": ids["<|endoftext|>"],
+        "eos_token_id": ids["<|im_end|>"],
+        "pad_token_id": ids["<|endoftext|>"],
+    }
+
+
+def _save(model, processor, out: Path) -> None:
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    model.generation_config.save_pretrained(out)
+
+
+def build_qwen2_5_vl(out: Path, tok, head_dim: int) -> None:
+    import torch
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    half = head_dim // 2
+    mrope = [half // 4, (half - half // 4) // 2, half - half // 4 - (half - half // 4) // 2]
+    text = _text_config(tok, head_dim, mrope, 1_000_000.0, interleaved=False)
+    text["rope_parameters"]["type"] = "mrope"
+    vision = {
+        "depth": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "out_hidden_size": 2 * head_dim,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "window_size": 56,
+        "fullatt_block_indexes": [1],
+        "in_channels": 3,
+    }
+    ids = _token_ids(tok)
+    cfg = Qwen2_5_VLConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        setattr(cfg, key, text[key])
+    cfg.dtype = torch.bfloat16
+    torch.manual_seed(0)
+    model = Qwen2_5_VLForConditionalGeneration(cfg).to(torch.bfloat16)
+    pixels = {"min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 64}
+    common = {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2}
+    processor = Qwen2_5_VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**pixels, **common),
+        video_processor=Qwen2VLVideoProcessor(**pixels, **common),
+        tokenizer=tok,
+        chat_template=CHAT_TEMPLATE,
+    )
+    _save(model, processor, out)
+
+
+def build_qwen3_vl(out: Path, tok, head_dim: int) -> None:
+    import torch
+    from transformers import (
+        Qwen2VLImageProcessor,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+        Qwen3VLProcessor,
+        Qwen3VLVideoProcessor,
+    )
+
+    half = head_dim // 2
+    mrope = [half - 2 * (half * 3 // 8), half * 3 // 8, half * 3 // 8]
+    text = _text_config(tok, head_dim, mrope, 5_000_000.0, interleaved=True)
+    vision = {
+        "depth": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "out_hidden_size": 2 * head_dim,
+        "patch_size": 16,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "num_position_embeddings": 64,
+        "deepstack_visual_indexes": [0],
+        "in_channels": 3,
+    }
+    ids = _token_ids(tok)
+    cfg = Qwen3VLConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    cfg.dtype = torch.bfloat16
+    torch.manual_seed(0)
+    model = Qwen3VLForConditionalGeneration(cfg).to(torch.bfloat16)
+    norm = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
+    common = {"patch_size": 16, "merge_size": 2, "temporal_patch_size": 2}
+    processor = Qwen3VLProcessor(
+        image_processor=Qwen2VLImageProcessor(
+            size={"shortest_edge": 32 * 32 * 4, "longest_edge": 32 * 32 * 64}, **common, **norm
+        ),
+        video_processor=Qwen3VLVideoProcessor(
+            size={"shortest_edge": 32 * 32 * 4, "longest_edge": 32 * 32 * 4 * 16},
+            fps=2,
+            min_frames=2,
+            max_frames=16,
+            **common,
+            **norm,
+        ),
+        tokenizer=tok,
+        chat_template=CHAT_TEMPLATE,
+    )
+    _save(model, processor, out)
+
+
+_BUILDERS = {"qwen2_5_vl": build_qwen2_5_vl, "qwen3_vl": build_qwen3_vl}
+
+
+def build_tiny_qwen(out_dir: str | Path, kind: str, head_dim: int = 32, tokenizer=None) -> Path:
+    """Write a tiny `kind` checkpoint into `out_dir/<kind>` and return that directory (reused when complete)."""
+    if kind not in _BUILDERS:
+        raise ValueError(f"unknown tiny model kind {kind!r}; choose one of {', '.join(KINDS)}")
+    if head_dim < 32 or head_dim % 32:
+        raise ValueError(f"head_dim={head_dim}: vLLM's CPU attention needs a multiple of 32 (16 kills the engine)")
+    out = Path(out_dir) / f"{kind}-hd{head_dim}"
+    marker = out / "evr1_tiny.json"
+    if marker.exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    _BUILDERS[kind](out, tokenizer or build_tokenizer(), head_dim)
+    marker.write_text(json.dumps({"kind": kind, "head_dim": head_dim}))  # last: a killed build is rebuilt
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir")
+    parser.add_argument("kinds", nargs="*", help=f"any of {', '.join(KINDS)} (default: all)")
+    parser.add_argument("--head-dim", type=int, default=32)
+    args = parser.parse_args(argv)
+    tok = build_tokenizer()
+    for kind in args.kinds or KINDS:
+        print(build_tiny_qwen(args.out_dir, kind, args.head_dim, tok))
+
+
+if __name__ == "__main__":
+    main()
