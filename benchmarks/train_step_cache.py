@@ -7,7 +7,7 @@ Same model, data, seed and steps; only `data.evr1.video_source` differs (`cache_
 Per step: data (rows -> frames -> processor), rollout (generate), log_prob (old/ref passes), update (PPO) and total;
 medians over the timed steps after one warm-up step. EasyVideoR1 reported 1.47x for cached steps on 32 GPUs; on a
 CPU with a tiny model the decode share is larger. Example:
-    python benchmarks/train_step_cache.py --work /tmp/tsc --steps 5
+    python benchmarks/train_step_cache.py --work runs/bench-tsc --steps 5
 """
 
 from __future__ import annotations
@@ -89,8 +89,9 @@ def main() -> None:
         f"engine.num_threads={args.threads}",
         "engine.loggers=[jsonl]",
         "data.train_batch_size=8",
-        "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=4",  # 2 mini-batches: the old-log-prob pass runs, as in verl
         "engine.resume=disable",
+        "trainer.val_before_train=false",
     ]
     inputs = args.work / "quickstart"
     prepare_inputs(compose(inputs, common))
@@ -108,6 +109,7 @@ def main() -> None:
         "generated": [],
         "real": [
             f"data.train_files={args.work / 'real.evr1.jsonl'}",
+            f"data.val_files={args.work / 'real.evr1.jsonl'}",
             f"data.evr1.cache_dir={args.work / 'real_cache'}",
             f"data.evr1.media_root={args.work}",
         ],
@@ -121,7 +123,7 @@ def main() -> None:
             cfg.engine.output_dir = str(args.work / f"run-{name}-{source}")
             results.setdefault(name, {})[source] = time_steps(cfg, args.steps)
     for name, modes in results.items():
-        print(f"\n{name} videos: median seconds per step ({args.steps} steps, batch 8 prompts x n=4)")
+        print(f"\n{name} videos: median seconds per step ({args.steps} steps, 8 prompts x n=4, 2 mini-batches)")
         print(f"{'phase':>10}{'cached':>10}{'decoded':>10}{'ratio':>8}")
         for p in PHASES:
             c, d = modes["cache_only"][p], modes["decode"][p]

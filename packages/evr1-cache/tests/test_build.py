@@ -146,6 +146,10 @@ def test_parquet_and_json_inputs_with_media_root(tmp_path: Path, spec: SamplingS
         out_rows = [json.loads(x) for x in rep.output_data.read_text().splitlines()]
         assert len(out_rows) == 2
         assert all(r["video_cache"][0] for r in out_rows)
+        # the output dataset lives in the cache folder: its media paths are rebased so they resolve from there
+        for r in out_rows:
+            assert not Path(r["videos"][0]).is_absolute()
+            assert (rep.output_data.parent / r["videos"][0]).resolve() == (root / "v.mp4").resolve()
     # without --media-root the paths resolve next to the data file, where the video is not
     bad = build_cache(js, tmp_path / "c2", spec, image_spec, progress=False)
     assert bad.failed == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -31,10 +32,11 @@ def test_prompt_inserts_missing_placeholders_and_options(video_data: dict, make_
 
 
 def test_messages_keep_media_order_and_cache_refs(video_data: dict, make_opts) -> None:
-    opts = make_opts()
+    # `evr1-cache build` writes media paths relative to its output file: the default media root is that file's folder
+    opts = make_opts(media_root=str(video_data["built"].parent))
     items = media_items(row_messages(_built_rows(video_data)["iv2"], opts))
     assert [i["type"] for i in items] == ["image", "video"]
-    assert items[1]["video"] == str(video_data["root"] / "clips" / "v0.mp4")
+    assert os.path.samefile(items[1]["video"], video_data["root"] / "clips" / "v0.mp4")
     assert items[1]["evr1_cache"]
     assert items[1]["evr1_cache"].endswith(".safetensors")
 

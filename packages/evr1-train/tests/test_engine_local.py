@@ -17,7 +17,7 @@ pytestmark = pytest.mark.verl  # needs verl (core_algos) installed: the `train` 
 
 SMALL = [
     "engine.quickstart.data.n_train=48",
-    "engine.quickstart.data.n_heldout=12",
+    "engine.quickstart.data.n_heldout=24",
     "engine.quickstart.progress=false",
     "engine.num_threads=1",
     "engine.loggers=[jsonl]",
@@ -65,23 +65,21 @@ def test_short_quickstart_improves_held_out_reward(prepared: Path, tmp_path: Pat
     cfg = _cfg(
         prepared,
         tmp_path / "run",
-        "trainer.total_training_steps=20",
-        "trainer.test_freq=10",
+        "trainer.total_training_steps=30",
+        "trainer.test_freq=15",
         "trainer.save_freq=0",
         "evr1.hybrid.k=2",
-        "actor_rollout_ref.actor.optim.lr=3e-3",
-        "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
         "data.max_response_length=14",
     )
     summary = run(cfg)
-    assert summary.steps == 20
+    assert summary.steps == 30
     rewards = [h["val/reward"] for h in summary.history]
     assert len(rewards) == 3
-    assert rewards[0] == pytest.approx(0.0, abs=0.05)
-    assert rewards[-1] > rewards[0] + 0.05, rewards  # ... and learns to (stored answers show it how)
+    assert rewards[0] < 0.2, rewards  # a random model rarely answers, let alone in format
+    assert rewards[-1] > rewards[0] + 0.1, rewards  # ... and learns to (the stored answers show it how)
     rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
     train = [r for r in rows if "critic/score/mean" in r]
-    assert [int(r["step"]) for r in train] == list(range(1, 21))
+    assert [int(r["step"]) for r in train] == list(range(1, 31))
     assert all(r["hybrid/offline_samples"] == 16 and r["hybrid/online_samples"] == 16 for r in train)
     assert all(math.isfinite(r["actor/pg_loss"]) and r["timing_s/rollout"] > 0 for r in train)
     assert (tmp_path / "run" / "learning_curve.png").stat().st_size > 1000
@@ -144,3 +142,31 @@ def test_every_algorithm_preset_runs_one_local_step(prepared: Path, tmp_path: Pa
         assert "actor/kl_loss" in metrics
     if preset == "dapo":
         assert metrics["filter_groups/batches_drawn"] >= 1
+
+
+QWEN3 = [
+    "engine.quickstart.model.arch=qwen3_vl",
+    *(f"data.evr1.{m}.size_factor=32" for m in ("video", "image")),
+    *(f"data.evr1.{m}.{b}_pixels=4096" for m in ("video", "image") for b in ("min", "max")),
+    *(f"engine.quickstart.model.{m}_{b}_pixels=4096" for m in ("video", "image") for b in ("min", "max")),
+    "engine.quickstart.data.n_train=16",
+    "engine.quickstart.data.n_heldout=4",
+]
+
+
+def test_qwen3_vl_quickstart_runs_a_step(tmp_path: Path) -> None:
+    """Qwen3-VL (patch 16, factor 32, `mm_token_type_ids` for its M-RoPE) through the same engine."""
+    from evr1_train.engine.local import run
+
+    cfg = compose(
+        tmp_path / "q3",
+        *QWEN3,
+        "trainer.total_training_steps=2",
+        "trainer.test_freq=2",
+        "data.train_batch_size=4",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+    )
+    summary = run(cfg)
+    assert summary.steps == 2
+    assert "val/accuracy" in summary.last_val
+    assert '"model_type": "qwen3_vl"' in (tmp_path / "q3" / "model-init" / "config.json").read_text()

@@ -21,7 +21,7 @@ def _data_cfg(video_data: dict, budgets: tuple, **kw: object):
         "prompt_key": "problem",
         "max_prompt_length": 4096,
         "filter_overlong_prompts": False,
-        "filter_overlong_prompts_workers": None,  # datasets forks a pool for num_proc >= 1: fork + torch can hang
+        "filter_overlong_prompts_workers": 0,  # 0 = in-process; datasets forks a pool for >= 1 (fork + torch can hang)
         "truncation": "error",
         "return_raw_chat": True,
         "evr1": {"cache_dir": str(video_data["cache"]), "video_source": "cache_only", "video": video, "image": image},

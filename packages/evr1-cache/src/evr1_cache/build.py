@@ -351,8 +351,39 @@ def _write_dataset(
                 if ref(kind, p) is None
             ]
             extra["cache_errors"] = failed
-            fh.write(json.dumps({**row, **extra}, ensure_ascii=False, default=str) + "\n")
+            out_row = _rebase_media(row, refs, target.parent)
+            fh.write(json.dumps({**out_row, **extra}, ensure_ascii=False, default=str) + "\n")
     os.replace(tmp, target)
+
+
+def _rebase_media(row: dict[str, Any], refs: dict[str, list[str]], base: Path) -> dict[str, Any]:
+    """The row with each media path rewritten relative to the output dataset's folder.
+
+    The output file usually lives elsewhere than the input (in the cache folder), so paths relative to the input file
+    or to `--media-root` would point nowhere from there; relative (not absolute) keeps a moved tree working.
+    """
+    resolved = {kind: iter(paths) for kind, paths in refs.items()}
+    out = dict(row)
+    for kind, keys in (("video", VIDEO_KEYS), ("image", IMAGE_KEYS)):
+        for key in keys:
+            value = row.get(key)
+            if value is None:
+                continue
+            items = [value] if isinstance(value, str) else list(value)
+            rebased: list[Any] = []
+            for item in items:
+                name = item.get("video") or item.get("image") or item.get("path") if isinstance(item, dict) else item
+                if not (isinstance(name, str) and name):
+                    rebased.append(item)
+                    continue
+                new = os.path.relpath(next(resolved[kind]), base)
+                if isinstance(item, dict):
+                    field = next(k for k in ("video", "image", "path") if item.get(k) == name)
+                    rebased.append({**item, field: new})
+                else:
+                    rebased.append(new)
+            out[key] = rebased[0] if isinstance(value, str) else rebased
+    return out
 
 
 def _describe_os_error(path: str, exc: OSError) -> MediaError:

@@ -23,6 +23,7 @@ class EncodedPrompt:
 
     input_ids: torch.Tensor
     vision: dict[str, torch.Tensor]
+    token_types: torch.Tensor | None = None  # `mm_token_type_ids` (Qwen3-VL's M-RoPE needs it), per prompt token
 
     @property
     def length(self) -> int:
@@ -51,7 +52,8 @@ def encode_prompt(
         if key in out and out[key] is not None:
             value = out[key]
             vision[key] = value if isinstance(value, torch.Tensor) else torch.tensor(value)
-    return EncodedPrompt(input_ids=out["input_ids"][0], vision=vision)
+    types = out.get("mm_token_type_ids")
+    return EncodedPrompt(input_ids=out["input_ids"][0], vision=vision, token_types=None if types is None else types[0])
 
 
 def _hf_meta(meta: Any) -> dict[str, Any]:
@@ -78,10 +80,20 @@ def collate_prompts(
     width = max(p.length for p in prompts)
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    types = (
+        torch.zeros((len(prompts), width), dtype=torch.long)
+        if any(p.token_types is not None for p in prompts)
+        else None
+    )
     for i, p in enumerate(prompts):
         ids[i, width - p.length :] = p.input_ids
         mask[i, width - p.length :] = 1
-    return {"input_ids": ids.to(device), "attention_mask": mask.to(device), **collate_vision(prompts, device)}
+        if types is not None and p.token_types is not None:
+            types[i, width - p.length :] = p.token_types
+    out = {"input_ids": ids.to(device), "attention_mask": mask.to(device), **collate_vision(prompts, device)}
+    if types is not None:
+        out["mm_token_type_ids"] = types.to(device)
+    return out
 
 
 def pad_responses(
@@ -114,6 +126,8 @@ def collate_sequences(
     resp, resp_mask = pad_responses(responses, pad_id, width)
     batch["input_ids"] = torch.cat([batch["input_ids"], resp], dim=1)
     batch["attention_mask"] = torch.cat([batch["attention_mask"], resp_mask], dim=1)
+    if "mm_token_type_ids" in batch:  # response tokens are text (type 0)
+        batch["mm_token_type_ids"] = torch.cat([batch["mm_token_type_ids"], torch.zeros_like(resp)], dim=1)
     out = {k: v.to(device) for k, v in batch.items()}
     out["responses"] = resp.to(device)
     out["response_mask"] = resp_mask.to(device)

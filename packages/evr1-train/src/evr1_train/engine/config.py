@@ -79,6 +79,8 @@ class LocalConfig:
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.999)
     warmup_steps: int = 0
+    lr_scheduler: str = "constant"  # constant | cosine (verl's optim.lr_scheduler_type)
+    min_lr_ratio: float = 0.0
     grad_clip: float = 1.0
     ppo_epochs: int = 1
     ppo_mini_batch_size: int = 8  # prompts per optimiser step (verl: multiplied by n)
@@ -139,6 +141,10 @@ class LocalConfig:
             raise ValueError(f"engine.device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         if self.dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"engine.dtype must be auto, float32 or bfloat16, got {self.dtype!r}")
+        if self.lr_scheduler not in ("constant", "cosine"):
+            raise ValueError(
+                f"actor_rollout_ref.actor.optim.lr_scheduler_type must be constant or cosine, got {self.lr_scheduler!r}"
+            )
         if self.temperature <= 0:
             raise ValueError(
                 f"actor_rollout_ref.rollout.temperature must be > 0 for RL sampling, got {self.temperature}"
@@ -194,6 +200,8 @@ class LocalConfig:
             weight_decay=float(_get(actor, "optim.weight_decay", 0.01)),
             betas=(float(betas[0]), float(betas[1])),
             warmup_steps=max(0, warmup),
+            lr_scheduler=str(_get(actor, "optim.lr_scheduler_type", "constant") or "constant"),
+            min_lr_ratio=float(_get(actor, "optim.min_lr_ratio", 0.0) or 0.0),
             grad_clip=float(_get(actor, "optim.clip_grad", _get(actor, "grad_clip", 1.0))),
             ppo_epochs=int(_get(actor, "ppo_epochs", 1)),
             ppo_mini_batch_size=int(_get(actor, "ppo_mini_batch_size", _get(cfg, "data.train_batch_size", 8))),

@@ -82,13 +82,21 @@ def _pillow(series: Series, path: Path, title: str) -> None:
         y = i / 10
         d.text((10, px(x0, y)[1] - 6), f"{y:.1f}", fill="gray")
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"]
-    for i, (label, pts) in enumerate(series.items()):
+    items = list(series.items())
+    # training curves first (thin), held-out accuracy last (thick, with markers) so it stays visible
+    order = sorted(range(len(items)), key=lambda i: "held-out" in items[i][0])
+    for i in order:
+        label, pts = items[i]
         c = colours[i % len(colours)]
+        held = "held-out" in label
         if len(pts) > 1:
-            d.line([px(x, y) for x, y in pts], fill=c, width=2)
-        for x, y in pts:
-            cx, cy = px(x, y)
-            d.ellipse([cx - 2, cy - 2, cx + 2, cy + 2], fill=c)
+            d.line([px(x, y) for x, y in pts], fill=c, width=3 if held else 1)
+        if held:
+            for x, y in pts:
+                cx, cy = px(x, y)
+                d.ellipse([cx - 3, cy - 3, cx + 3, cy + 3], fill=c)
         d.text((m + 10, m + 10 + 14 * i), label, fill=c)
+    d.text((m - 5, h - m + 5), f"{x0:g}", fill="gray")
+    d.text((w - m - 15, h - m + 5), f"{x1:g}", fill="gray")
     d.text((w // 2, h - m + 15), "step", fill="black")
     img.save(path, format="PNG")

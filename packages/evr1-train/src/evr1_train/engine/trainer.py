@@ -153,8 +153,16 @@ class LocalTrainer:
 
     # -- data ------------------------------------------------------------------------------------------------
     def _lr_factor(self, step: int) -> float:
-        w = self.cfg.warmup_steps
-        return min(1.0, (step + 1) / w) if w > 0 else 1.0
+        """verl's schedules: linear warm-up, then constant or a half-cosine down to `min_lr_ratio` (per optimiser step)."""
+        cfg = self.cfg
+        w = cfg.warmup_steps
+        if w > 0 and step < w:
+            return (step + 1) / w
+        if cfg.lr_scheduler == "constant":
+            return 1.0
+        total = max(1, cfg.total_steps * cfg.ppo_epochs * cfg.mini_batches_per_step - w)
+        progress = min(1.0, (step - w) / total)
+        return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
     def _usable(self, rows: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
         """Drop rows whose prompt cannot be built, whose media file is missing, or whose answer cannot be scored.
