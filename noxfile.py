@@ -263,6 +263,8 @@ def train(session: nox.Session) -> None:
         "pytest",
         str(member("evr1-train") / "tests"),
         str(member("evr1-rewards") / "tests" / "test_verl_reward_loop.py"),  # evr1-rewards' adapter in verl's loop
+        str(member("evr1-cache") / "tests" / "test_store_reader.py"),  # incl. the zero-copy torch path (torch here)
+        str(ROOT / "tests" / "test_cache_to_train.py"),  # cross-package: `evr1-cache build` output -> train rows
         "-m",
         "not gpu",
         *session.posargs,

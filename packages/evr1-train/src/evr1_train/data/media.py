@@ -80,6 +80,15 @@ class MediaLoader:
         from evr1_cache.spec import VideoMeta
 
         frames, header = reader.load_ref(ref)
+        identity = (header.get("source") or {}).get("identity")
+        if identity is not None and os.path.exists(path):  # without the source (cache shipped alone), trust the ref
+            from evr1_cache.store import source_identity
+
+            if source_identity(path) != identity:
+                raise LookupError(
+                    f"cache entry {ref} was built from another version of {path} (the file changed after "
+                    "`evr1-cache build`); re-run the build to refresh it"
+                )
         meta = VideoMeta.from_dict(header["meta"])
         if meta.spec_key is not None and meta.spec_key != self._vspec.key():
             raise LookupError(

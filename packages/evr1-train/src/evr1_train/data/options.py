@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 VideoSource = Literal["prefer_cache", "cache_only", "decode"]
 VIDEO_SOURCES: tuple[str, ...] = ("prefer_cache", "cache_only", "decode")
 
-#: Video budget defaults = Qwen2.5-VL's recipe values (qwen-vl-utils): 2 fps, 4..768 frames, 128..768 tokens/frame.
+#: Video budget defaults: Qwen2.5-VL's recipe values (2 fps, 128..768 tokens/frame) with at most 64 frames for training;
+#: `evr1-cache build` must be given the same values (`--max-frames 64`), or every video is a cache miss.
 DEFAULT_VIDEO: dict[str, Any] = {
     "fps": 2.0,
     "nframes": None,
@@ -70,7 +71,10 @@ class DataOptions:
                 f"data.evr1.video_source={self.video_source} needs data.evr1.cache_dir (the `evr1-cache build --out` "
                 "folder); set it, or use data.evr1.video_source=decode"
             )
-        object.__setattr__(self, "video", {**DEFAULT_VIDEO, **dict(self.video)})
+        video = dict(self.video)
+        if video.get("nframes") is not None and "fps" not in video:  # a fixed frame count replaces the default fps
+            video["fps"] = None
+        object.__setattr__(self, "video", {**DEFAULT_VIDEO, **video})
         object.__setattr__(self, "image", {**DEFAULT_IMAGE, **dict(self.image)})
 
     def video_spec(self) -> SamplingSpec:

@@ -59,7 +59,7 @@ def resolve_media_path(path: Any, opts: DataOptions) -> str:
     if p.startswith("file://"):
         p = p[len("file://") :]
     if not os.path.isabs(p) and opts.media_root:
-        p = os.path.join(opts.media_root, p)
+        p = os.path.normpath(os.path.join(opts.media_root, p))  # rebased `../` paths of a built dataset
     return p
 
 
