@@ -117,7 +117,13 @@ def test_cli_defaults_to_the_quickstart() -> None:
     from evr1_train.cli import _with_default_experiment
 
     assert _with_default_experiment([]) == ["+experiment=quickstart"]
-    assert _with_default_experiment(["trainer.total_training_steps=2"])[-1] == "+experiment=quickstart"
+    assert _with_default_experiment(["trainer.total_training_steps=2"]) == [
+        "+experiment=quickstart",
+        "trainer.total_training_steps=2",
+    ]
+    # overrides stay contiguous around an option (argparse refuses `a=b --cfg job +experiment=...`)
+    assert _with_default_experiment(["a.b=1", "--cfg", "job"]) == ["+experiment=quickstart", "a.b=1", "--cfg", "job"]
+    assert _with_default_experiment(["--cfg", "job"]) == ["--cfg", "job", "+experiment=quickstart"]
     assert _with_default_experiment(["+experiment=qwen3_vl_8b_grpo"]) == ["+experiment=qwen3_vl_8b_grpo"]
     assert _with_default_experiment(["engine=verl", "x=1"]) == ["engine=verl", "x=1"]
     assert _with_default_experiment(["--help"]) == ["--help"]

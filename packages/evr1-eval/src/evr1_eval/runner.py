@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evr1_eval.backends.base import Backend, EngineDead, GenerationParams, Request
+from evr1_eval.benchmarks.base import make_error_row
 from evr1_eval.media import Media, MediaLoader, spec_key
 from evr1_eval.progress import Progress
 from evr1_eval.results import (
@@ -149,16 +150,7 @@ def error_row(bench: BenchmarkLike, sample: Sample, error: str) -> ScoredSample:
     if callable(make):
         row: ScoredSample = make(sample, error)
         return row
-    return ScoredSample(
-        id=sample.id,
-        benchmark=bench.name,
-        problem_type=sample.problem_type,
-        response=None,
-        extracted=None,
-        score=0.0,
-        groups=dict(sample.groups),
-        error=error,
-    )
+    return make_error_row(bench.name, sample, error)
 
 
 def _describe(exc: BaseException) -> str:

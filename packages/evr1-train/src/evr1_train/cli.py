@@ -26,7 +26,9 @@ def _with_default_experiment(argv: list[str]) -> list[str]:
     flags = {"--help", "-h", "--hydra-help", "--info", "-i", "--shell-completion", "-sc"}
     if "experiment" in keys or "engine" in keys or any(a in flags for a in argv):
         return argv
-    return [*argv, "+experiment=quickstart"]
+    # next to the other overrides: argparse refuses positionals split by an option (`a=b --cfg job +experiment=...`)
+    at = next((i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")), len(argv))
+    return [*argv[:at], "+experiment=quickstart", *argv[at:]]
 
 
 def run(cfg: Any) -> Any:

@@ -163,16 +163,7 @@ class Benchmark:
 
     def error_row(self, sample: Sample, error: str) -> ScoredSample:
         """The row recorded when a sample could not be answered (it counts per `error_policy`)."""
-        return ScoredSample(
-            id=sample.id,
-            benchmark=self.name,
-            problem_type=sample.problem_type,
-            response=None,
-            extracted=None,
-            score=0.0,
-            groups=dict(sample.groups),
-            error=error,
-        )
+        return make_error_row(self.name, sample, error)
 
     def aggregate(self, rows: Sequence[ScoredSample]) -> BenchmarkSummary:
         """Official aggregation; error rows count per `error_policy`, judge-pending rows are excluded and counted."""
@@ -235,3 +226,17 @@ def available_benchmarks() -> list[str]:
     import evr1_eval.benchmarks  # noqa: F401
 
     return sorted(_REGISTRY)
+
+
+def make_error_row(benchmark: str, sample: Sample, error: str) -> ScoredSample:
+    """A sample that could not be answered (missing video, engine error, timeout...): score 0, `error` set."""
+    return ScoredSample(
+        id=sample.id,
+        benchmark=benchmark,
+        problem_type=sample.problem_type,
+        response=None,
+        extracted=None,
+        score=0.0,
+        groups=dict(sample.groups),
+        error=error,
+    )
