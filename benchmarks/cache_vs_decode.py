@@ -203,7 +203,8 @@ def compare_builds(videos: list[Path], spec: Any, work: Path, runs: int, configs
     title = f"full decode / build of {len(videos)} videos"
     print(f"{title:40} {'wall':>8} {'x ffmpeg':>9} {'CPU':>8} {'x ffmpeg':>9}")
     for label, (w, c) in med.items():
-        print(f"{label:40} {w:7.2f}s {w / base_w:8.2f}x {c:7.2f}s {c / base_c:8.2f}x")
+        cpu = f"{c:7.2f}s {c / base_c:8.2f}x" if c == c else f"{'n/a':>8} {'n/a':>9}"  # NaN: CPU not observable
+        print(f"{label:40} {w:7.2f}s {w / base_w:8.2f}x {cpu}")
     return med
 
 
