@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 SPECIAL_TOKENS = (
     "<|endoftext|>",
@@ -118,19 +119,7 @@ def build_qwen2_5_vl(out: Path, tok, head_dim: int) -> None:
     mrope = [half // 4, (half - half // 4) // 2, half - half // 4 - (half - half // 4) // 2]
     text = _text_config(tok, head_dim, mrope, 1_000_000.0, interleaved=False)
     text["rope_parameters"]["type"] = "mrope"
-    vision = {
-        "depth": 2,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_heads": 2,
-        "out_hidden_size": 2 * head_dim,
-        "patch_size": 14,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "window_size": 56,
-        "fullatt_block_indexes": [1],
-        "in_channels": 3,
-    }
+    vision = _vision_config(head_dim, 14, window_size=56, fullatt_block_indexes=[1])
     ids = _token_ids(tok)
     cfg = Qwen2_5_VLConfig(
         text_config=text,
@@ -157,6 +146,22 @@ def build_qwen2_5_vl(out: Path, tok, head_dim: int) -> None:
     _save(model, processor, out)
 
 
+def _vision_config(head_dim: int, patch_size: int, **family: Any) -> dict[str, Any]:
+    """A 2-block vision tower whose merged output width matches the text model; `family` adds per-model keys."""
+    return {
+        "depth": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "out_hidden_size": 2 * head_dim,
+        "patch_size": patch_size,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "in_channels": 3,
+        **family,
+    }
+
+
 def build_qwen3_vl(out: Path, tok, head_dim: int) -> None:
     import torch
     from transformers import (
@@ -170,19 +175,7 @@ def build_qwen3_vl(out: Path, tok, head_dim: int) -> None:
     half = head_dim // 2
     mrope = [half - 2 * (half * 3 // 8), half * 3 // 8, half * 3 // 8]
     text = _text_config(tok, head_dim, mrope, 5_000_000.0, interleaved=True)
-    vision = {
-        "depth": 2,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_heads": 2,
-        "out_hidden_size": 2 * head_dim,
-        "patch_size": 16,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "num_position_embeddings": 64,
-        "deepstack_visual_indexes": [0],
-        "in_channels": 3,
-    }
+    vision = _vision_config(head_dim, 16, num_position_embeddings=64, deepstack_visual_indexes=[0])
     ids = _token_ids(tok)
     cfg = Qwen3VLConfig(
         text_config=text,

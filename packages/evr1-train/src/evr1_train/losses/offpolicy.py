@@ -109,16 +109,21 @@ def hybrid_policy_loss(
     hybrid = hybrid or HybridConfig(enable=True, offline_handling="off_policy")
     base_fn = get_policy_loss_fn(hybrid.base_loss_mode)
     resp = response_mask.to(torch.bool)
-    if offline_mask is None or not hybrid.off_policy:
-        loss, metrics = base_fn(
+
+    def base_loss(mask: Any) -> tuple[Any, dict[str, Any]]:
+        """verl's configured policy loss over the tokens of `mask` (on-policy tokens)."""
+        return base_fn(
             old_log_prob=old_log_prob,
             log_prob=log_prob,
             advantages=advantages,
-            response_mask=resp,
+            response_mask=mask,
             loss_agg_mode=loss_agg_mode,
             config=config,
             rollout_is_weights=rollout_is_weights,
         )
+
+    if offline_mask is None or not hybrid.off_policy:
+        loss, metrics = base_loss(resp)
         metrics = {**metrics, "actor/evr1_offline_token_frac": 0.0}
         return loss, metrics
 
@@ -133,15 +138,7 @@ def hybrid_policy_loss(
     metrics: dict[str, Any] = {}
     loss = log_prob.sum() * 0.0
     if on.any():
-        on_loss, metrics = base_fn(
-            old_log_prob=old_log_prob,
-            log_prob=log_prob,
-            advantages=advantages,
-            response_mask=on,
-            loss_agg_mode=loss_agg_mode,
-            config=config,
-            rollout_is_weights=rollout_is_weights,
-        )
+        on_loss, metrics = base_loss(on)
         loss = loss + (on_loss if globally_normalised else on_loss * _count(on, per_seq) / total)
     if off.any():
         off_mat = offline_token_loss(log_prob, advantages, off, hybrid, behaviour_log_prob)
