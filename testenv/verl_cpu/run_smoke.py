@@ -204,6 +204,30 @@ def summarise(work: Path, wall_s: float) -> dict:
     }
 
 
+#: What Ray appends under its temp folder for its longest unix socket, e.g.
+#: "/session_2026-11-30_13-10-44_377741_28054/sockets/plasma_store", plus headroom for longer pids.
+RAY_SOCKET_SUFFIX = 72
+AF_UNIX_MAX = 107
+
+
+def short_ray_tmp(preferred: str | None) -> str:
+    """A fresh Ray temp folder whose socket paths fit AF_UNIX's 107 bytes, outside any virtualenv.
+
+    A clone in a deep folder makes `<repo>/.nox/...` too long for Ray's sockets, so fall back to the system temp
+    folders (the shortest that is writable wins)."""
+    candidates = [c for c in (preferred, "/tmp", os.environ.get("TMPDIR"), tempfile.gettempdir()) if c]
+    for parent in candidates:
+        # mkdtemp adds the prefix and 8 random characters
+        if len(str(Path(parent).resolve())) + len("/evr1r-xxxxxxxx") + RAY_SOCKET_SUFFIX > AF_UNIX_MAX:
+            continue
+        try:
+            Path(parent).mkdir(parents=True, exist_ok=True)
+            return tempfile.mkdtemp(prefix="evr1r-", dir=parent)
+        except OSError:
+            continue
+    raise SystemExit(f"no writable temp folder short enough for Ray's unix sockets among {candidates}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workdir", required=True)
@@ -220,9 +244,7 @@ def main() -> None:
     model = make_model(work)
     env = {**os.environ, **CPU_ENV, "VERL_FILE_LOGGER_PATH": str(work / "metrics.jsonl")}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).strip(os.pathsep)
-    # Ray wants a short temp path (unix socket names) outside any virtualenv: a fresh system temp folder per run
-    Path(args.ray_tmp_root or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
-    ray_tmp = tempfile.mkdtemp(prefix="evr1-ray-", dir=args.ray_tmp_root)
+    ray_tmp = short_ray_tmp(args.ray_tmp_root)
     cmd = [
         sys.executable,
         "-m",
