@@ -286,5 +286,6 @@ def train_e2e(session: nox.Session) -> None:
     for name, args in (("v0", ["--trainer", "v0"]), ("v1", ["--trainer", "v1", "--offline-handling", "off_policy"])):
         work = Path(session.create_tmp()).resolve() / f"verl_smoke_{name}"
         shutil.rmtree(work, ignore_errors=True)  # a fresh run every time (the checks count logged steps)
-        ray_root = ROOT / ".nox" / "ray_tmp"  # outside the venv (nox points TMPDIR there); run_smoke falls back to /tmp if too long
+        # outside the venv (nox points TMPDIR there); run_smoke falls back to /tmp when this is too long for sockets
+        ray_root = ROOT / ".nox" / "ray_tmp"
         session.run("python", smoke, "--workdir", str(work), "--ray-tmp-root", str(ray_root), *args, *session.posargs)
