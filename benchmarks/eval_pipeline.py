@@ -30,6 +30,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -181,23 +182,26 @@ async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         await fixed_batches(
             backend, warm, spec, Isolated(cache_media, "w"), params, args.batch, work / "w.jsonl", system_for("w")
         )
-        for name, media in (("a", Isolated(decode_media, None)), ("b", Isolated(cache_media, "b"))):
+        # each repeat gets fresh media ids and system prompts: every mode starts cold in every repeat
+        for rep in range(args.repeats):
+            for name, media in (("a", Isolated(decode_media, None)), ("b", Isolated(cache_media, f"b{rep}"))):
+                t0 = time.perf_counter()
+                out_file, system = work / f"{name}{rep}.jsonl", system_for(f"{name}{rep}")
+                await fixed_batches(backend, job, spec, media, params, args.batch, out_file, system)
+                results.setdefault(name, []).append(time.perf_counter() - t0)
+            out = work / f"c{rep}"
+            shutil.rmtree(out, ignore_errors=True)
+            run_config = RunConfig(
+                out_dir=out,
+                params=params,
+                max_in_flight=args.in_flight,
+                sampling_overrides=SAMPLING,
+                progress=False,
+                system_prompt=system_for(f"c{rep}"),
+            )
             t0 = time.perf_counter()
-            await fixed_batches(backend, job, spec, media, params, args.batch, work / f"{name}.jsonl", system_for(name))
-            results[name] = time.perf_counter() - t0
-        out = work / "c"
-        shutil.rmtree(out, ignore_errors=True)
-        run_config = RunConfig(
-            out_dir=out,
-            params=params,
-            max_in_flight=args.in_flight,
-            sampling_overrides=SAMPLING,
-            progress=False,
-            system_prompt=system_for("c"),
-        )
-        t0 = time.perf_counter()
-        await Runner(backend, run_config, media=Isolated(cache_media, "c")).run([job])
-        results["c"] = time.perf_counter() - t0
+            await Runner(backend, run_config, media=Isolated(cache_media, f"c{rep}")).run([job])
+            results.setdefault("c", []).append(time.perf_counter() - t0)
     finally:
         await backend.close()
     return results
@@ -291,6 +295,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8, help="fixed batch size of modes (a)/(b)")
     parser.add_argument("--in-flight", type=int, default=16, help="in-flight limit of mode (c)")
     parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each mode (median reported)")
     parser.add_argument("--skip-rss", action="store_true")
     parser.add_argument("--rss-only", action="store_true")
     parser.add_argument("--rss-worker", nargs=4, help=argparse.SUPPRESS)
@@ -304,18 +309,23 @@ def main() -> None:
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     if not args.rss_only:
-        r = asyncio.run(bench_modes(args, args.work))
+        load_before = os.getloadavg()[0]
+        runs = asyncio.run(bench_modes(args, args.work))
+        r = {**runs, **{k: statistics.median(runs[k]) for k in "abc"}}
         n = r["samples"]
         print(
             f"\nsamples: {n} ({r['videos']} videos: 3 real + {args.generated} generated, {args.questions} questions each)"
         )
         print(f"backend {args.backend}, tiny Qwen2.5-VL; engine start {r['engine_start_s']} s; "
               f"cache precompute (once) {r['precompute_s']} s\n")  # fmt: skip
+        print(f"machine: {os.cpu_count()} cores, load average {load_before:.1f} before, "
+              f"{os.getloadavg()[0]:.1f} after; median of {args.repeats} repeats (range in brackets)\n")  # fmt: skip
         print("| mode | wall s | samples/s | vs (a) |")
         print("| --- | ---: | ---: | ---: |")
         for key, label in (("a", "(a) decode + fixed batches"), ("b", "(b) cache + fixed batches"),
                            ("c", "(c) cache + async streaming")):  # fmt: skip
-            print(f"| {label} | {r[key]:.2f} | {n / r[key]:.2f} | {r['a'] / r[key]:.2f}x |")
+            spread = f"{min(runs[key]):.2f}-{max(runs[key]):.2f}"
+            print(f"| {label} | {r[key]:.2f} ({spread}) | {n / r[key]:.2f} | {r['a'] / r[key]:.2f}x |")
         print(f"\ncache-only (b/a): {r['a'] / r['b']:.2f}x   async-only (c/b): {r['b'] / r['c']:.2f}x   "
               f"total (c/a): {r['a'] / r['c']:.2f}x")  # fmt: skip
     if not args.skip_rss:
