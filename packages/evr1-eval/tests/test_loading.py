@@ -343,3 +343,110 @@ def test_bare_queries_get_the_benchmark_question_template(tmp_path: Path) -> Non
     sample = get_benchmark("ovobench").load(write_json(tmp_path / "o.json", [ssr])).samples[0]
     assert '"soak the rice"' in sample.prompt
     assert sample.prompt.endswith("Answer with Yes or No only.")
+
+
+# -- TempCompass' official release: one nested document per question format -------------------------------------------
+TEMPCOMPASS = {
+    "multi-choice": {
+        "101": {
+            "direction": [
+                {"question": "Where does the man move?\nA. left\nB. right\nC. away", "answer": "B. right"},
+                # the release writes some options without a space after the letter
+                {"question": "What happens first?\nA. dancing\nB. waving\nC.Both at once", "answer": "C.Both at once"},
+            ]
+        },
+        "101_reverse": {"direction": [{"question": "Where?\nA. left\nB. right", "answer": "D. up"}]},
+    },
+    "yes_no": {"101": {"speed": [{"question": "Is the video slow?", "answer": "no"}]}},
+    "caption_matching": {
+        "101": {
+            "action": [
+                {
+                    "question": "Which caption fits?\nOption 1: A man runs.\nOption 2: A man dunks.",
+                    "answer": "Option 2: A man dunks.",
+                },
+                {
+                    "question": "Which sentence fits?\nSentence A: A man dunks.\nSentence B: A man sleeps.",
+                    "answer": "Sentence A: A man dunks.",
+                },
+            ]
+        }
+    },
+    "captioning": {
+        "101": {
+            "action": [
+                {
+                    "question": "Describe it.\nInformation A: {'action': 'running'}\nInformation B: {'action': 'dunking'}"
+                    "\nGenerated Caption:",
+                    "answer": "B. dunking",
+                }
+            ]
+        }
+    },
+}
+
+
+def write_tempcompass(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for fmt, doc in TEMPCOMPASS.items():
+        write_json(folder / f"{fmt}.json", doc)
+    return folder
+
+
+def test_tempcompass_official_documents_load_per_format(tmp_path: Path) -> None:
+    bench = get_benchmark("tempcompass")
+    folder = write_tempcompass(tmp_path / "questions")
+    mc = bench.load(folder / "multi-choice.json", tmp_path / "videos")
+    assert [s.id for s in mc.samples] == ["multi-choice/101/direction/0", "multi-choice/101/direction/1"]
+    assert [s.ground_truth for s in mc.samples] == ["B", "C"]
+    assert mc.samples[1].options == ("A. dancing", "B. waving", "C. Both at once")
+    assert mc.samples[0].videos == (str(tmp_path / "videos" / "101.mp4"),)
+    assert mc.samples[0].prompt.startswith("Question: Where does the man move?\nOptions:\nA. left")
+    assert mc.samples[0].groups == {"dimension": "direction", "format": "multi-choice",
+                                    "format_dimension": "multi-choice/direction"}  # fmt: skip
+    # an answer outside the options is a reported row, not a silent drop
+    assert len(mc.errors) == 1
+    assert "multi-choice.json row 2" in mc.errors[0].reason
+    assert "matches none of the options" in mc.errors[0].reason
+
+    cm = bench.load(folder / "caption_matching.json")
+    assert [(s.ground_truth, s.options) for s in cm.samples] == [
+        ("B", ("A. A man runs.", "B. A man dunks.")),
+        ("A", ("A. A man dunks.", "B. A man sleeps.")),
+    ]
+    yn = bench.load(folder / "yes_no.json")
+    assert [(s.problem_type, s.ground_truth) for s in yn.samples] == [("boolean", "No")]
+    cap = bench.load(folder / "captioning.json")
+    assert cap.samples[0].problem_type == "open-ended"
+    assert bench.sample_needs_judge(cap.samples[0])
+
+
+def test_tempcompass_folder_loads_every_format_and_scores_format_average(tmp_path: Path) -> None:
+    from evr1_eval.jobs import file_digest, load_job
+
+    bench = get_benchmark("tempcompass")
+    write_tempcompass(tmp_path / "ann" / "tempcompass")
+    job = load_job(bench, tmp_path / "ann", tmp_path / "videos")
+    assert len(job.samples) == 6
+    assert len(job.load_errors) == 1
+    assert sorted({s.groups["format"] for s in job.samples}) == ["caption_matching", "captioning", "multi-choice",
+                                                                  "yes_no"]  # fmt: skip
+    right = {"multi-choice/101/direction/0": "B", "multi-choice/101/direction/1": "A",
+             "yes_no/101/speed/0": "No", "caption_matching/101/action/0": "B", "caption_matching/101/action/1": "B"}  # fmt: skip
+    scored = [bench.score(s, right[s.id]) for s in job.samples if s.id in right]
+    summary = bench.aggregate(scored)
+    assert summary.metrics["format/multi-choice"] == 50.0
+    assert summary.metrics["format/yes_no"] == 100.0
+    assert summary.metrics["format/caption_matching"] == 50.0
+    assert summary.metrics["format_avg"] == pytest.approx(200 / 3)
+    assert summary.metrics["accuracy"] == 60.0
+    # the folder's digest (recorded in the run settings) follows every file in it
+    before = file_digest(tmp_path / "ann" / "tempcompass")
+    write_json(tmp_path / "ann" / "tempcompass" / "yes_no.json", {"101": {"speed": []}})
+    assert file_digest(tmp_path / "ann" / "tempcompass") != before
+
+
+def test_a_nested_document_is_refused_by_benchmarks_without_a_flattener(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "mvbench.json", TEMPCOMPASS["yes_no"])
+    with pytest.raises(ValueError, match="expected a list of rows"):
+        get_benchmark("mvbench").load(path)

@@ -23,12 +23,15 @@ def find_annotations(annotations_dir: Path, names: Sequence[str]) -> Path:
     if not annotations_dir.is_dir():
         raise FileNotFoundError(f"--annotations-dir {annotations_dir} is not a directory")
     files = {p.name.lower(): p for p in annotations_dir.iterdir() if p.suffix.lower() in ANNOTATION_SUFFIXES}
+    folders = {p.name.lower(): p for p in annotations_dir.iterdir() if p.is_dir()}
     for name in names:
         for suffix in ANNOTATION_SUFFIXES:
             hit = files.get(f"{name.lower()}{suffix}")
             if hit is not None:
                 return hit
-    expected = " or ".join(f"{n}.json(l)" for n in names[:3])
+        if name.lower() in folders:  # an official release's folder of files (TempCompass' questions/, MVBench's json/)
+            return folders[name.lower()]
+    expected = " or ".join(f"{n}.json(l)" for n in names[:3]) + f" (or a folder {names[0]}/ of them)"
     raise FileNotFoundError(
         f"no annotation file for {names[0]} in {annotations_dir}: expected {expected}; "
         f"found {sorted(files)[:10] or 'no .json/.jsonl files'}"
@@ -36,10 +39,17 @@ def find_annotations(annotations_dir: Path, names: Sequence[str]) -> Path:
 
 
 def file_digest(path: Path) -> str:
+    """sha256 of an annotation file, or of a folder's annotation files (names and contents, in name order)."""
+    from evr1_eval.benchmarks.loading import annotation_files
+
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
+    files = annotation_files(path)
+    for file in files:
+        if len(files) > 1 or file != path:
+            h.update(file.name.encode() + b"\0")
+        with open(file, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
     return f"sha256:{h.hexdigest()}"
 
 

@@ -62,6 +62,9 @@ Scorer = Callable[["Benchmark", Sample, str], Outcome]
 Aggregator = Callable[["Benchmark", Sequence[ScoredSample]], tuple[str, dict[str, float], list[str]]]
 #: Turns one row of the benchmark's official annotation layout into the EasyVideoR1 layout (or returns it unchanged).
 RowAdapter = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+#: Turns an official annotation *document* that is not a list of rows (TempCompass' `{video: {dimension: [...]}}`)
+#: into its rows; gets the document and the file's stem (some layouts name the question format only in the file name).
+DocumentFlattener = Callable[[Mapping[str, Any], str], list[Any]]
 
 #: Frame defaults shared by most benchmarks: Qwen's published video recipe (2 fps, 4..768 frames; research §1.3).
 DEFAULT_SAMPLING: Mapping[str, Any] = {"fps": 2.0, "min_frames": 4, "max_frames": 768}
@@ -92,6 +95,8 @@ class Benchmark:
     derived_groups: Mapping[str, Callable[[Mapping[str, Any]], str | None]] = field(default_factory=dict)
     #: Converts official-layout rows; applied to every row that lacks EasyVideoR1's `problem` field.
     adapter: RowAdapter | None = None
+    #: Flattens an official nested document (a JSON object that is not `{"data": [...]}`) into rows for `adapter`.
+    flatten: DocumentFlattener | None = None
     #: Official per-sample rule; None = evr1-rewards' scorer of the sample's problem type (metric mode).
     scorer: Scorer | None = None
     #: Official aggregation; None = micro accuracy plus per-group breakdowns.
@@ -112,7 +117,8 @@ class Benchmark:
 
     # -- loading and prompting ---------------------------------------------------------------------------------
     def load(self, annotations: Path, media_root: Path | None = None, *, style: str = "direct") -> LoadResult:
-        """Parse every row of `annotations` (JSON list, JSONL, or {"data": [...]}); bad rows are reported, not dropped."""
+        """Parse every row of `annotations` (JSON list, JSONL, {"data": [...]}, an official nested document, or a folder
+        of such files); bad rows are reported, not dropped."""
         from evr1_eval.benchmarks.loading import load_samples
 
         return load_samples(self, Path(annotations), None if media_root is None else Path(media_root), style=style)

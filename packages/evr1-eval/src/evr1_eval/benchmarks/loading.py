@@ -21,7 +21,7 @@ from evr1_eval.benchmarks.prompts import render_prompt
 from evr1_eval.types import Sample
 
 if TYPE_CHECKING:
-    from evr1_eval.benchmarks.base import Benchmark, LoadError, LoadResult
+    from evr1_eval.benchmarks.base import Benchmark, DocumentFlattener, LoadError, LoadResult
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -210,8 +210,9 @@ def parse_ground_truth(problem_type: str, raw: Any, options: Sequence[tuple[str,
     return str(value).strip()
 
 
-def read_rows(path: Path) -> Iterator[tuple[int, Any, str | None]]:
-    """Yield (position, row, parse_error) for a JSON list / {"data": [...]} / JSONL / text file."""
+def read_rows(path: Path, flatten: DocumentFlattener | None = None) -> Iterator[tuple[int, Any, str | None]]:
+    """Yield (position, row, parse_error) for a JSON list / {"data": [...]} / JSONL / text file, or an official
+    nested document when the benchmark has a `flatten`."""
     if not path.is_file():
         raise FileNotFoundError(f"annotation file {path} does not exist; pass --annotations with the benchmark's JSON")
     text = path.read_text(encoding="utf-8-sig")
@@ -236,7 +237,9 @@ def read_rows(path: Path) -> Iterator[tuple[int, Any, str | None]]:
                     data = data[key]
                     break
             else:
-                raise ValueError(f"{path}: expected a list of rows or an object with a 'data' list")
+                if flatten is None:
+                    raise ValueError(f"{path}: expected a list of rows or an object with a 'data' list")
+                data = flatten(data, path.stem)
         yield from ((i, row, None) for i, row in enumerate(data))
         return
     for i, line in enumerate(text.splitlines()):  # official plain-text layouts (Charades-STA)
@@ -288,7 +291,7 @@ def parent_folder(row: Mapping[str, Any]) -> str | None:
 
 
 def build_sample(
-    bench: Benchmark, row: Mapping[str, Any], position: int, media_root: Path | None, style: str
+    bench: Benchmark, row: Mapping[str, Any], position: int | str, media_root: Path | None, style: str
 ) -> Sample:
     sample_id = _first(row, ("problem_id", *bench.id_fields))
     sample_id = str(position) if sample_id is None else str(sample_id)
@@ -362,9 +365,9 @@ def load_samples(bench: Benchmark, annotations: Path, media_root: Path | None, *
     errors: list[LoadError] = []
     warnings: list[LoadError] = []
     seen: dict[str, tuple[int, Any]] = {}
-    for position, raw, parse_error in read_rows(annotations):
+    for file, position, raw, parse_error in _annotation_rows(bench, annotations):
         if parse_error is not None:
-            errors.append(LoadError(position, None, parse_error))
+            errors.append(LoadError(position, None, f"{file.name}: {parse_error}"))
             continue
         row_id = str(raw.get("problem_id")) if isinstance(raw, Mapping) and "problem_id" in raw else None
         try:
@@ -374,16 +377,18 @@ def load_samples(bench: Benchmark, annotations: Path, media_root: Path | None, *
                 row = bench.adapter(row)
             if not isinstance(row, Mapping):
                 raise ValueError(f"expected a JSON object, got {type(row).__name__}")
-            sample = build_sample(bench, row, position, media_root, style)
+            # in a folder of files, a row without an id is named by its file and position
+            label = position if file == annotations else f"{file.stem}:{position}"
+            sample = build_sample(bench, row, label, media_root, style)
         except (ValueError, TypeError, KeyError) as exc:
             reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-            errors.append(LoadError(position, row_id, f"{annotations.name} row {position}: {reason}"))
+            errors.append(LoadError(position, row_id, f"{file.name} row {position}: {reason}"))
             continue
         if sample.id in seen:
             first, first_raw = seen[sample.id]
             if first_raw == raw:
                 errors.append(
-                    LoadError(position, sample.id, f"{annotations.name} row {position}: exact duplicate of row {first}")
+                    LoadError(position, sample.id, f"{file.name} row {position}: exact duplicate of row {first}")
                 )
                 continue
             new_id = next(f"{sample.id}#{k}" for k in range(2, len(seen) + 3) if f"{sample.id}#{k}" not in seen)
@@ -391,7 +396,7 @@ def load_samples(bench: Benchmark, annotations: Path, media_root: Path | None, *
                 LoadError(
                     position,
                     new_id,
-                    f"{annotations.name} row {position}: id {sample.id!r} already used by row {first} for a different "
+                    f"{file.name} row {position}: id {sample.id!r} already used by row {first} for a different "
                     f"question; this row is loaded as {new_id!r} (ids must be unique for resume: give it its own "
                     "`problem_id` to choose the name)",
                 )
@@ -400,3 +405,20 @@ def load_samples(bench: Benchmark, annotations: Path, media_root: Path | None, *
         seen[sample.id] = (position, raw)
         samples.append(sample)
     return LoadResult(samples=samples, errors=errors, warnings=warnings)
+
+
+def annotation_files(annotations: Path) -> list[Path]:
+    """The file itself, or every .json/.jsonl/.txt file of a folder (official releases split a benchmark over
+    several files: TempCompass' four question formats, MVBench's per-task files), sorted by name."""
+    if not annotations.is_dir():
+        return [annotations]
+    files = sorted(p for p in annotations.iterdir() if p.is_file() and p.suffix.lower() in (".json", ".jsonl", ".txt"))
+    if not files:
+        raise FileNotFoundError(f"annotation folder {annotations} holds no .json/.jsonl/.txt file")
+    return files
+
+
+def _annotation_rows(bench: Benchmark, annotations: Path) -> Iterator[tuple[Path, int, Any, str | None]]:
+    for file in annotation_files(annotations):
+        for position, raw, parse_error in read_rows(file, bench.flatten):
+            yield file, position, raw, parse_error
