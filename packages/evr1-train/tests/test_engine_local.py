@@ -27,13 +27,13 @@ SMALL = [
 ]
 
 
-def compose(out: Path, *overrides: str) -> Any:
+def compose(out: Path, *overrides: str, experiment: str = "quickstart") -> Any:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
     with initialize_config_module(config_module="evr1_train.conf", version_base=None):
         return hydra_compose(
-            "evr1_trainer", overrides=["+experiment=quickstart", f"engine.output_dir={out}", *SMALL, *overrides]
+            "evr1_trainer", overrides=[f"+experiment={experiment}", f"engine.output_dir={out}", *SMALL, *overrides]
         )
 
 
@@ -144,28 +144,24 @@ def test_every_algorithm_preset_runs_one_local_step(prepared: Path, tmp_path: Pa
         assert metrics["filter_groups/batches_drawn"] >= 1
 
 
-QWEN3 = [
-    "engine.quickstart.model.arch=qwen3_vl",
-    *(f"data.evr1.{m}.size_factor=32" for m in ("video", "image")),
-    *(f"data.evr1.{m}.{b}_pixels=4096" for m in ("video", "image") for b in ("min", "max")),
-    *(f"engine.quickstart.model.{m}_{b}_pixels=4096" for m in ("video", "image") for b in ("min", "max")),
-    "engine.quickstart.data.n_train=16",
-    "engine.quickstart.data.n_heldout=4",
-]
-
-
 def test_qwen3_vl_quickstart_runs_a_step(tmp_path: Path) -> None:
-    """Qwen3-VL (patch 16, factor 32, `mm_token_type_ids` for its M-RoPE) through the same engine."""
+    """Qwen3-VL (patch 16, factor 32, `mm_token_type_ids` for its M-RoPE) through the same engine, from the shipped
+    `quickstart_qwen3_vl` preset."""
     from evr1_train.engine.local import run
 
     cfg = compose(
         tmp_path / "q3",
-        *QWEN3,
+        "engine.quickstart.data.n_train=16",
+        "engine.quickstart.data.n_heldout=4",
         "trainer.total_training_steps=2",
         "trainer.test_freq=2",
         "data.train_batch_size=4",
         "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+        experiment="quickstart_qwen3_vl",
     )
+    assert cfg.engine.quickstart.model.arch == "qwen3_vl"
+    assert cfg.data.evr1.video.size_factor == cfg.data.evr1.image.size_factor == 32
+    assert cfg.engine.quickstart.model.video_max_pixels == cfg.data.evr1.video.max_pixels
     summary = run(cfg)
     assert summary.steps == 2
     assert "val/accuracy" in summary.last_val
