@@ -166,3 +166,44 @@ def test_qwen3_vl_quickstart_runs_a_step(tmp_path: Path) -> None:
     assert summary.steps == 2
     assert "val/accuracy" in summary.last_val
     assert '"model_type": "qwen3_vl"' in (tmp_path / "q3" / "model-init" / "config.json").read_text()
+
+
+def test_dapo_overlong_shaping_lowers_the_rewards_of_long_responses(prepared: Path, tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from evr1_train.engine.algorithms import overlong_penalty
+    from evr1_train.engine.config import LocalConfig
+    from evr1_train.engine.trainer import LocalTrainer
+
+    cfg = _cfg(
+        prepared,
+        tmp_path / "overlong",
+        "+evr1_algo=dapo",
+        "reward.reward_kwargs.overlong_buffer_cfg.enable=true",
+        "reward.reward_kwargs.overlong_buffer_cfg.len=4",
+        "actor_rollout_ref.rollout.n=4",
+        "data.train_batch_size=4",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+        "data.max_response_length=8",
+        "algorithm.filter_groups.enable=false",  # every group counts, even all-equal ones
+    )
+    lc = LocalConfig.from_cfg(cfg)
+    assert (lc.overlong_buffer_len, lc.overlong_max_resp_len) == (4, 8)
+    trainer = LocalTrainer(lc)
+    # every answer "correct", so the reward that is left is 1 + the length penalty
+    trainer.router = SimpleNamespace(score=lambda _: SimpleNamespace(overall=1.0, accuracy=1.0, format=1.0))
+    lengths: list[int] = []
+    score = trainer._score
+
+    def recording(prompt, seq):  # type: ignore[no-untyped-def]
+        score(prompt, seq)
+        lengths.append(len(seq.response))
+        assert seq.overall == pytest.approx(1.0 + overlong_penalty(len(seq.response), 8, 4, 1.0))
+
+    trainer._score = recording  # type: ignore[method-assign]
+    metrics = trainer.step()
+    assert lengths
+    expected = [overlong_penalty(n, 8, 4, 1.0) for n in lengths]
+    assert metrics["reward/overlong_penalty/mean"] == pytest.approx(sum(expected) / len(expected))
+    assert metrics["reward/overlong_frac"] == pytest.approx(sum(e < 0 for e in expected) / len(expected))
+    assert metrics["critic/score/mean"] == pytest.approx(1.0 + metrics["reward/overlong_penalty/mean"])

@@ -137,3 +137,37 @@ def test_config_errors_name_the_key() -> None:
     assert cfg.train_files == ("t.jsonl",)
     assert cfg.val_files == ("v.jsonl",)
     assert (cfg.n, cfg.lr, cfg.warmup_steps, cfg.mini_batches_per_step) == (3, 0.01, 5, 2)
+
+
+def test_overlong_penalty_follows_dapo_soft_punishment() -> None:
+    from evr1_train.engine.algorithms import overlong_penalty
+
+    # max 2048, buffer 512: free up to 1536 tokens, then linear down to -factor at 2048 (and beyond)
+    assert overlong_penalty(100, 2048, 512, 1.0) == 0.0
+    assert overlong_penalty(1536, 2048, 512, 1.0) == 0.0
+    assert overlong_penalty(1792, 2048, 512, 1.0) == pytest.approx(-0.5)
+    assert overlong_penalty(2048, 2048, 512, 0.5) == pytest.approx(-0.5)
+    assert overlong_penalty(2304, 2048, 512, 1.0) == pytest.approx(-1.5)
+
+
+def _dapo(**reward_kwargs: object) -> dict:
+    return {
+        "data": {"train_files": "x.jsonl", "max_response_length": 64},
+        "reward": {"reward_manager": {"name": "dapo"}, "reward_kwargs": reward_kwargs},
+    }
+
+
+def test_overlong_settings_are_read_like_verls_dapo_reward_manager() -> None:
+    on = LocalConfig.from_cfg(_dapo(overlong_buffer_cfg={"enable": True, "len": 16, "penalty_factor": 0.5}))
+    assert (on.overlong_buffer_len, on.overlong_max_resp_len, on.overlong_penalty_factor) == (16, 64, 0.5)
+    explicit = LocalConfig.from_cfg(_dapo(max_resp_len=32, overlong_buffer_cfg={"enable": True, "len": 16}))
+    assert explicit.overlong_max_resp_len == 32
+    # switched off, or another reward manager (verl applies it in the dapo manager only): no shaping
+    assert LocalConfig.from_cfg(_dapo(overlong_buffer_cfg={"enable": False, "len": 16})).overlong_buffer_len == 0
+    naive = _dapo(overlong_buffer_cfg={"enable": True, "len": 16})
+    naive["reward"]["reward_manager"]["name"] = "naive"
+    assert LocalConfig.from_cfg(naive).overlong_buffer_len == 0
+    with pytest.raises(ValueError, match=r"overlong_buffer_cfg\.len must be > 0 and <= "):
+        LocalConfig.from_cfg(_dapo(overlong_buffer_cfg={"enable": True, "len": 128}))
+    with pytest.raises(ValueError, match=r"must be > 0 when the overlong penalty is enabled"):
+        LocalConfig.from_cfg(_dapo(overlong_buffer_cfg={"enable": True, "len": 0}))

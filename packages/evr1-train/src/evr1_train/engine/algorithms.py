@@ -19,6 +19,13 @@ import torch
 from evr1_train.engine.config import LocalConfig, plain
 
 
+def overlong_penalty(length: int, max_len: int, buffer_len: int, factor: float) -> float:
+    """DAPO's soft overlong punishment (as verl's `dapo` reward manager): 0 up to max_len - buffer_len tokens, then
+    falling linearly by `factor` per buffer_len tokens (-factor at max_len)."""
+    exceed = length - (max_len - buffer_len)
+    return min(-exceed / buffer_len * factor, 0.0)
+
+
 def outcome_rewards(scores: Sequence[float], response_mask: torch.Tensor) -> torch.Tensor:
     """Token-level rewards `[B, R]`: the sequence score on the last response token (verl's reward placement)."""
     out = torch.zeros(response_mask.shape, dtype=torch.float32, device=response_mask.device)

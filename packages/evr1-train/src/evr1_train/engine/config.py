@@ -111,6 +111,10 @@ class LocalConfig:
     gdpo_reward_keys: tuple[str, ...] = ()
     filter_groups_metric: str | None = None  # DAPO dynamic sampling: drop groups whose metric is all-equal
     filter_groups_max_batches: int = 10
+    # DAPO overlong reward shaping (verl's `dapo` reward manager: reward.reward_kwargs.overlong_buffer_cfg)
+    overlong_buffer_len: int = 0  # 0 = off
+    overlong_penalty_factor: float = 1.0
+    overlong_max_resp_len: int = 0
     # raw nodes passed on to verl's functions / H6's helpers
     algorithm_node: Any = None
     actor_node: Any = None
@@ -144,6 +148,12 @@ class LocalConfig:
         if self.lr_scheduler not in ("constant", "cosine"):
             raise ValueError(
                 f"actor_rollout_ref.actor.optim.lr_scheduler_type must be constant or cosine, got {self.lr_scheduler!r}"
+            )
+        if self.overlong_buffer_len and not 0 < self.overlong_buffer_len <= self.overlong_max_resp_len:
+            raise ValueError(
+                "reward.reward_kwargs.overlong_buffer_cfg.len must be > 0 and <= reward.reward_kwargs.max_resp_len "
+                f"(default data.max_response_length); got len={self.overlong_buffer_len}, "
+                f"max_resp_len={self.overlong_max_resp_len}. To switch the penalty off set overlong_buffer_cfg.enable=false"
             )
         if self.temperature <= 0:
             raise ValueError(
@@ -234,8 +244,29 @@ class LocalConfig:
                 else None
             ),
             filter_groups_max_batches=int(_get(algo, "filter_groups.max_num_gen_batches", 10) or 10),
+            **_overlong(cfg),
             algorithm_node=algo,
             actor_node=actor,
             data_evr1_node=_get(cfg, "data.evr1"),
             hybrid_node=_get(cfg, "evr1.hybrid"),
         )
+
+
+def _overlong(cfg: Any) -> dict[str, Any]:
+    """verl's `dapo` reward manager shapes rewards of responses longer than max_resp_len - len (a linear penalty up to
+    -penalty_factor at max_resp_len); only that manager does, so the local engine follows the same switch."""
+    kwargs = _get(cfg, "reward.reward_kwargs") or {}
+    buffer = _get(kwargs, "overlong_buffer_cfg") or {}
+    if str(_get(cfg, "reward.reward_manager.name", "naive")) != "dapo" or not _get(buffer, "enable", False):
+        return {}
+    max_len = _get(kwargs, "max_resp_len") or _get(cfg, "data.max_response_length", 16)
+    length = int(_get(buffer, "len", 0) or 0)
+    if length <= 0:
+        raise ValueError(
+            f"reward.reward_kwargs.overlong_buffer_cfg.len must be > 0 when the overlong penalty is enabled, got {length}"
+        )
+    return {
+        "overlong_buffer_len": length,
+        "overlong_penalty_factor": float(_get(buffer, "penalty_factor", 1.0)),
+        "overlong_max_resp_len": int(max_len),
+    }

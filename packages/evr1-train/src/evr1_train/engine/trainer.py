@@ -64,6 +64,7 @@ class Sequence_:
     overall: float = 0.0
     accuracy: float = 0.0
     format: float = 0.0
+    overlong_penalty: float = 0.0
 
 
 @dataclass
@@ -277,6 +278,14 @@ class LocalTrainer:
             )
         )
         seq.overall, seq.accuracy, seq.format = res.overall, res.accuracy, res.format
+        if self.cfg.overlong_buffer_len:
+            seq.overlong_penalty = algorithms.overlong_penalty(
+                len(seq.response),
+                self.cfg.overlong_max_resp_len,
+                self.cfg.overlong_buffer_len,
+                self.cfg.overlong_penalty_factor,
+            )
+            seq.overall += seq.overlong_penalty
 
     def rollout(self, prompts: list[Prompt], timer: StepTimer) -> list[Sequence_]:
         """n rollouts per prompt: online slots first, then the hybrid plan decides the last k slots."""
@@ -417,6 +426,10 @@ class LocalTrainer:
             }
         )
         metrics.update({f"timing_s/{k}": v for k, v in timer.times.items()})
+        if self.cfg.overlong_buffer_len:
+            penalties = [s.overlong_penalty for s in seqs]
+            metrics["reward/overlong_penalty/mean"] = _mean(penalties)
+            metrics["reward/overlong_frac"] = _mean([float(p < 0) for p in penalties])
         metrics.update(
             hybrid_metrics(
                 [s.offline for s in seqs], scores, [s.accuracy for s in seqs], n_tok.tolist(), prefix="hybrid"
