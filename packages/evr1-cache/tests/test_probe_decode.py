@@ -27,8 +27,8 @@ def reference_frames(path: Path, meta_indices: tuple[int, ...], fps: float, vfr:
     with av.open(str(path)) as c:
         frames = list(c.decode(video=0))
     rot = (frames[0].rotation or 0) // 90
-    times = [float(f.time) - float(frames[0].time) for f in frames]
     if vfr:
+        times = [float(f.time) - float(frames[0].time) for f in frames]
         picks = [max(0, bisect.bisect_right(times, i / fps + 1e-3) - 1) for i in meta_indices]
     else:
         picks = list(meta_indices)
@@ -97,6 +97,59 @@ def test_real_videos_cached_frames_equal_independent_decode(
         assert np.array_equal(frames, ref), path.name
         other, _ = decode_video(path, spec, "ffmpeg")
         assert np.array_equal(frames, other), path.name
+
+
+def test_awkward_real_containers_probe_true_facts(awkward_videos: dict[str, Path]) -> None:
+    facts = {name: probe(p) for name, p in awkward_videos.items()}
+    tree = facts["tree.avi"]  # Cinepak AVI whose header claims 444 frames at 15 fps
+    assert (tree.header_frames, tree.total_num_frames, tree.codec) == (444, 68, "cinepak")
+    assert tree.header_mismatch
+    assert tree.vfr
+    assert tree.duration == pytest.approx(29.93, abs=0.05)
+    assert (facts["vtest.avi"].codec, facts["vtest.avi"].total_num_frames, facts["vtest.avi"].fps) == (
+        "msmpeg4",
+        795,
+        10.0,
+    )
+    assert facts["Megamind.avi"].total_num_frames == facts["Megamind_bugy.avi"].total_num_frames == 270
+    blue = facts["blue.mpg"]  # MPEG-1 program stream: no duration, no frame count in any header
+    assert (blue.header_frames, blue.total_num_frames, blue.fps) == (None, 24, 30.0)
+    for name, p in awkward_videos.items():
+        assert probe(p, exact=True).total_num_frames == facts[name].total_num_frames, name
+
+
+@pytest.mark.parametrize("decoder", DECODER_NAMES)
+def test_awkward_real_containers_decode_frame_exact(
+    awkward_videos: dict[str, Path], spec: SamplingSpec, decoder: str
+) -> None:
+    """Both decoders equal an independent full PyAV decode (timeline rule for the lying-header VFR AVI) bit for bit;
+    the ffmpeg CLI only since both decoders ask for bit-exact IDCTs (MS-MPEG-4 differed by 1 before)."""
+    for name, path in awkward_videos.items():
+        info = probe(path)
+        frames, meta = decode_video(path, spec, decoder)
+        assert meta.frames_indices == sample_frame_indices(info.total_num_frames, info.fps, spec), name
+        ref = resize(reference_frames(path, meta.frames_indices, meta.fps, info.vfr), *frames.shape[1:3])
+        assert np.array_equal(frames, ref), name
+
+
+def test_awkward_real_containers_build_and_verify(
+    awkward_videos: dict[str, Path], spec: SamplingSpec, tmp_path: Path
+) -> None:
+    import json
+
+    from evr1_cache import CacheReader, build_cache
+    from evr1_cache.spec import ImageSpec
+    from evr1_cache.verify import verify_cache
+
+    data = tmp_path / "awkward.jsonl"
+    data.write_text("".join(json.dumps({"videos": [str(p)]}) + "\n" for p in awkward_videos.values()))
+    report = build_cache(data, tmp_path / "cache", spec, ImageSpec(), progress=False)
+    assert report.ok, report.errors
+    assert report.built == len(awkward_videos)
+    assert verify_cache(tmp_path / "cache").ok
+    frames, meta = CacheReader(tmp_path / "cache").load(awkward_videos["tree.avi"], spec)
+    assert meta.total_num_frames == 68
+    assert len(frames) == len(meta.frames_indices)
 
 
 def test_real_video_facts(real_videos: list[Path]) -> None:

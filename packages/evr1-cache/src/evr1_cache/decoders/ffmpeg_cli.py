@@ -2,7 +2,9 @@
 
 Autorotation is switched off and the rotation applied in numpy, exactly as the PyAV decoder does, so both backends
 return identical frames; `-fps_mode passthrough` stops ffmpeg from dropping or duplicating frames; the number of
-frames decoded is read from ffmpeg's verbose statistics and checked against the probe.
+frames decoded is read from ffmpeg's verbose statistics and checked against the probe. Both decoders ask for
+bit-exact decoding (`-flags +bitexact`): the Debian ffmpeg and PyAV's bundled FFmpeg otherwise pick different IDCTs
+for MPEG-4 ASP-family codecs (OpenCV's MS-MPEG-4 `vtest.avi` differed by 1 in most P-frames).
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ class FFmpegCLIDecoder:
         expr = "+".join(f"eq(n,{p})" for p in wanted)
         rot = info.rotation in (90, 270)
         cw, ch = (info.height, info.width) if rot else (info.width, info.height)
-        stream = ffmpeg.input(info.path, noautorotate=None, threads=threads).video.filter("select", expr)
+        stream = ffmpeg.input(info.path, noautorotate=None, threads=threads, flags="+bitexact")
+        stream = stream.video.filter("select", expr)
         cmd = stream.output("pipe:", format="rawvideo", pix_fmt="rgb24", fps_mode="passthrough").compile()
         cmd = [cmd[0], "-nostdin", "-hide_banner", "-v", "verbose", *cmd[1:]]
         proc = subprocess.run(cmd, capture_output=True)

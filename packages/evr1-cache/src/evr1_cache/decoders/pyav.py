@@ -42,6 +42,7 @@ class PyAVDecoder:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
             stream.codec_context.thread_count = threads
+            _bitexact(stream.codec_context)
             cursor = 0
             for frame in container.decode(stream):
                 if cursor < len(wanted) and wanted[cursor] == n:
@@ -52,3 +53,10 @@ class PyAVDecoder:
         if n != expected or len(kept) != len(wanted):
             raise DecodeMismatch(n, expected)
         return [rotate(kept[p], info.rotation) for p in positions]
+
+
+def _bitexact(codec_context: object) -> None:
+    """Bit-exact decoding, as the ffmpeg CLI decoder asks for: the same IDCT whichever FFmpeg build decodes."""
+    from av.codec.context import Flags
+
+    codec_context.flags |= Flags.bitexact  # type: ignore[attr-defined]
