@@ -113,6 +113,13 @@ def test_resume_reproduces_the_next_step(prepared: Path, tmp_path: Path) -> None
     assert not list(folder.rglob("*.pt"))
 
 
+#: A small single step: 4 prompts x 4 rollouts of at most 8 tokens, two optimiser steps.
+ONE_STEP = [
+    "actor_rollout_ref.rollout.n=4",
+    "data.train_batch_size=4",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+    "data.max_response_length=8",
+]
 PRESETS = ["grpo", "dapo", "gspo", "cispo", "rloo", "reinforce_pp", "remax", "gdpo"]
 
 
@@ -125,10 +132,7 @@ def test_every_algorithm_preset_runs_one_local_step(prepared: Path, tmp_path: Pa
         prepared,
         tmp_path / preset,
         f"+evr1_algo={preset}",
-        "actor_rollout_ref.rollout.n=4",
-        "data.train_batch_size=4",
-        "actor_rollout_ref.actor.ppo_mini_batch_size=2",
-        "data.max_response_length=8",
+        *ONE_STEP,
     )
     lc = LocalConfig.from_cfg(cfg)
     trainer = LocalTrainer(lc)
@@ -181,10 +185,7 @@ def test_dapo_overlong_shaping_lowers_the_rewards_of_long_responses(prepared: Pa
         "+evr1_algo=dapo",
         "reward.reward_kwargs.overlong_buffer_cfg.enable=true",
         "reward.reward_kwargs.overlong_buffer_cfg.len=4",
-        "actor_rollout_ref.rollout.n=4",
-        "data.train_batch_size=4",
-        "actor_rollout_ref.actor.ppo_mini_batch_size=2",
-        "data.max_response_length=8",
+        *ONE_STEP,
         "algorithm.filter_groups.enable=false",  # every group counts, even all-equal ones
     )
     lc = LocalConfig.from_cfg(cfg)
