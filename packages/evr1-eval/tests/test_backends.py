@@ -75,6 +75,61 @@ def test_openai_sends_media_and_greedy_params_and_parses_usage() -> None:
 
     second = np.asarray(Image.open(io.BytesIO(base64.b64decode(frames[1]))))
     assert second.mean() > 200  # the frames arrive in order and intact
+    # vLLM reads every frame sent and times them from the source metadata (its defaults: first 32 frames, 1 fps)
+    assert body["media_io_kwargs"] == {
+        "video": {
+            "num_frames": -1,
+            "fps": 24.0,
+            "frames_indices": [0, 12],
+            "total_num_frames": 48,
+            "do_sample_frames": False,
+        }
+    }
+
+
+def test_openai_video_timing_is_per_request_and_checked() -> None:
+    from evr1_eval.backends.openai import video_media_io_kwargs
+
+    backend = _openai(lambda r: httpx.Response(200, json=_completion("x")))
+    text_only = backend.payload(Request(id="t", prompt="Judge this."), GenerationParams())
+    assert "media_io_kwargs" not in text_only  # judges and text prompts work on servers without the trust flag
+    video = _video()
+    timed = VideoInput(frames=video.frames, metadata={**META, "duration": 2.0})
+    assert video_media_io_kwargs(Request(id="d", prompt="?", videos=(timed,)))["video"]["duration"] == 2.0
+    assert video_media_io_kwargs(Request(id="two", prompt="?", videos=(video, video))) is not None  # same timing
+    other = VideoInput(frames=video.frames, metadata={**META, "fps": 30.0})
+    with pytest.raises(BackendError, match="one video timing per request"):
+        video_media_io_kwargs(Request(id="mixed", prompt="?", videos=(video, other)))
+    short = VideoInput(frames=video.frames, metadata={**META, "frames_indices": [0]})
+    with pytest.raises(BackendError, match="1 frames_indices for 2 frames"):
+        video_media_io_kwargs(Request(id="short", prompt="?", videos=(short,)))
+    with pytest.raises(BackendError, match=r"lacks \['fps'\]"):
+        video_media_io_kwargs(
+            Request(
+                id="bare",
+                prompt="?",
+                videos=(VideoInput(frames=video.frames, metadata={"frames_indices": [0, 1], "total_num_frames": 2}),),
+            )
+        )
+
+
+def test_openai_names_the_server_flag_when_video_timing_is_refused() -> None:
+    def untrusting(request: httpx.Request) -> httpx.Response:
+        message = (
+            "Per-request media_io_kwargs are disabled by default ... Start the server with --trust-request-mm-kwargs"
+        )
+        return httpx.Response(400, json={"error": {"message": message, "param": "media_io_kwargs"}})
+
+    async def go():
+        backend = _openai(untrusting)
+        await backend.start()
+        try:
+            return await backend.generate(Request(id="v", prompt="?", videos=(_video(),)), GenerationParams())
+        finally:
+            await backend.close()
+
+    with pytest.raises(BackendError, match=r"HTTP 400: .*start `vllm serve` with --trust-request-mm-kwargs\)$"):
+        asyncio.run(go())
 
 
 def test_openai_retries_transient_errors_then_fails_clearly() -> None:

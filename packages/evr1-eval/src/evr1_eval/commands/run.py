@@ -85,7 +85,12 @@ def add_parser(subparsers: Any) -> None:
     )
     e.add_argument("--mm-processor-kwargs", type=_json_arg, default=None, help="JSON passed to the HF processor")
     e.add_argument("--engine-kwargs", type=_json_arg, default=None, help="JSON of extra backend arguments")
-    e.add_argument("--base-url", default=None, help="openai backend: server URL, e.g. http://localhost:8000/v1")
+    e.add_argument(
+        "--base-url",
+        default=None,
+        help="openai backend: server URL, e.g. http://localhost:8000/v1 (for videos, start `vllm serve` with "
+        "--trust-request-mm-kwargs)",
+    )
     e.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai backend: env var holding the key")
     e.add_argument("--device", default="auto", help="hf backend: cpu, cuda, auto")
 
