@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -124,3 +126,106 @@ def test_segmentation_scorer_with_compressed_rle_and_prompts() -> None:
     assert (
         score('<answer>{"size": [8, 8], "counts": [64]}</answer>', gt, "segmentation").accuracy == 0.0
     )  # size mismatch
+
+
+# -- DAVIS boundary F, against a direct transcription of its definitions (seg2bmap, skimage disk, f_measure) -----------
+def _grid_mask(grid: list[list[int]]) -> Mask:
+    h, w = len(grid), len(grid[0])
+    return Mask(h, w, sum(1 << (x * h + y) for y in range(h) for x in range(w) if grid[y][x]))
+
+
+def _bits_grid(bits: int, h: int, w: int) -> list[list[int]]:
+    return [[(bits >> (x * h + y)) & 1 for x in range(w)] for y in range(h)]
+
+
+def _ref_seg2bmap(g: list[list[int]]) -> list[list[int]]:
+    h, w = len(g), len(g[0])
+
+    def at(y: int, x: int) -> int:
+        return g[y][x] if y < h and x < w else 0
+
+    b = [[int(at(y, x) != at(y, x + 1) or at(y, x) != at(y + 1, x) or at(y, x) != at(y + 1, x + 1))
+          for x in range(w)] for y in range(h)]  # fmt: skip
+    for x in range(w):
+        b[h - 1][x] = int(at(h - 1, x) != at(h - 1, x + 1))
+    for y in range(h):
+        b[y][w - 1] = int(at(y, w - 1) != at(y + 1, w - 1))
+    b[h - 1][w - 1] = 0
+    return b
+
+
+def _ref_dilate(g: list[list[int]], r: int) -> list[list[int]]:
+    h, w = len(g), len(g[0])
+    disk = [(dy, dx) for dy in range(-r, r + 1) for dx in range(-r, r + 1) if dx * dx + dy * dy <= r * r]
+    return [[int(any(0 <= y - dy < h and 0 <= x - dx < w and g[y - dy][x - dx] for dy, dx in disk))
+             for x in range(w)] for y in range(h)]  # fmt: skip
+
+
+def _ref_f(pred: list[list[int]], gt: list[list[int]], bound_th: float = 0.008) -> float:
+    h, w = len(gt), len(gt[0])
+    r = math.ceil(bound_th * math.hypot(h, w))
+    bp, bg = _ref_seg2bmap(pred), _ref_seg2bmap(gt)
+    n_p, n_g = sum(map(sum, bp)), sum(map(sum, bg))
+    if n_p == 0 and n_g == 0:
+        return 1.0
+    if n_p == 0 or n_g == 0:
+        return 0.0
+    dg, dp = _ref_dilate(bg, r), _ref_dilate(bp, r)
+    precision = sum(bp[y][x] and dg[y][x] for y in range(h) for x in range(w)) / n_p
+    recall = sum(bg[y][x] and dp[y][x] for y in range(h) for x in range(w)) / n_g
+    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+
+def test_boundary_is_davis_seg2bmap_on_a_hand_case() -> None:
+    from evr1_rewards.masks import boundary
+
+    square = [[0, 0, 0, 0], [0, 1, 1, 0], [0, 1, 1, 0], [0, 0, 0, 0]]
+    # a pixel differs from its east / south / south-east neighbour: the square's edges and the pixels just before them
+    assert _bits_grid(boundary(_grid_mask(square)), 4, 4) == [
+        [1, 1, 1, 0],
+        [1, 0, 1, 0],
+        [1, 1, 1, 0],
+        [0, 0, 0, 0],
+    ]
+    # the last row / column compare east / south only, so the image border itself is never a boundary in DAVIS
+    full = [[1, 1, 1], [1, 1, 1]]
+    assert _bits_grid(boundary(_grid_mask(full)), 2, 3) == [[0, 0, 0], [0, 0, 0]]
+    corner = [[0, 0, 0], [0, 1, 1], [0, 1, 1]]
+    assert _bits_grid(boundary(_grid_mask(corner)), 3, 3) == [[1, 1, 1], [1, 0, 0], [1, 0, 0]]
+
+
+def test_disk_dilation_is_not_a_square() -> None:
+    from evr1_rewards.masks import dilate
+
+    dot = _grid_mask([[1 if (y, x) == (3, 3) else 0 for x in range(7)] for y in range(7)])
+    grown = _bits_grid(dilate(dot.bits, 7, 7, 2), 7, 7)
+    assert sum(map(sum, grown)) == 13  # skimage disk(2): 13 pixels, a 5x5 square would be 25
+    assert grown[1][1] == 0
+    assert grown[1][3] == grown[3][1] == grown[2][2] == 1
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_boundary_f_matches_davis_definitions_on_random_masks(seed: int) -> None:
+    import random
+
+    from evr1_rewards.masks import boundary, dilate
+
+    rng = random.Random(seed)
+    h, w = rng.randint(3, 40), rng.randint(3, 40)
+
+    def blobs() -> list[list[int]]:
+        g = [[0] * w for _ in range(h)]
+        for _ in range(rng.randint(0, 3)):
+            y0, x0 = rng.randrange(h), rng.randrange(w)
+            y1, x1 = min(h, y0 + rng.randint(1, h)), min(w, x0 + rng.randint(1, w))
+            for y in range(y0, y1):
+                for x in range(x0, x1):
+                    g[y][x] = 1 if rng.random() < 0.9 else g[y][x]
+        return g
+
+    pred, gt = blobs(), blobs()
+    assert _bits_grid(boundary(_grid_mask(gt)), h, w) == _ref_seg2bmap(gt)
+    radius = rng.randint(1, 4)
+    assert _bits_grid(dilate(_grid_mask(gt).bits, h, w, radius), h, w) == _ref_dilate(gt, radius)
+    bound_th = rng.choice([0.008, 0.05, 0.1])
+    assert boundary_f(_grid_mask(pred), _grid_mask(gt), bound_th) == pytest.approx(_ref_f(pred, gt, bound_th))

@@ -142,35 +142,42 @@ def _rows(h: int, w: int, y: int) -> int:
     return _to_int(buf)
 
 
-def _neighbours(m: Mask, full: int, top: int, bottom: int) -> tuple[int, int, int, int]:
-    b = m.bits
-    up = (b << 1) & ~top & full  # value of (x, y-1) at (x, y)
-    down = (b >> 1) & ~bottom  # value of (x, y+1)
-    left = (b << m.h) & full  # value of (x-1, y)
-    right = b >> m.h  # value of (x+1, y)
-    return up, down, left, right
+def _column(h: int, x: int) -> int:
+    return ((1 << h) - 1) << (x * h)
 
 
 def boundary(m: Mask) -> int:
-    """Foreground pixels with a background 4-neighbour (or on the image border)."""
-    full = (1 << (m.h * m.w)) - 1
-    top, bottom = _rows(m.h, m.w, 0), _rows(m.h, m.w, m.h - 1)
-    up, down, left, right = _neighbours(m, full, top, bottom)
-    return m.bits & ~(up & down & left & right)
+    """DAVIS's `seg2bmap`: pixels whose value differs from their east, south or south-east neighbour (outside the image
+    is background); the last row compares east only, the last column south only, the bottom-right corner never."""
+    h, w, b = m.h, m.w, m.bits
+    last_row, last_col = _rows(h, w, h - 1), _column(h, w - 1)
+    east = b >> h  # value of (x+1, y) at (x, y)
+    south = (b >> 1) & ~last_row  # value of (x, y+1)
+    south_east = (east >> 1) & ~last_row  # value of (x+1, y+1)
+    bmap = (b ^ east) | (b ^ south) | (b ^ south_east)
+    bmap = (bmap & ~last_row) | ((b ^ east) & last_row)
+    bmap = (bmap & ~last_col) | ((b ^ south) & last_col)
+    return bmap & ~(1 << ((w - 1) * h + h - 1))
 
 
 def dilate(bits: int, h: int, w: int, radius: int) -> int:
-    """Square dilation by `radius` pixels."""
+    """Dilation by a disk of `radius` pixels (skimage's `disk`: offsets with dx² + dy² <= radius², as DAVIS uses):
+    vertical dilations by 0..radius, each shifted across the columns it reaches."""
     full = (1 << (h * w)) - 1
     top, bottom = _rows(h, w, 0), _rows(h, w, h - 1)
+    vertical = [bits]
     for _ in range(radius):
-        bits = bits | ((bits << 1) & ~top & full) | ((bits >> 1) & ~bottom)
-        bits = bits | ((bits << h) & full) | (bits >> h)
-    return bits
+        cur = vertical[-1]
+        vertical.append(cur | ((cur << 1) & ~top & full) | ((cur >> 1) & ~bottom))
+    out = 0
+    for dx in range(-radius, radius + 1):
+        col = vertical[math.isqrt(radius * radius - dx * dx)]
+        out |= ((col << (dx * h)) & full) if dx >= 0 else (col >> (-dx * h))
+    return out
 
 
 def boundary_f(pred: Mask, gt: Mask, bound_th: float = 0.008) -> float:
-    """DAVIS boundary F-measure with a square structuring element of radius ceil(bound_th · diagonal)."""
+    """DAVIS boundary F-measure: `seg2bmap` boundaries matched within a disk of radius ceil(bound_th · diagonal)."""
     radius = max(1, math.ceil(bound_th * math.hypot(gt.h, gt.w)))
     bp, bg = boundary(pred), boundary(gt)
     np_, ng = _popcount(bp), _popcount(bg)
