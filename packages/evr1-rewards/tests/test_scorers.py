@@ -64,6 +64,19 @@ CASES = [
     ("number", "<answer>one hundred</answer>", "100", {}, 1.0),  # EVR1 reads 'one hundred' as 101
     ("numerical", "<answer>twenty-one</answer>", "21", {}, 1.0),  # hyphenated number words
     ("numerical", "<answer>two thousand and five</answer>", "2005", {}, 1.0),  # scales and 'and'
+    ("numerical", "<answer>三十五</answer>", "35", {}, 1.0),  # Chinese numerals
+    ("numerical", "<answer>一百零二</answer>", "102", {}, 1.0),  # 零 marks a skipped place
+    ("numerical", "<answer>两万三千</answer>", "23000", {}, 1.0),  # 两 and 万
+    ("numerical", "<answer>一亿二千万</answer>", "120000000", {}, 1.0),  # 亿 above 万
+    ("numerical", "<answer>十二</answer>", "12", {}, 1.0),  # a leading 十 is one ten
+    ("numerical", "<answer>三点五</answer>", "3.5", {}, 1.0),  # 点 is the decimal point
+    ("numerical", "<answer>负五</answer>", "-5", {}, 1.0),  # 负 is the sign
+    ("numerical", "<answer>百分之五十</answer>", "0.5", {}, 1.0),  # 百分之 is per cent
+    ("numerical", "<answer>二〇二四</answer>", "2024", {}, 1.0),  # bare digits read positionally
+    ("numerical", "<answer>贰拾</answer>", "20", {}, 1.0),  # financial numerals
+    ("numerical", "<answer>1.5万</answer>", "15000", {}, 1.0),  # an Arabic number scaled by 万
+    ("numerical", "<answer>第1步算出，共有三十五个</answer>", "35", {}, 1.0),  # the number written last wins
+    ("numerical", "<answer>三个人中选出2个</answer>", "2", {}, 1.0),  # … whichever script it is in
     ("numerical", "<answer>3/4</answer>", "0.75", {}, 1.0),  # fraction
     ("numerical", "<answer>$\\frac{3}{4}$</answer>", "0.75", {}, 1.0),  # LaTeX fraction
     ("numerical", "<answer>50%</answer>", "0.5", {}, 1.0),  # percent read as 0.5 …
@@ -78,7 +91,7 @@ CASES = [
     ("numerical", "<answer>12-20</answer>", "20", {}, 1.0),  # a range dash is not a minus sign
     ("numerical", "<answer>about 101</answer>", "100", {"rel_tol": 0.05}, 1.0),  # tolerance override from extras
     ("numerical", "<answer>no idea</answer>", "4", {}, 0.0),  # no number
-    ("numerical", "<answer>三</answer>", "3", {}, 0.0),  # Chinese numerals are not parsed (documented gap)
+    ("numerical", "<answer>三</answer>", "3", {}, 1.0),  # a single Chinese digit
     # ---------------------------------------------------------------- regression (MRA)
     ("regression", "<answer>2</answer>", "2", {}, 1.0),  # exact
     ("regression", "<answer>2.5</answer>", "2", {}, 0.5),  # boundary: EVR1 gives 0.6 (eps + float drift)

@@ -1,8 +1,9 @@
 """Number parsing for numerical, regression and math answers: linear, bounded, never raises on model output.
 
 Reads integers, decimals, thousands separators (`1,000`), signs (ASCII and `−`), fractions (`3/4`, `\\frac{3}{4}`),
-percentages (`50%`, `50\\%`, `50 percent`), scientific notation (`1.5e3`, `1.5 × 10^3`) and English number words
-(`twenty-one`, `one hundred and five`, `two thousand`).
+percentages (`50%`, `50\\%`, `50 percent`), scientific notation (`1.5e3`, `1.5 × 10^3`), English number words
+(`twenty-one`, `one hundred and five`, `two thousand`) and Chinese numerals (`三十五`, `一百零二`, `两万三千`, `三点五`,
+`百分之五十`, `二〇二四`, financial `贰拾`, and Arabic numbers scaled by 万/亿: `1.5万`).
 """
 
 from __future__ import annotations
@@ -112,15 +113,68 @@ def _first_number(text: str) -> Number | None:
     return None
 
 
-def _last_number(text: str) -> Number | None:
-    """The last number, converting only from the end (a flood of numbers costs one regex pass, not one parse each)."""
+def _last_number(text: str) -> tuple[int, Number] | None:
+    """The last number and where it ends in the window, converting only from the end (a flood of numbers costs one
+    regex pass, not one parse each). An Arabic number followed by 万 / 亿 is scaled by it."""
     window = tail(text, SCAN_CHARS)
     matches = list(_NUM.finditer(window))
     for m in reversed(matches):
         n = _from_match(window, m)
         if n is not None:
-            return n
+            after = window[m.end() : m.end() + 2]
+            unit = after[1:] if after[:1] == " " else after[:1]
+            if m.group("pct") is None and unit in _CN_BIG:
+                return m.end() + len(after[: after.index(unit) + 1]), Number(n.value * _CN_BIG[unit])
+            return m.end(), n
     return None
+
+
+_CN_DIGITS = {
+    "零": 0, "〇": 0, "一": 1, "壹": 1, "二": 2, "两": 2, "兩": 2, "贰": 2, "貳": 2, "三": 3, "叁": 3, "參": 3,
+    "四": 4, "肆": 4, "五": 5, "伍": 5, "六": 6, "陆": 6, "陸": 6, "七": 7, "柒": 7, "八": 8, "捌": 8, "九": 9, "玖": 9,
+}  # fmt: skip
+_CN_SMALL = {"十": 10, "拾": 10, "百": 100, "佰": 100, "千": 1000, "仟": 1000}
+_CN_BIG = {"万": 10**4, "萬": 10**4, "亿": 10**8, "億": 10**8}
+_CN_RUN = re.compile(
+    "(?P<pct>百分之)?(?P<neg>[负負])?(?P<int>[" + "".join([*_CN_DIGITS, *_CN_SMALL, *_CN_BIG]) + "]{1,40})"
+    "(?:[点點](?P<dec>[" + "".join(_CN_DIGITS) + "]{1,20}))?"
+)
+
+
+def _cn_integer(run: str) -> int:
+    """一百零二 = 102, 两万三千 = 23000, 十二 = 12, 一亿二千万 = 120000000; a run of bare digits reads positionally
+    (二〇二四 = 2024)."""
+    if not any(ch in _CN_SMALL or ch in _CN_BIG for ch in run):
+        return int("".join(str(_CN_DIGITS[ch]) for ch in run))
+    total = section = number = 0
+    for ch in run:
+        if ch in _CN_DIGITS:
+            number = _CN_DIGITS[ch]
+        elif ch in _CN_SMALL:
+            section += (number or 1) * _CN_SMALL[ch]
+            number = 0
+        elif _CN_BIG[ch] == 10**8:
+            total = ((total + section + number) or 1) * 10**8  # a bare 亿 is one 亿
+            section = number = 0
+        else:
+            section = ((section + number) or (0 if total else 1)) * 10**4
+            number = 0
+    return total + section + number
+
+
+def chinese_to_number(text: str) -> tuple[int, Number] | None:
+    """The last Chinese numeral in the tail of `text` and where it ends there (None when there is none)."""
+    window = tail(text, SCAN_CHARS)
+    matches = list(_CN_RUN.finditer(window))
+    if not matches:
+        return None
+    last = matches[-1]
+    value = float(_cn_integer(last.group("int")))
+    if last.group("dec"):
+        value += float("0." + "".join(str(_CN_DIGITS[ch]) for ch in last.group("dec")))
+    if last.group("neg"):
+        value = -value
+    return last.end(), Number(value, percent=last.group("pct") is not None)
 
 
 def words_to_number(text: str) -> float | None:
@@ -176,9 +230,10 @@ def parse_number(text: str) -> Number | None:
         after = _first_number(text[eq + 1 :])
         if after is not None:
             return after
-    last = _last_number(text)
-    if last is not None:
-        return last
+    arabic, chinese = _last_number(text), chinese_to_number(text)
+    if arabic is not None or chinese is not None:
+        # whichever ends later in the answer ("第1步 … 答案是三十五" -> 35; "三个里选了2" -> 2)
+        return max((x for x in (arabic, chinese) if x is not None), key=lambda x: x[0])[1]
     w = words_to_number(text)
     return Number(w) if w is not None else None
 
