@@ -366,3 +366,46 @@ def test_generation_params_are_validated() -> None:
         GenerationParams(max_tokens=0)
     with pytest.raises(ValueError, match="temperature"):
         GenerationParams(temperature=-1)
+
+
+def test_without_video_baseline_gives_video_mmmu_delta_knowledge(tmp_path: Path) -> None:
+    """`--without-video` sends no frames (images stay), is recorded, never mixes into a normal run, and `report`
+    pairs it with a normal run into Video-MMMU's Δknowledge on the Adaptation track."""
+    from evr1_eval.benchmarks import get_benchmark
+    from evr1_eval.report import collect_run, delta_knowledge, write_report
+
+    def row(i: int, gt: str, image: bool) -> dict:
+        return {"problem_id": f"p{i}", "problem": "Which?", "options": ["A. x", "B. y", "C. z"],
+                "solution": f"<answer>{gt}</answer>", "problem_type": "multiple choice", "path": f"v{i}.mp4",
+                **({"image_path": f"i{i}.png"} if image else {})}  # fmt: skip
+
+    ann = tmp_path / "videommmu.json"
+    ann.write_text(json.dumps([row(i, "A", image=i < 4) for i in range(6)]))
+    bench = get_benchmark("videommmu")
+    job = Job(bench, bench.load(ann).samples, source="sha:v")
+    # Adaptation rows p0..p3: 1 of 4 right without the video, 3 of 4 with it
+    before = fake(response="B", responses={"p0": "A"})
+    after = fake(response="A", responses={"p3": "B"})
+    run(tmp_path / "base", before, [job], without_video=True)
+    run(tmp_path / "rl", after, [job])
+    assert all(s.video_shapes == () for s in before.seen)
+    assert sorted(s.id for s in before.seen if s.image_shapes) == ["p0", "p1", "p2", "p3"]
+    assert all(len(s.video_shapes) == 1 for s in after.seen)
+    assert json.loads((tmp_path / "base" / "videommmu" / "run.json").read_text())["fingerprint"]["without_video"]
+    assert "without_video" not in json.loads((tmp_path / "rl" / "videommmu" / "run.json").read_text())["fingerprint"]
+    with pytest.raises(SettingsMismatch, match="without_video"):
+        run(tmp_path / "base", fake(), [job])  # the baseline folder never takes rows with video
+
+    runs = [collect_run(tmp_path / "base"), collect_run(tmp_path / "rl")]
+    assert runs[0].summaries["videommmu"].metrics["track/Adaptation"] == 25.0
+    delta = delta_knowledge(runs)
+    assert delta is not None
+    assert delta["baseline"] == "base"
+    assert delta["runs"] == {"rl": pytest.approx((75.0 - 25.0) / (100.0 - 25.0) * 100.0)}
+    write_report(runs, tmp_path / "report", chart="none")
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## Video-MMMU Δknowledge" in md
+    assert "| rl | +66.7 |" in md
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert summary["videommmu_delta_knowledge"]["before"] == 25.0
+    assert delta_knowledge(runs[1:]) is None  # no baseline, no Δknowledge

@@ -133,8 +133,58 @@ def markdown_table(runs: Sequence[RunReport]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Video-MMMU's Δknowledge: how much of the Adaptation accuracy a run gains by watching the lecture video, relative to
+#: what was left to gain without it (arXiv 2501.13826): (after - before) / (100 - before) x 100.
+DELTA_BENCH, DELTA_TRACK = "videommmu", "track/Adaptation"
+
+
+def without_video(run: RunReport, bench: str) -> bool:
+    """Was this run's `bench` evaluated with `--without-video` (recorded in its run.json fingerprint)?"""
+    record = run.settings.get(bench) or {}
+    return bool(dict(record.get("fingerprint") or {}).get("without_video"))
+
+
+def delta_knowledge(runs: Sequence[RunReport]) -> dict[str, Any] | None:
+    """Δknowledge of every normal Video-MMMU run against the `--without-video` run (the first, if several); None
+    unless both kinds are present. Per run: the value, or None when a side lacks Adaptation rows or before is 100."""
+    names = _unique_names(runs)
+    pairs = [(n, r) for n, r in zip(names, runs, strict=True) if DELTA_BENCH in r.summaries]
+    baselines = [(n, r) for n, r in pairs if without_video(r, DELTA_BENCH)]
+    after = [(n, r) for n, r in pairs if not without_video(r, DELTA_BENCH)]
+    if not baselines or not after:
+        return None
+    base_name, base = baselines[0]
+    before = base.summaries[DELTA_BENCH].metrics.get(DELTA_TRACK)
+    values: dict[str, float | None] = {}
+    for name, run in after:
+        acc = run.summaries[DELTA_BENCH].metrics.get(DELTA_TRACK)
+        ok = before is not None and acc is not None and before < 100.0
+        values[name] = (acc - before) / (100.0 - before) * 100.0 if ok else None  # type: ignore[operator]
+    notes = [f"{len(baselines)} --without-video runs: {base_name} is the baseline"] if len(baselines) > 1 else []
+    return {"baseline": base_name, "before": before, "runs": values, "notes": notes}
+
+
+def _delta_markdown(delta: Mapping[str, Any]) -> str:
+    before = delta["before"]
+    lines = [
+        "## Video-MMMU Δknowledge",
+        "",
+        f"Adaptation accuracy without the video ({delta['baseline']}): "
+        + ("n/a" if before is None else f"{before:.1f}")
+        + ". Δknowledge = (after - before) / (100 - before) x 100.",
+        "",
+        "| run | Δknowledge (%) |",
+        "|---|---|",
+        *(f"| {n} | {'n/a' if v is None else f'{v:+.1f}'} |" for n, v in delta["runs"].items()),
+        *(f"\n{note}" for note in delta["notes"]),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def summary_json(runs: Sequence[RunReport]) -> dict[str, Any]:
+    delta = delta_knowledge(runs)
     return {
+        **({"videommmu_delta_knowledge": delta} if delta else {}),
         "runs": [
             {
                 "name": name,
@@ -144,7 +194,7 @@ def summary_json(runs: Sequence[RunReport]) -> dict[str, Any]:
                 "problems": list(run.problems),
             }
             for name, run in zip(_unique_names(runs), runs, strict=True)
-        ]
+        ],
     }
 
 
@@ -251,6 +301,9 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
         for n in s.notes
     ]
     md = "# evr1-eval report\n\n" + table + ("\n## Notes\n\n" + "\n".join(notes) + "\n" if notes else "")
+    delta = delta_knowledge(runs)
+    if delta:
+        md += "\n" + _delta_markdown(delta)
     tmp = out_dir / ".report.md.tmp"
     tmp.write_text(md, encoding="utf-8")
     tmp.replace(out_dir / "report.md")

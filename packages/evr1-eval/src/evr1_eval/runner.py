@@ -87,6 +87,9 @@ class RunConfig:
     #: Replace fields of each benchmark's SamplingSpec (fps, max_frames, max_pixels...).
     sampling_overrides: Mapping[str, Any] = field(default_factory=dict)
     system_prompt: str | None = None
+    #: Send no videos (images and text only): the "before" run of Video-MMMU's Δknowledge, which `report` pairs with a
+    #: normal run. Recorded in the settings, so it never mixes with a normal run's rows.
+    without_video: bool = False
     progress: bool = True
     #: Extra facts recorded in run.json's "info" (command line, annotation file...).
     info: Mapping[str, Any] = field(default_factory=dict)
@@ -204,6 +207,7 @@ class Runner:
             "judge": self.judge_settings,
             "rank": c.rank,
             "world_size": c.world_size,
+            **({"without_video": True} if c.without_video else {}),
         }
 
     def _prepare(self, job: Job) -> _State:
@@ -256,7 +260,8 @@ class Runner:
         t0 = time.perf_counter()
         tokens = 0
         try:
-            media = await loop.run_in_executor(pool, self.media.load, sample, st.spec)
+            shown = dataclasses.replace(sample, videos=()) if self.config.without_video else sample
+            media = await loop.run_in_executor(pool, self.media.load, shown, st.spec)
         except Exception as exc:
             row = error_row(bench, sample, f"media: {_describe(exc)}")
         else:

@@ -1,7 +1,9 @@
 """Video-MMMU (arXiv 2501.13826): 900 questions (Perception / Comprehension / Adaptation x 300), MC up to 10 options
 plus numerical answers. Accuracy per track; MC extraction: lmms-eval `extract_mcq_answer` over the row's letters;
-numerical rows: evr1-rewards numerical scorer. Δknowledge needs a second run without the lecture video and is
-not computed here. EasyVideoR1's file has no track labels: only the Adaptation rows (those with an image) are known. EasyVideoR1's `videommmu_with_image.json` appends the Adaptation image after the video.
+numerical rows: evr1-rewards numerical scorer. Δknowledge (Adaptation) needs a second run without the lecture video:
+`evr1-eval run … --without-video`, then `evr1-eval report` over both runs computes it. EasyVideoR1's file has no track
+labels: only the Adaptation rows (those with an image) are known. EasyVideoR1's `videommmu_with_image.json` appends the
+Adaptation image after the video.
 """
 
 from collections.abc import Mapping
@@ -25,6 +27,6 @@ BENCHMARK = register(
         group_fields={"track": ("track", "question_type", "category")},
         derived_groups={"track": _adaptation},
         scorer=letter_rule(lambda s, r: lmms_mcq_extract(r, letters_of(s, "ABCDEFGHIJ")), "lmms-extract-mcq"),
-        notes=("Δknowledge (Adaptation) needs a no-video baseline run: not computed",),
+        notes=("Δknowledge (Adaptation): add a `run --without-video` baseline and `report` both runs",),
     )
 )

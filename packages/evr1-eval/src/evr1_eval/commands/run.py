@@ -54,6 +54,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--retry-errors", action="store_true", help="run error rows of an earlier attempt again")
     p.add_argument("--request-timeout", type=float, default=None, help="seconds before a request is an error row")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument(
+        "--without-video",
+        action="store_true",
+        help="send no videos (text and images only): the baseline run for Video-MMMU's Δknowledge in `report`",
+    )
 
     g = p.add_argument_group("generation (recorded; greedy by default)")
     g.add_argument("--max-tokens", type=int, default=1024)
@@ -176,6 +181,7 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
         retry_errors=args.retry_errors,
         sampling_overrides=overrides,
         system_prompt=args.system_prompt,
+        without_video=args.without_video,
         progress=not args.no_progress,
         info={"command": sys.argv, "backend_config": repr(backend_config(args))},
     )
