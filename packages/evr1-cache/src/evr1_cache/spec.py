@@ -17,7 +17,7 @@ import math
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final, TypeVar
 
 __all__ = [
     "FRAME_FACTOR",
@@ -106,8 +106,46 @@ def _short_hash(payload: Mapping[str, Any]) -> str:
 # -- settings ---------------------------------------------------------------------------------------------------------
 
 
+_S = TypeVar("_S", bound="_Settings")
+
+
+class _Settings:
+    """What both specs share: canonical dict, strict inverse and a stable key (`kind` keeps the two apart)."""
+
+    _kind: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical settings (defaults resolved), as stored next to a cache."""
+        result: dict[str, Any] = dataclasses.asdict(self)  # type: ignore[call-overload]
+        return result
+
+    @classmethod
+    def from_dict(cls: type[_S], data: Mapping[str, Any]) -> _S:
+        """Inverse of `to_dict`; unknown keys are an error naming the closest known one."""
+        result: _S = _from_mapping(cls, data)
+        return result
+
+    def key(self) -> str:
+        """16 hex chars of sha256 over the canonical JSON of the settings + SPEC_VERSION: the cache folder name."""
+        return _short_hash({"kind": self._kind, "spec_version": SPEC_VERSION, **self.to_dict()})
+
+
+def _pixel_budget(spec: Any, owner: str, min_tokens: int, max_tokens: int) -> None:
+    """Resolve `size_factor` and the per-frame pixel bounds (defaults: token counts x factor**2) in place."""
+    factor = _size_factor(owner, spec.size_factor)
+    _set(spec, "size_factor", factor)
+    min_pixels = min_tokens * factor * factor if spec.min_pixels is None else spec.min_pixels
+    max_pixels = max_tokens * factor * factor if spec.max_pixels is None else spec.max_pixels
+    min_pixels = _int(owner, "min_pixels", min_pixels, 1)
+    max_pixels = _int(owner, "max_pixels", max_pixels, 1)
+    if max_pixels < min_pixels:
+        raise ValueError(f"{owner}: max_pixels ({max_pixels}) must be >= min_pixels ({min_pixels})")
+    _set(spec, "min_pixels", min_pixels)
+    _set(spec, "max_pixels", max_pixels)
+
+
 @dataclass(frozen=True)
-class SamplingSpec:
+class SamplingSpec(_Settings):
     """How frames are chosen and sized for one video: Qwen's `fps`/`nframes` + pixel-budget settings, frozen.
 
     Exactly one of `fps` (target frames per second, bounded by `min_frames`/`max_frames`) and `nframes` (a fixed
@@ -123,6 +161,7 @@ class SamplingSpec:
     max_pixels: int | None = None
     total_pixels: int | None = None
     size_factor: int = 28
+    _kind: ClassVar[str] = "video"
 
     def __post_init__(self) -> None:
         owner = "SamplingSpec"
@@ -141,68 +180,22 @@ class SamplingSpec:
             raise ValueError(f"{owner}: max_frames ({max_frames}) must be >= min_frames ({min_frames})")
         _set(self, "min_frames", min_frames)
         _set(self, "max_frames", max_frames)
-        factor = _size_factor(owner, self.size_factor)
-        _set(self, "size_factor", factor)
-        min_pixels = VIDEO_MIN_TOKENS * factor * factor if self.min_pixels is None else self.min_pixels
-        max_pixels = VIDEO_MAX_TOKENS * factor * factor if self.max_pixels is None else self.max_pixels
-        min_pixels = _int(owner, "min_pixels", min_pixels, 1)
-        max_pixels = _int(owner, "max_pixels", max_pixels, 1)
-        if max_pixels < min_pixels:
-            raise ValueError(f"{owner}: max_pixels ({max_pixels}) must be >= min_pixels ({min_pixels})")
-        _set(self, "min_pixels", min_pixels)
-        _set(self, "max_pixels", max_pixels)
+        _pixel_budget(self, owner, VIDEO_MIN_TOKENS, VIDEO_MAX_TOKENS)
         if self.total_pixels is not None:
             _set(self, "total_pixels", _int(owner, "total_pixels", self.total_pixels, 1))
 
-    def to_dict(self) -> dict[str, Any]:
-        """The canonical settings (defaults resolved), as stored next to a cache."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SamplingSpec:
-        """Inverse of `to_dict`; unknown keys are an error naming the closest known one."""
-        result: SamplingSpec = _from_mapping(cls, data)
-        return result
-
-    def key(self) -> str:
-        """16 hex chars of sha256 over the canonical JSON of the settings + SPEC_VERSION: the cache folder name."""
-        return _short_hash({"kind": "video", "spec_version": SPEC_VERSION, **self.to_dict()})
-
 
 @dataclass(frozen=True)
-class ImageSpec:
+class ImageSpec(_Settings):
     """Pixel budget for still images, independent of the video budget (qwen-vl-utils' `fetch_image` defaults)."""
 
     min_pixels: int | None = None
     max_pixels: int | None = None
     size_factor: int = 28
+    _kind: ClassVar[str] = "image"
 
     def __post_init__(self) -> None:
-        owner = "ImageSpec"
-        factor = _size_factor(owner, self.size_factor)
-        _set(self, "size_factor", factor)
-        min_pixels = IMAGE_MIN_TOKENS * factor * factor if self.min_pixels is None else self.min_pixels
-        max_pixels = IMAGE_MAX_TOKENS * factor * factor if self.max_pixels is None else self.max_pixels
-        min_pixels = _int(owner, "min_pixels", min_pixels, 1)
-        max_pixels = _int(owner, "max_pixels", max_pixels, 1)
-        if max_pixels < min_pixels:
-            raise ValueError(f"{owner}: max_pixels ({max_pixels}) must be >= min_pixels ({min_pixels})")
-        _set(self, "min_pixels", min_pixels)
-        _set(self, "max_pixels", max_pixels)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The canonical settings (defaults resolved)."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ImageSpec:
-        """Inverse of `to_dict`; unknown keys are an error naming the closest known one."""
-        result: ImageSpec = _from_mapping(cls, data)
-        return result
-
-    def key(self) -> str:
-        """16 hex chars of sha256 over the canonical JSON of the settings + SPEC_VERSION."""
-        return _short_hash({"kind": "image", "spec_version": SPEC_VERSION, **self.to_dict()})
+        _pixel_budget(self, "ImageSpec", IMAGE_MIN_TOKENS, IMAGE_MAX_TOKENS)
 
 
 # -- frame selection ----------------------------------------------------------------------------------------------------
