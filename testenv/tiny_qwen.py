@@ -99,6 +99,29 @@ def _text_config(tok, head_dim: int, mrope: list[int], rope_theta: float, interl
     }
 
 
+def _vl_config(config_cls, tok, text: dict, vision: dict):
+    """A Qwen-VL config over the tiny text/vision towers, with the tokenizer's vision token ids."""
+    ids = _token_ids(tok)
+    return config_cls(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+
+
+def _random_model(model_cls, cfg):
+    """Seeded random bf16 weights: the same tiny model on every run."""
+    import torch
+
+    cfg.dtype = torch.bfloat16
+    torch.manual_seed(0)
+    return model_cls(cfg).to(torch.bfloat16)
+
+
 def _save(model, processor, out: Path) -> None:
     model.save_pretrained(out)
     processor.save_pretrained(out)
@@ -106,7 +129,6 @@ def _save(model, processor, out: Path) -> None:
 
 
 def build_qwen2_5_vl(out: Path, tok, head_dim: int) -> None:
-    import torch
     from transformers import (
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
@@ -120,21 +142,10 @@ def build_qwen2_5_vl(out: Path, tok, head_dim: int) -> None:
     text = _text_config(tok, head_dim, mrope, 1_000_000.0, interleaved=False)
     text["rope_parameters"]["type"] = "mrope"
     vision = _vision_config(head_dim, 14, window_size=56, fullatt_block_indexes=[1])
-    ids = _token_ids(tok)
-    cfg = Qwen2_5_VLConfig(
-        text_config=text,
-        vision_config=vision,
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=True,
-    )
+    cfg = _vl_config(Qwen2_5_VLConfig, tok, text, vision)
     for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
         setattr(cfg, key, text[key])
-    cfg.dtype = torch.bfloat16
-    torch.manual_seed(0)
-    model = Qwen2_5_VLForConditionalGeneration(cfg).to(torch.bfloat16)
+    model = _random_model(Qwen2_5_VLForConditionalGeneration, cfg)
     pixels = {"min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 64}
     common = {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2}
     processor = Qwen2_5_VLProcessor(
@@ -163,7 +174,6 @@ def _vision_config(head_dim: int, patch_size: int, **family: Any) -> dict[str, A
 
 
 def build_qwen3_vl(out: Path, tok, head_dim: int) -> None:
-    import torch
     from transformers import (
         Qwen2VLImageProcessor,
         Qwen3VLConfig,
@@ -176,19 +186,8 @@ def build_qwen3_vl(out: Path, tok, head_dim: int) -> None:
     mrope = [half - 2 * (half * 3 // 8), half * 3 // 8, half * 3 // 8]
     text = _text_config(tok, head_dim, mrope, 5_000_000.0, interleaved=True)
     vision = _vision_config(head_dim, 16, num_position_embeddings=64, deepstack_visual_indexes=[0])
-    ids = _token_ids(tok)
-    cfg = Qwen3VLConfig(
-        text_config=text,
-        vision_config=vision,
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=True,
-    )
-    cfg.dtype = torch.bfloat16
-    torch.manual_seed(0)
-    model = Qwen3VLForConditionalGeneration(cfg).to(torch.bfloat16)
+    cfg = _vl_config(Qwen3VLConfig, tok, text, vision)
+    model = _random_model(Qwen3VLForConditionalGeneration, cfg)
     norm = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
     common = {"patch_size": 16, "merge_size": 2, "temporal_patch_size": 2}
     processor = Qwen3VLProcessor(
