@@ -123,38 +123,13 @@ def test_precompute_then_run_reads_the_cache(
 
 
 def test_run_reports_unknown_benchmark_and_missing_annotations(dataset: Path, tmp_path: Path, capsys) -> None:
-    code = main(
-        [
-            "run",
-            "--model",
-            "m",
-            "--backend",
-            "fake",
-            "--benchmarks",
-            "mvbenh",
-            "--annotations-dir",
-            str(dataset),
-            "--out",
-            str(tmp_path),
-        ]
-    )
-    assert code == 2
+    def run_fake(bench: str, annotations: Path) -> int:
+        args = ["--model", "m", "--backend", "fake", "--benchmarks", bench, "--annotations-dir", str(annotations)]
+        return main(["run", *args, "--out", str(tmp_path)])
+
+    assert run_fake("mvbenh", dataset) == 2
     assert "mvbench" in capsys.readouterr().err
-    code = main(
-        [
-            "run",
-            "--model",
-            "m",
-            "--backend",
-            "fake",
-            "--benchmarks",
-            "videomme",
-            "--annotations-dir",
-            str(dataset / "ann"),
-            "--out",
-            str(tmp_path),
-        ]
-    )
+    code = run_fake("videomme", dataset / "ann")
     err = capsys.readouterr().err
     assert code == 2
     assert "videomme.json" in err
