@@ -35,6 +35,17 @@ class VideoInput:
     key: str | None = None
 
 
+#: What Qwen-VL's processors need to time pre-sampled frames (`VideoMeta.to_hf()` provides them).
+REQUIRED_VIDEO_METADATA = frozenset({"fps", "frames_indices", "total_num_frames"})
+
+
+def check_video_metadata(metadata: Mapping[str, Any]) -> None:
+    """Refuse frames whose metadata cannot time them, naming what is missing and where it comes from."""
+    missing = REQUIRED_VIDEO_METADATA - set(metadata)
+    if missing:
+        raise BackendError(f"video metadata lacks {sorted(missing)}: pass VideoMeta.to_hf() from evr1-cache")
+
+
 @dataclass(frozen=True, slots=True)
 class ImageInput:
     pixels: np.ndarray  # uint8 [H, W, 3]

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata as importlib_metadata
 from typing import Any
 
-from evr1_eval.backends.base import BackendConfig, BackendError, GenerationParams, Request
+from evr1_eval.backends.base import BackendConfig, BackendError, GenerationParams, Request, check_video_metadata
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 
@@ -60,9 +60,7 @@ class HfBackend:
         kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
         if request.videos:
             for v in request.videos:
-                missing = {"fps", "frames_indices", "total_num_frames"} - set(v.metadata)
-                if missing:
-                    raise BackendError(f"video metadata lacks {sorted(missing)}: pass VideoMeta.to_hf()")
+                check_video_metadata(v.metadata)
             kwargs["videos"] = [v.frames for v in request.videos]
             kwargs["video_metadata"] = [
                 {k: val for k, val in v.metadata.items() if k != "do_sample_frames"} for v in request.videos

@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from evr1_eval.backends.base import BackendConfig, BackendError, GenerationParams, Request
+from evr1_eval.backends.base import BackendConfig, BackendError, GenerationParams, Request, check_video_metadata
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 
@@ -51,9 +51,7 @@ def video_media_io_kwargs(request: Request) -> dict[str, dict[str, Any]] | None:
 
 
 def _video_timing(metadata: Mapping[str, Any], n_frames: int) -> dict[str, Any]:
-    missing = {"fps", "frames_indices", "total_num_frames"} - set(metadata)
-    if missing:
-        raise BackendError(f"video metadata lacks {sorted(missing)}: pass VideoMeta.to_hf() from evr1-cache")
+    check_video_metadata(metadata)
     indices = [int(i) for i in metadata["frames_indices"]]
     if len(indices) != n_frames:
         raise BackendError(f"video metadata has {len(indices)} frames_indices for {n_frames} frames")

@@ -11,7 +11,14 @@ import uuid
 from importlib import metadata as importlib_metadata
 from typing import Any
 
-from evr1_eval.backends.base import BackendConfig, BackendError, EngineDead, GenerationParams, Request
+from evr1_eval.backends.base import (
+    BackendConfig,
+    BackendError,
+    EngineDead,
+    GenerationParams,
+    Request,
+    check_video_metadata,
+)
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 
@@ -54,9 +61,7 @@ def engine_args(config: BackendConfig) -> dict[str, Any]:
 
 def video_item(frames: Any, metadata: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """vLLM's video item: frames plus transformers-style metadata; re-sampling in the processor is switched off."""
-    missing = {"fps", "frames_indices", "total_num_frames"} - set(metadata)
-    if missing:
-        raise BackendError(f"video metadata lacks {sorted(missing)}: pass VideoMeta.to_hf() from evr1-cache")
+    check_video_metadata(metadata)
     return frames, {**metadata, "do_sample_frames": False}
 
 
