@@ -104,8 +104,12 @@ def integration(session: nox.Session) -> None:
 
 def install_torchvision_shim(session: nox.Session) -> None:
     """Test env only: drop CUDA-linked torchaudio/torchcodec and load testenv/torchvision_cpu_shim.py from a .pth."""
-    session.run("python", "-m", "pip", "uninstall", "-y", "-q", "torchaudio", "torchcodec", silent=True)
-    site = session.run("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", silent=True).strip()
+    # run_install: part of building the venv, so `--install-only` (build it for the benchmarks) does it too
+    session.run_install("python", "-m", "pip", "uninstall", "-y", "-q", "torchaudio", "torchcodec", silent=True)
+    out = session.run_install("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", silent=True)
+    if out is None:  # --no-install (-R): the venv, shim included, is the one built before
+        return
+    site = out.strip()
     shim = ROOT / "testenv" / "torchvision_cpu_shim.py"
     Path(site, "_evr1_tv_cpu_shim.py").write_text(shim.read_text())
     Path(site, "zz_evr1_tv_cpu_shim.pth").write_text("import _evr1_tv_cpu_shim\n")
@@ -310,3 +314,27 @@ def train_e2e(session: nox.Session) -> None:
             *session.posargs,
             env=TRAIN_ENV,
         )
+
+
+# -- the GPU check's dry run (issue 17) ----------------------------------------------------------------------------
+
+#: What the lent GPU machines' image holds that the local engine uses (torch 2.11 + CUDA, transformers 5.17,
+#: torchvision) plus the small libraries it ships with; the CUDA build of torch runs on a CPU.
+GPU_IMAGE_REQS = ("torch==2.11.0", "torchvision==0.26.0", "transformers==5.17.0", "numpy", "pillow", "safetensors",
+                  "tqdm", "pyyaml", "packaging", "matplotlib", "pandas", "pyarrow", "psutil", "requests", "jinja2")  # fmt: skip
+
+
+@nox.session(python=HOST, venv_backend="virtualenv", default=False)
+def gpu_check_cpu(session: nox.Session) -> None:
+    """benchmarks/gpu_check.py on CPU in a venv holding only what the GPU image holds: `--prepare` fetches what it
+    lacks (verl, hydra, PyAV, datasets, ... as wheels) and the check installs those offline, as on the GPU machine,
+    then runs a 4-step quickstart and train_step_cache.py (1 step per mode). CUDA itself is not exercised."""
+    session.install("--no-compile", *GPU_IMAGE_REQS)
+    carried = Path(session.create_tmp()) / "gpu_check_carried"
+    version = session.run("python", "-c", "import sys; print('%d.%d' % sys.version_info[:2])", silent=True)
+    session.run("python", str(ROOT / "benchmarks" / "gpu_check.py"), "--prepare", "--carried", str(carried),
+                "--python-version", str(version).strip())  # fmt: skip
+    work = Path(session.create_tmp()) / "gpu_check_work"
+    session.run("bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--device", "cpu", "--carried", str(carried),
+                "--work", str(work), "--quickstart-steps", "4", "--tsc-steps", "1", *session.posargs,
+                env={"PYTHON": "python", "TOKENIZERS_PARALLELISM": "false"}, external=True)  # fmt: skip
