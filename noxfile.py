@@ -102,10 +102,11 @@ def integration(session: nox.Session) -> None:
     session.run("pytest", str(ROOT / "tests"), *session.posargs)
 
 
-def install_torchvision_shim(session: nox.Session) -> None:
+def install_torchvision_shim(session: nox.Session, drop: tuple[str, ...] = ("torchaudio", "torchcodec")) -> None:
     """Test env only: drop CUDA-linked torchaudio/torchcodec and load testenv/torchvision_cpu_shim.py from a .pth."""
     # run_install: part of building the venv, so `--install-only` (build it for the benchmarks) does it too
-    session.run_install("python", "-m", "pip", "uninstall", "-y", "-q", "torchaudio", "torchcodec", silent=True)
+    if drop:
+        session.run_install("python", "-m", "pip", "uninstall", "-y", "-q", *drop, silent=True)
     out = session.run_install("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", silent=True)
     if out is None:  # --no-install (-R): the venv, shim included, is the one built before
         return
@@ -338,3 +339,17 @@ def gpu_check_cpu(session: nox.Session) -> None:
     session.run("bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--device", "cpu", "--carried", str(carried),
                 "--work", str(work), "--quickstart-steps", "4", "--tsc-steps", "1", *session.posargs,
                 env={"PYTHON": "python", "TOKENIZERS_PARALLELISM": "false"}, external=True)  # fmt: skip
+
+
+# -- benchmark environments (not tests: `uvx nox -s NAME -- ARGS` builds the venv and runs the script) ---------------
+
+
+@nox.session(python=HOST, venv_backend="virtualenv", default=False)
+def bench_cache(session: nox.Session) -> None:
+    """benchmarks/cache_vs_decode.py in its pip venv: CPU-friendly torch, torchvision, torchcodec 0.13 (a CPU build),
+    qwen-vl-utils 0.0.14 and evr1-cache; arguments after `--` go to the script (e.g. `-- --runs 5 --json b.json`)."""
+    session.install("--no-compile", "torch==2.13.0")
+    session.install("--no-deps", "torchvision==0.28.0", "torchcodec==0.13.0")
+    session.install("qwen-vl-utils==0.0.14", str(member("evr1-cache")))
+    install_torchvision_shim(session, drop=("torchaudio",))  # keep torchcodec: qwen-vl-utils decodes with it
+    session.run("python", str(ROOT / "benchmarks" / "cache_vs_decode.py"), *session.posargs)
