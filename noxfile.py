@@ -337,7 +337,7 @@ def gpu_check_cpu(session: nox.Session) -> None:
                 "--python-version", str(version).strip())  # fmt: skip
     work = Path(session.create_tmp()) / "gpu_check_work"
     session.run("bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--device", "cpu", "--carried", str(carried),
-                "--work", str(work), "--quickstart-steps", "4", "--tsc-steps", "1", *session.posargs,
+                "--work", str(work), "--quickstart-steps", "4", "--tsc-steps", "1", "--budget", "3600", *session.posargs,
                 env={"PYTHON": "python", "TOKENIZERS_PARALLELISM": "false"}, external=True)  # fmt: skip
 
 

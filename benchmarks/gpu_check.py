@@ -139,12 +139,13 @@ def run_step(name: str, cmd: list[str], env: dict[str, str], log_file: Path, tim
     log(f"{name}: {' '.join(cmd)}")
     t0 = time.perf_counter()
     with open(log_file, "w", encoding="utf-8") as fh:
-        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert proc.stdout is not None
         watchdog = threading.Timer(max(1.0, timeout), proc.kill)
         watchdog.start()
         try:
-            for line in proc.stdout:
+            for raw in proc.stdout:  # bytes, split on \n only: a progress bar's \r updates stay on one line
+                line = raw.decode("utf-8", errors="replace")
                 fh.write(line)
                 if "\r" not in line:  # progress bars go to the log only
                     sys.stdout.write(f"  | {line}")
