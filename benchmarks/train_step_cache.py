@@ -87,6 +87,7 @@ def main() -> None:
     ap.add_argument("--real-videos", type=Path, help="folder with the real clips (default: WORK/real_videos, fetched)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    args.work = args.work.resolve()  # the datasets written below hold absolute paths: valid from any folder
 
     from omegaconf import OmegaConf
 
@@ -105,7 +106,7 @@ def main() -> None:
     ]
     inputs = args.work / "quickstart"
     prepare_inputs(compose(inputs, common))
-    real = real_dataset(args.work, args.real_videos or args.work / "real_videos")
+    real = real_dataset(args.work, (args.real_videos or args.work / "real_videos").resolve())
     report = build_cache(
         real,
         args.work / "real_cache",
