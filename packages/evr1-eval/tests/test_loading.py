@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from evr1_eval.benchmarks import get_benchmark
-from evr1_eval.benchmarks.loading import canonical_problem_type, parse_options, unwrap_ground_truth
+from evr1_eval.benchmarks.ground_truth import canonical_problem_type, parse_options, unwrap_ground_truth
+from evr1_eval.protocol import Evr1Settings, ProtocolSettings
 
 
 def write_json(path: Path, rows: object) -> Path:
@@ -47,9 +48,21 @@ def test_easyvideor1_mc_rows_parse_with_all_option_styles(tmp_path: Path) -> Non
     assert first.videos == (str(tmp_path / "media" / "clips" / "v1.mp4"),)
     assert first.options == ("A. a cat jumps", "B. a dog runs", "C. a bird sings", "D. nothing")
     assert "<video>" not in first.prompt
-    assert first.prompt.startswith("Question: What happens first?\nOptions:\nA. a cat jumps")
-    assert first.prompt.endswith("Answer with the option letter only.")
+    # the official protocol asks with Video-MME's own prompt (its README), options as "A. text" lines
+    assert first.prompt == (
+        "Select the best answer to the following multiple-choice question based on the video. Respond with only the "
+        "letter (A, B, C, or D) of the correct option.\nWhat happens first?\nA. a cat jumps\nB. a dog runs\n"
+        "C. a bird sings\nD. nothing\nThe best answer is:"
+    )
     assert result.samples[1].options == ("A. red", "B. green", "C. blue")
+    # a model family's published wording (Qwen3-VL's own Video-MME prompt) through a prompt variant
+    qwen = get_benchmark("videomme").load(tmp_path / "a.json", None, protocol=ProtocolSettings(prompt_variant="qwen3_vl"))
+    assert "\nQuestion: What happens first?\nA. a cat jumps" in qwen.samples[0].prompt
+    generic = get_benchmark("videomme").load(
+        tmp_path / "a.json", None, protocol=ProtocolSettings(prompt_variant="vlmevalkit")
+    )
+    assert generic.samples[0].prompt.startswith("Question: What happens first?\nOptions:\nA. a cat jumps")
+    assert generic.samples[0].prompt.endswith("Answer with the option letter only.")
 
 
 def test_charades_think_wrapper_with_placeholder_token_is_unwrapped(tmp_path: Path) -> None:
@@ -297,12 +310,21 @@ def test_ovobench_forward_truths_and_videommmu_image(tmp_path: Path) -> None:
     assert "image for this question is at the end of the video" in mmmu.samples[0].prompt
 
 
-def test_reasoning_prompt_style(tmp_path: Path) -> None:
-    result = get_benchmark("lvbench").load(write_json(tmp_path / "a.json", [mc_row(1)]), None, style="reasoning")
-    assert "<think>" in result.samples[0].prompt
-    assert "<answer>" in result.samples[0].prompt
-    with pytest.raises(ValueError, match="unknown prompt style"):
-        get_benchmark("lvbench").load(write_json(tmp_path / "b.json", [mc_row(1)]), None, style="poetry")
+def test_evr1_protocol_asks_in_the_training_format(tmp_path: Path) -> None:
+    protocol = ProtocolSettings(protocol="evr1")
+    result = get_benchmark("lvbench").load(write_json(tmp_path / "a.json", [mc_row(1)]), None, protocol=protocol)
+    assert result.samples[0].prompt == (
+        "Watch the video carefully.\nQuestion: What happens first?\nOptions:\nA. a cat jumps\nB. a dog runs\n"
+        "C. a bird sings\nD. nothing\nThink step by step inside <think></think>, then give the option letter inside "
+        "<answer></answer>."
+    )
+    direct = ProtocolSettings(protocol="evr1", evr1=Evr1Settings(think=False))
+    result = get_benchmark("lvbench").load(tmp_path / "a.json", None, protocol=direct)
+    assert result.samples[0].prompt.endswith("\nGive the option letter inside <answer></answer>.")
+    with pytest.raises(ValueError, match="unknown prompt variant"):
+        get_benchmark("lvbench").load(tmp_path / "a.json", None, protocol=ProtocolSettings(prompt_variant="poetry"))
+    with pytest.raises(ValueError, match="unknown protocol"):
+        ProtocolSettings(protocol="poetry")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -337,12 +359,18 @@ def test_bare_queries_get_the_benchmark_question_template(tmp_path: Path) -> Non
         "path": "v.mp4",
         "solution": '{"time": [1, 2]}',
     }
-    sample = get_benchmark("charades_sta").load(write_json(tmp_path / "c.json", [row])).samples[0]
+    generic = ProtocolSettings(prompt_variant="vlmevalkit")
+    sample = get_benchmark("charades_sta").load(write_json(tmp_path / "c.json", [row]), protocol=generic).samples[0]
     assert sample.prompt.startswith('Question: When does this happen in the video: "person turn a light on."?')
+    official = get_benchmark("charades_sta").load(tmp_path / "c.json").samples[0]
+    assert official.prompt.endswith("the textual sentence: person turn a light on.. Please return its start time "
+                                    "and end time.")  # fmt: skip  (lmms-eval's "{caption}. {post_prompt}")
     ssr = {"problem": "soak the rice", "problem_type": "SSR", "path": "v.mp4", "solution": "No"}
-    sample = get_benchmark("ovobench").load(write_json(tmp_path / "o.json", [ssr])).samples[0]
+    sample = get_benchmark("ovobench").load(write_json(tmp_path / "o.json", [ssr]), protocol=generic).samples[0]
     assert '"soak the rice"' in sample.prompt
     assert sample.prompt.endswith("Answer with Yes or No only.")
+    official = get_benchmark("ovobench").load(tmp_path / "o.json").samples[0]
+    assert "procedures: \nsoak the rice\nYour task is to determine" in official.prompt
 
 
 # -- TempCompass' official release: one nested document per question format -------------------------------------------
@@ -401,7 +429,7 @@ def test_tempcompass_official_documents_load_per_format(tmp_path: Path) -> None:
     assert [s.ground_truth for s in mc.samples] == ["B", "C"]
     assert mc.samples[1].options == ("A. dancing", "B. waving", "C. Both at once")
     assert mc.samples[0].videos == (str(tmp_path / "videos" / "101.mp4"),)
-    assert mc.samples[0].prompt.startswith("Question: Where does the man move?\nOptions:\nA. left")
+    assert mc.samples[0].prompt == "Where does the man move?\nA. left\nB. right\nC. away\nPlease directly give the best option:"
     assert mc.samples[0].groups == {"dimension": "direction", "format": "multi-choice",
                                     "format_dimension": "multi-choice/direction"}  # fmt: skip
     # an answer outside the options is a reported row, not a silent drop
@@ -432,7 +460,8 @@ def test_tempcompass_folder_loads_every_format_and_scores_format_average(tmp_pat
     assert sorted({s.groups["format"] for s in job.samples}) == ["caption_matching", "captioning", "multi-choice",
                                                                   "yes_no"]  # fmt: skip
     right = {"multi-choice/101/direction/0": "B", "multi-choice/101/direction/1": "A",
-             "yes_no/101/speed/0": "No", "caption_matching/101/action/0": "B", "caption_matching/101/action/1": "B"}  # fmt: skip
+             "yes_no/101/speed/0": "No", "caption_matching/101/action/0": "Option 2",
+             "caption_matching/101/action/1": "B"}  # fmt: skip
     scored = [bench.score(s, right[s.id]) for s in job.samples if s.id in right]
     summary = bench.aggregate(scored)
     assert summary.metrics["format/multi-choice"] == 50.0

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.loading import LETTERS
+from evr1_eval.benchmarks.ground_truth import LETTERS
 
 _VIDEO_FIELDS = ("video_path", "video", "path")
 

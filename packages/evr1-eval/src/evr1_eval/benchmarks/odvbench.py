@@ -2,7 +2,8 @@
 evr1-rewards letter extraction. EasyVideoR1's annotation file was not in the research snapshot: schema unverified.
 """
 
-from evr1_eval.benchmarks.base import Benchmark, register
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.registry import register
 
 BENCHMARK = register(
     Benchmark(

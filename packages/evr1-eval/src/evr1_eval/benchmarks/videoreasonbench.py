@@ -2,7 +2,8 @@
 Official accuracy is judged by Qwen2.5-72B: every row needs a judge; without one the benchmark reports no score.
 """
 
-from evr1_eval.benchmarks.base import Benchmark, register
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.registry import register
 from evr1_eval.benchmarks.loading import first_folder
 
 BENCHMARK = register(
