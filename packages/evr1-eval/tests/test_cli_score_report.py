@@ -137,8 +137,11 @@ def test_score_writes_rows_and_official_summary(tmp_path: Path, capsys: pytest.C
             "--no-progress",
         ]
     )
-    assert rc == 0
-    printed = json.loads(capsys.readouterr().out)
+    assert rc == 1  # a row could not be loaded: the count and the first reasons are shown, the exit says so
+    captured = capsys.readouterr()
+    assert "1 annotation row(s) could not be loaded (3 loaded)" in captured.err
+    assert "has no options" in captured.err
+    printed = json.loads(captured.out)
     # 1 right, 2 unanswered (dropped by the official rule), 3 has no prediction (error row, counted wrong).
     assert printed["metrics"]["accuracy"] == pytest.approx(50.0)
     assert printed["metrics"]["accuracy_strict"] == pytest.approx(100 / 3, abs=1e-3)
@@ -153,17 +156,30 @@ def test_score_writes_rows_and_official_summary(tmp_path: Path, capsys: pytest.C
     assert rows[2]["error"] == "no prediction for this id"
     assert rows[0]["extracted"] == "A"
     assert rows[0]["score"] == 1.0
+    assert rows[0]["evr1_score"] == 1.0 and rows[1]["evr1_score"] == 0.0
+    assert printed["evr1_metrics"]["accuracy"] == pytest.approx(100 / 3, abs=1e-3)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["annotations"]["digest"].startswith("sha256:")
+    assert manifest["annotations"]["load_errors"] == 1
+    assert manifest["reference"].startswith("thanku-all/parse_answer")
     capsys.readouterr()
     # a `score --out` folder is a benchmark folder: `report` re-aggregates it directly
     assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--chart", "none"]) == 0
-    assert "| videomme | accuracy | 50.0 |" in (tmp_path / "rep" / "report.md").read_text()
+    assert "| videomme | accuracy | 50.0 · evr1 33.3 |" in (tmp_path / "rep" / "report.md").read_text()
     assert not (tmp_path / "rep" / "chart.png").exists()
 
 
 def _bench_rows(bench: str, scores: list[float], **kw: Any) -> list[ScoredSample]:
     return [
         ScoredSample(
-            id=str(i), benchmark=bench, problem_type="multiple choice", response="x", extracted="A", score=s, **kw
+            id=str(i),
+            benchmark=bench,
+            problem_type="multiple choice",
+            response="x",
+            extracted="A",
+            score=s,
+            evr1_score=s,
+            **kw,
         )
         for i, s in enumerate(scores)
     ]
@@ -191,9 +207,10 @@ def test_report_compares_runs_and_merges_shards(tmp_path: Path, capsys: pytest.C
             response="x",
             extracted="A",
             score=s,
+            evr1_score=s,
             groups={"task": t},
         )
-        for i, (s, t) in enumerate([(1, "a"), (0, "b"), (0, "b"), (0, "b")])
+        for i, (s, t) in enumerate([(1, "count"), (0, "order"), (0, "order"), (0, "order")])
     ]
     _write_run(rl, "mlvu", mlvu)
     judged = _bench_rows("videoreasonbench", [0, 0], needs_judge=True)
@@ -202,9 +219,12 @@ def test_report_compares_runs_and_merges_shards(tmp_path: Path, capsys: pytest.C
     assert main(["report", str(base), str(rl), "--out", str(out), "--chart", "stdlib"]) == 0
     captured = capsys.readouterr()
     table = (out / "report.md").read_text()
-    assert "| lvbench | accuracy | 25.0 | 75.0 |" in table
-    assert "| mlvu | m_avg | - | 50.0 |" in table  # M-Avg = mean(100, 0), not the item mean 25
-    assert "| videoreasonbench | accuracy | - | needs judge |" in table
+    assert "| lvbench | accuracy | 25.0 · evr1 25.0 | 75.0 · evr1 75.0 |" in table
+    # M-Avg over MLVU dev's 7 tasks (lmms-eval): (100 + 0) / 7, not the item mean 25 (evr1 reports that)
+    assert "| mlvu | m_avg | - | 14.3 · evr1 25.0 |" in table
+    assert "| videoreasonbench | accuracy | - | needs judge · evr1 0.0 |" in table
+    assert "## Run settings (manifest.json)" in table
+    assert "- rl / lvbench: no manifest" in table
     assert "bars only" in captured.err
     summary = json.loads((out / "summary.json").read_text())
     assert [r["name"] for r in summary["runs"]] == ["base", "rl"]
@@ -274,12 +294,12 @@ def test_markdown_table_marks_partial_judging() -> None:
     from evr1_eval.benchmarks import get_benchmark
     from evr1_eval.report import RunReport
 
-    bench = get_benchmark("mmvu")
+    bench = get_benchmark("vcrbench")
     rows = [
-        *_bench_rows("mmvu", [1, 0]),
+        *_bench_rows("vcrbench", [1, 0]),
         ScoredSample(
             id="9",
-            benchmark="mmvu",
+            benchmark="vcrbench",
             problem_type="open-ended",
             response="x",
             extracted=None,
@@ -287,5 +307,5 @@ def test_markdown_table_marks_partial_judging() -> None:
             needs_judge=True,
         ),
     ]
-    table = markdown_table([RunReport("r", "r", {"mmvu": bench.aggregate(rows)})])
-    assert "| mmvu | accuracy | 50.0 (1 need judge) |" in table
+    table = markdown_table([RunReport("r", "r", {"vcrbench": bench.aggregate(rows)})])
+    assert "| vcrbench | accuracy | 50.0 (1 need judge) · evr1 33.3 |" in table
