@@ -37,6 +37,7 @@ _STMT_PREFIX_WORDS = frozenset(
 _LAST_WORD = re.compile(r"([a-z]+)[^a-z]{0,3}$")
 _ZH_AFTER = re.compile(r"[ \t]{0,3}(?:是|为|:|：)[ \t]{0,3}")
 _TRAILING = ".。;；*$ \t"
+_BARE_STATEMENT = ("answer", "answer is", "answer would be", "answer should be", "answer will be")
 
 
 def ascii_lower(text: str) -> str:
@@ -181,7 +182,8 @@ def last_statement(text: str, low: str, start: int = 0) -> str | None:
         m = _STMT_AFTER.match(low, pos + 6)
         if m and _statement_prefix_ok(low, pos):
             payload = _rest_of_line(text, m.end())
-            if payload:
+            # "the answer is the answer is" names no answer: a payload that is itself a bare statement is skipped.
+            if payload and not payload.lower().rstrip(" :：*").endswith(_BARE_STATEMENT):
                 best_pos, best = pos, payload
                 break
         end = pos

@@ -6,12 +6,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
+from typing import Any, Literal
 
 from evr1_rewards.errors import GroundTruthError, RewardConfigError, RewardError
 from evr1_rewards.extract import Response, structure_ok
 from evr1_rewards.registry import get_scorer, normalize_problem_type
-from evr1_rewards.scorers.ocr import references
+from evr1_rewards.truth import clean_extras, references
 from evr1_rewards.types import MODES, Context, Mode, Outcome, RewardInput, RewardResult, RewardWeights, Scorer
 
 log = logging.getLogger(__name__)
@@ -91,10 +91,10 @@ class RewardRouter:
         self.on_unknown = on_unknown
         self.on_error = on_error
         self.workers = workers
-        self._cache: dict[object, object] = {}
+        self._cache: dict[object, Any] = {}
         self.judge = judge
         self.judge_types = frozenset(normalize_problem_type(t) for t in judge_types)
-        self._scorers: dict[str, Scorer] = {}
+        self._scorers: dict[str, Scorer[Any]] = {}
 
     def _resolve(self, problem_type: str) -> str:
         try:
@@ -113,7 +113,7 @@ class RewardRouter:
             key = self._resolve(inp.problem_type)
             scorer = get_scorer(key) if key not in self._scorers else self._scorers[key]
             self._scorers[key] = scorer
-            extras = inp.extras if isinstance(inp.extras, Mapping) else {}
+            extras = clean_extras(inp.extras) if isinstance(inp.extras, Mapping) else {}
             try:
                 truth = self._truth(key, scorer, inp.ground_truth, extras)
             except GroundTruthError as e:
@@ -129,7 +129,7 @@ class RewardRouter:
             raise
         return self._combine(key, resp, outcome)
 
-    def _truth(self, key: str, scorer: Scorer, ground_truth: object, extras: Mapping[str, object]) -> object:
+    def _truth(self, key: str, scorer: Scorer[Any], ground_truth: object, extras: Mapping[str, object]) -> Any:
         """Parsed ground truth, cached: in GRPO every prompt's ground truth is scored n times in a row."""
         try:
             cache_key = (key, ground_truth, tuple(extras.items()) if extras else ())
@@ -179,7 +179,7 @@ class RewardRouter:
         key = self._resolve(inp.problem_type)
         if self.judge is None or key not in self.judge_types:
             return self.score(inp, mode=mode)
-        extras = inp.extras if isinstance(inp.extras, Mapping) else {}
+        extras = clean_extras(inp.extras) if isinstance(inp.extras, Mapping) else {}
         try:
             refs = references(inp.ground_truth, normalize=False)
         except GroundTruthError as e:

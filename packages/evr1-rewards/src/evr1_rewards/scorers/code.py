@@ -26,8 +26,9 @@ from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
 from evr1_rewards.registry import register
 from evr1_rewards.sandbox import SandboxLimits, run_tests
-from evr1_rewards.scorers._common import extra_float, truth_text
+from evr1_rewards.truth import extra_float, truth_text
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import CODE
 
 MAX_PROGRAM_CHARS = 200_000
 _FENCE = re.compile(r"```[ \t]{0,4}([A-Za-z0-9_+-]{0,20})[ \t]{0,4}\n")
@@ -196,7 +197,7 @@ def run_tests_of(program: str, tests: list[Test], limits: SandboxLimits) -> list
     ]
 
 
-@register("code", aliases=("coding", "python", "programming", "code_generation", "python_code"))
+@register(CODE)
 class Code:
     """Fraction of tests passed by the program, run in the sandbox (never trusted)."""
 
@@ -212,8 +213,8 @@ class Code:
         )
         return tests[:max_tests], limits
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
-        tests, limits = truth  # type: ignore[misc]
+    def score(self, response: Response, truth: tuple[list[Test], SandboxLimits], ctx: Context) -> Outcome:
+        tests, limits = truth
         cand = response.extraction()
         program = extract_program(cand.text)
         if not compiles(program):

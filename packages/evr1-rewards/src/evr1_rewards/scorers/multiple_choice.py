@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response, clean_payload, tail
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import first_parsed, truth_text
+from evr1_rewards.scorers._common import first_parsed
+from evr1_rewards.truth import truth_text
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import MULTIPLE_CHOICE
 
 SCAN_CHARS = 4096
 DEFAULT_LETTERS = "ABCDEFGHIJ"
@@ -41,37 +43,44 @@ _NORM = re.compile(r"[^\w\u4e00-\u9fff]+")
 
 @dataclass(frozen=True, slots=True)
 class Choices:
-    """Valid option letters and (when known) their texts, normalised for matching."""
+    """Valid option letters, the options as written (`items`: (letter, text) pairs) and their texts normalised for
+    matching (`texts`)."""
 
     letters: str
     texts: Mapping[str, str]
+    items: tuple[tuple[str, str], ...] = ()
 
 
 def _norm(text: str) -> str:
     return _NORM.sub(" ", text.lower()).strip()
 
 
-def parse_options(extras: Mapping[str, object]) -> Choices:
-    """`extras["options"]`: ["A. red", "B. blue"], ["red", "blue"] or {"A": "red", "B": "blue"}; default A–J."""
-    opts = extras.get("options")
-    if opts is None or (isinstance(opts, (list, tuple, Mapping)) and len(opts) == 0):
+def parse_options(options: object) -> Choices:
+    """Options as given in a dataset: ["A. red", "B. blue"] (also "A: red", "(A) red"), ["red", "blue"],
+    {"A": "red", "B": "blue"}, or one option per line in a string; None or empty -> letters A–J.
+
+    Letters come from the texts only when every option is lettered in order (A, B, C, …), so an option that merely
+    starts with a letter and a dot ("C. elegans") is not misread. Raises GroundTruthError on anything else.
+    """
+    if options is None or (isinstance(options, (str, list, tuple, Mapping)) and len(options) == 0):
         return Choices(DEFAULT_LETTERS, {})  # no options (or an empty column): letters A-J
+    opts = [line for line in options.splitlines() if line.strip()] if isinstance(options, str) else options
     items: list[tuple[str, str]] = []
     if isinstance(opts, Mapping):
-        items = [(str(k).strip().upper(), str(v)) for k, v in opts.items()]
+        items = [(str(k).strip().upper(), str(v).strip()) for k, v in opts.items()]
     elif isinstance(opts, (list, tuple)):
-        for i, opt in enumerate(opts):
-            text = str(opt)
-            m = _OPTION.match(text)
-            if m and m.group(1).upper() == chr(65 + i):
-                items.append((m.group(1).upper(), m.group(2)))
-            else:
-                items.append((chr(65 + i), text))
+        matches = [_OPTION.match(str(opt)) if isinstance(opt, (str, int, float)) else None for opt in opts]
+        if any(isinstance(opt, (Mapping, list, tuple)) for opt in opts):
+            raise GroundTruthError(f"options must be texts, got {opts!r}"[:200])
+        lettered = all(m is not None and m.group(1).upper() == chr(65 + i) for i, m in enumerate(matches))
+        for i, (opt, m) in enumerate(zip(opts, matches, strict=True)):
+            items.append((chr(65 + i), m.group(2).strip() if lettered and m else str(opt).strip()))
     else:
         raise GroundTruthError(f"extras['options'] must be a list or a mapping of option texts, got {opts!r}")
-    if not items or any(len(k) != 1 or not "A" <= k <= "Z" for k, _ in items):
-        raise GroundTruthError(f"extras['options'] must name options A, B, C, …; got {opts!r}")
-    return Choices("".join(k for k, _ in items), {k: _norm(v) for k, v in items})
+    letters = [k for k, _ in items]
+    if not items or any(len(k) != 1 or not "A" <= k <= "Z" for k in letters) or len(set(letters)) != len(letters):
+        raise GroundTruthError(f"extras['options'] must name distinct options A, B, C, …; got {opts!r}"[:300])
+    return Choices("".join(letters), {k: _norm(v) for k, v in items}, tuple(items))
 
 
 def _pick(m: re.Match[str], letters: str) -> str | None:
@@ -150,14 +159,14 @@ def extract_letter(text: str, choices: Choices) -> str | None:
     return None
 
 
-@register("multiple_choice", aliases=("multiple choice", "mcq", "mc", "multi_choice", "choice", "single_choice"))
+@register(MULTIPLE_CHOICE)
 class MultipleChoice:
     """Option-letter match; letters restricted to the options; never reads 'a'/'I' in prose as an option."""
 
     name = "multiple_choice"
 
     def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[str, Choices]:
-        choices = parse_options(extras)
+        choices = parse_options(extras.get("options"))
         text = truth_text(ground_truth).strip()
         bare = text.strip(" \t\n.:()[]").upper()
         if len(bare) == 1 and bare in choices.letters:
@@ -173,7 +182,10 @@ class MultipleChoice:
             "(use the letter, e.g. 'B', or pass the options in extras['options'])"
         )
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
-        gold, choices = truth  # type: ignore[misc]
+    def format_truth(self, truth: tuple[str, Choices]) -> str:
+        return truth[0]
+
+    def score(self, response: Response, truth: tuple[str, Choices], ctx: Context) -> Outcome:
+        gold, choices = truth
         pred, source, parsed = first_parsed(response, lambda t: extract_letter(t, choices))
         return Outcome(1.0 if pred == gold else 0.0, parsed, {"pred": pred or "", "source": source})
