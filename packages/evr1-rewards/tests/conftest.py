@@ -32,3 +32,9 @@ def load_testenv(name: str) -> ModuleType:
 def rewards_inputs() -> ModuleType:
     """`testenv/rewards_inputs.py`: typical and adversarial responses per problem type."""
     return load_testenv("rewards_inputs")
+
+
+@pytest.fixture(scope="session")
+def testenv():  # type: ignore[no-untyped-def]
+    """`testenv("name")` loads `testenv/name.py`."""
+    return load_testenv

@@ -45,7 +45,7 @@ def test_name_key_ignores_case_spaces_hyphens_underscores_and_slashes() -> None:
 def test_rec_is_ambiguous_and_refused() -> None:
     # RefCOCO / VLM-R1: referring expression comprehension (a box); OVO-Bench: repetition counting (a count).
     for spelling in ("rec", "REC", " Rec "):
-        with pytest.raises(AmbiguousProblemTypeError, match="referring_expression.*repetition_counting"):
+        with pytest.raises(AmbiguousProblemTypeError, match=r"referring_expression.*repetition_counting"):
             normalize_problem_type(spelling)
     with pytest.raises(UnknownProblemTypeError):  # an AmbiguousProblemTypeError is an UnknownProblemTypeError
         normalize_problem_type("rec")

@@ -82,7 +82,7 @@ def _progress(total: int | None, desc: str):  # type: ignore[no-untyped-def]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from evr1_rewards.sandbox import network_isolation
+    from evr1_rewards.sandbox import describe
 
     infos = describe_types()
     if args.json:
@@ -94,7 +94,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{info.name:26s} {info.description}{missing}")
         if info.aliases:
             print(f"{'':26s} aliases: {', '.join(info.aliases)}")
-    print(f"\ncode sandbox network isolation: {network_isolation()}")
+    print(f"\ncode sandbox: {describe()}")
     return 0
 
 

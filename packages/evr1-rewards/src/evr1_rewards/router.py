@@ -11,6 +11,8 @@ from typing import Any, Literal
 from evr1_rewards.errors import GroundTruthError, RewardConfigError, RewardError
 from evr1_rewards.extract import Response, structure_ok
 from evr1_rewards.registry import get_scorer, normalize_problem_type
+from evr1_rewards.sandbox.config import SandboxConfig
+from evr1_rewards.sandbox.types import SandboxUnavailableError
 from evr1_rewards.truth import clean_extras, references
 from evr1_rewards.types import MODES, Context, Mode, Outcome, RewardInput, RewardResult, RewardWeights, Scorer
 
@@ -61,6 +63,9 @@ class RewardRouter:
         workers: threads used by score_batch for code/math (subprocess-bound) samples.
         judge: optional async LLM judge used by `ascore`/`ascore_batch` for `judge_types` (benchmarks whose official
             protocol is LLM-judged); the synchronous `score` never calls it.
+        sandbox: how `code` answers run: a `SandboxConfig`, a mapping of its fields, a backend name, or a
+            SandboxFusion URL; None reads the environment (`evr1_rewards.sandbox.config`). A missing boundary
+            raises SandboxUnavailableError even with on_error="zero" (it is not a per-sample problem).
     """
 
     def __init__(
@@ -74,6 +79,7 @@ class RewardRouter:
         workers: int = 4,
         judge: JudgeFn | None = None,
         judge_types: Sequence[str] = ("open_ended",),
+        sandbox: SandboxConfig | Mapping[str, object] | str | None = None,
     ) -> None:
         self.weights = RewardWeights.coerce(weights)
         if mode not in MODES:
@@ -95,6 +101,7 @@ class RewardRouter:
         self.judge = judge
         self.judge_types = frozenset(normalize_problem_type(t) for t in judge_types)
         self._scorers: dict[str, Scorer[Any]] = {}
+        self.sandbox = SandboxConfig.coerce(sandbox)
 
     def _resolve(self, problem_type: str) -> str:
         try:
@@ -119,7 +126,9 @@ class RewardRouter:
             except GroundTruthError as e:
                 raise GroundTruthError(f"{_name(inp, _index)} ({key}): {e}") from None
             resp = Response(inp.response)
-            outcome = scorer.score(resp, truth, Context(extras, mode))
+            outcome = scorer.score(resp, truth, Context(extras, mode, self.sandbox))
+        except SandboxUnavailableError:
+            raise
         except RewardError as e:
             if self.on_error == "zero":
                 log.warning("reward: scoring %s failed, scored 0: %s", _name(inp, _index), e)

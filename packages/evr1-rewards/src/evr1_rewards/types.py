@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
 
 from evr1_rewards.errors import RewardConfigError
 from evr1_rewards.extract import Response
+
+if TYPE_CHECKING:
+    from evr1_rewards.sandbox.config import SandboxConfig
 
 Mode = Literal["reward", "metric"]
 """`reward`: strict (RL training; malformed answers score 0). `metric`: benchmark conventions (e.g. lmms-eval swaps
@@ -129,3 +132,5 @@ class Context:
 
     extras: Mapping[str, object]
     mode: Mode = "reward"
+    sandbox: SandboxConfig | None = None
+    """How `code` answers run (None: from the environment, see `evr1_rewards.sandbox.config`)."""
