@@ -7,13 +7,20 @@
 Public API (typed, stable): scoring (`score`, `RewardRouter`, `RewardInput`, `RewardResult`, `RewardWeights`), the
 problem-type vocabulary (`evr1_rewards.vocabulary`: canonical constants, aliases, `normalize_problem_type`),
 ground-truth parsing (`parse_ground_truth` -> `GroundTruth`), answer extraction (`extract`, `extract_answer`), the
-errors, and for scorer authors `register`, `Scorer`, `Outcome`, `Context`, `Response`.
+errors, end-of-turn tokens (`END_OF_TURN_TOKENS`, `add_end_of_turn_tokens`, `end_of_turn_tokens`,
+`strip_end_of_turn`), and for scorer authors `register`, `Scorer`, `Outcome`, `Context`, `Response`.
 """
 
 from __future__ import annotations
 
 from evr1_rewards import scorers as _scorers  # noqa: F401  (registers the built-in scorers)
 from evr1_rewards import vocabulary
+from evr1_rewards.end_of_turn import (
+    END_OF_TURN_TOKENS,
+    add_end_of_turn_tokens,
+    end_of_turn_tokens,
+    strip_end_of_turn,
+)
 from evr1_rewards.errors import (
     AmbiguousProblemTypeError,
     GroundTruthError,
@@ -50,6 +57,7 @@ from evr1_rewards.types import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "END_OF_TURN_TOKENS",
     "AmbiguousProblemTypeError",
     "Choices",
     "Context",
@@ -71,9 +79,11 @@ __all__ = [
     "ScorerInfo",
     "UnknownProblemTypeError",
     "__version__",
+    "add_end_of_turn_tokens",
     "available_types",
     "clean_extras",
     "describe_types",
+    "end_of_turn_tokens",
     "extract",
     "extract_answer",
     "get_scorer",
@@ -83,5 +93,6 @@ __all__ = [
     "register",
     "require",
     "score",
+    "strip_end_of_turn",
     "vocabulary",
 ]

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from evr1_rewards.end_of_turn import end_of_turn_tokens, strip_end_of_turn
+
 MAX_RESPONSE_CHARS = 1 << 20
 """Longer responses are scored on their last MAX_RESPONSE_CHARS characters (and never earn the format score)."""
 
@@ -66,17 +68,21 @@ class Extraction:
 
 
 class Response:
-    """A model response with cached, lazily computed views shared by the router, the format check and scorers."""
+    """A model response with cached, lazily computed views shared by the router, the format check and scorers.
+
+    A trailing run of end-of-turn tokens (`<|im_end|>`, `<end_of_turn>`, … see `evr1_rewards.end_of_turn`) is removed
+    first, so chat-template markers never cost the format score or reach an extractor."""
 
     __slots__ = ("_after_think", "_candidates", "_tag", "low", "text", "truncated")
 
-    def __init__(self, text: object) -> None:
+    def __init__(self, text: object, end_of_turn: tuple[str, ...] | None = None) -> None:
         if text is None:
             text = ""
         elif isinstance(text, bytes):
             text = text.decode("utf-8", "replace")
         elif not isinstance(text, str):
             text = str(text)
+        text = strip_end_of_turn(text, end_of_turn if end_of_turn is not None else end_of_turn_tokens())
         self.truncated = len(text) > MAX_RESPONSE_CHARS
         self.text: str = text[-MAX_RESPONSE_CHARS:] if self.truncated else text
         self.low: str = ascii_lower(self.text)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
+from evr1_rewards.end_of_turn import end_of_turn_tokens as eot_tokens
 from evr1_rewards.errors import GroundTruthError, RewardConfigError, RewardError
 from evr1_rewards.extract import Response, structure_ok
 from evr1_rewards.registry import get_scorer, normalize_problem_type
@@ -63,6 +64,8 @@ class RewardRouter:
         workers: threads used by score_batch for code/math (subprocess-bound) samples.
         judge: optional async LLM judge used by `ascore`/`ascore_batch` for `judge_types` (benchmarks whose official
             protocol is LLM-judged); the synchronous `score` never calls it.
+        end_of_turn_tokens: chat-template tokens to strip from the end of responses, beyond the built-in and
+            registered ones (`evr1_rewards.end_of_turn`).
         sandbox: how `code` answers run: a `SandboxConfig`, a mapping of its fields, a backend name, or a
             SandboxFusion URL; None reads the environment (`evr1_rewards.sandbox.config`). A missing boundary
             raises SandboxUnavailableError even with on_error="zero" (it is not a per-sample problem).
@@ -80,6 +83,7 @@ class RewardRouter:
         judge: JudgeFn | None = None,
         judge_types: Sequence[str] = ("open_ended",),
         sandbox: SandboxConfig | Mapping[str, object] | str | None = None,
+        end_of_turn_tokens: Sequence[str] = (),
     ) -> None:
         self.weights = RewardWeights.coerce(weights)
         if mode not in MODES:
@@ -102,6 +106,7 @@ class RewardRouter:
         self.judge_types = frozenset(normalize_problem_type(t) for t in judge_types)
         self._scorers: dict[str, Scorer[Any]] = {}
         self.sandbox = SandboxConfig.coerce(sandbox)
+        self.extra_end_of_turn = tuple(end_of_turn_tokens)
 
     def _resolve(self, problem_type: str) -> str:
         try:
@@ -125,7 +130,7 @@ class RewardRouter:
                 truth = self._truth(key, scorer, inp.ground_truth, extras)
             except GroundTruthError as e:
                 raise GroundTruthError(f"{_name(inp, _index)} ({key}): {e}") from None
-            resp = Response(inp.response)
+            resp = Response(inp.response, eot_tokens(self.extra_end_of_turn))
             outcome = scorer.score(resp, truth, Context(extras, mode, self.sandbox))
         except SandboxUnavailableError:
             raise
@@ -193,7 +198,7 @@ class RewardRouter:
             refs = references(inp.ground_truth, normalize=False)
         except GroundTruthError as e:
             raise GroundTruthError(f"{_name(inp)} ({key}): {e}") from None
-        resp = Response(inp.response)
+        resp = Response(inp.response, eot_tokens(self.extra_end_of_turn))
         answer = resp.extraction().text
         value = _clip(await self.judge(answer, refs, extras)) if answer.strip() else 0.0
         return self._combine(key, resp, Outcome(value, bool(answer.strip()), {"judge": True}))

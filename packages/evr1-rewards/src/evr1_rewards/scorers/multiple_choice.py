@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response, clean_payload, tail
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import first_parsed
 from evr1_rewards.truth import truth_text
 from evr1_rewards.types import Context, Outcome
 from evr1_rewards.vocabulary import MULTIPLE_CHOICE
@@ -39,6 +38,9 @@ _LEADING = re.compile(r"^(?:(?i:option|choice)[ \t]{0,3})?(?:\(([A-Ja-j])\)|([A-
 _END = re.compile(r"(?<![A-Za-z0-9'’])([A-J])[\s\.\)\]\*。]{0,8}$")
 _STANDALONE = re.compile(r"(?<![A-Za-z0-9'’])([A-J])(?![A-Za-z0-9'’])")
 _NORM = re.compile(r"[^\w\u4e00-\u9fff]+")
+_STATED = re.compile(r"(?:\(\s?([A-Ja-j])\s?\)|\[\s?([A-Ja-j])\s?\]|（([A-Ja-j])）|([A-J]))(?![A-Za-z0-9'’])")
+_CONNECTIVES = frozenset({"because", "since", "as", "so", "which", "that", "is", "was", "the", "it", "this", "for"})
+_BARE_LINE = re.compile(r"[\s*#>\-]{0,8}(?:option\s{0,2}|choice\s{0,2})?[\(\[]?([A-J])[\)\]]?[\s.:：。*]{0,4}", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +112,29 @@ def _from_option_text(s: str, choices: Choices) -> str | None:
     return None
 
 
-def extract_letter(text: str, choices: Choices) -> str | None:
-    """The option letter an answer declares, or None. Total and linear (looks at the last SCAN_CHARS characters)."""
+def _stated_letter(s: str, letters: str) -> str | None:
+    """The letter a stated answer opens with: "B because option C is wrong", "B (C is a distractor)", "(a) — …".
+    The article "A" / pronoun "I" followed by an ordinary word ("A dog", "I think") is not a letter."""
+    m = _STATED.match(s)
+    if m is None:
+        return None
+    letter = _pick(m, letters)
+    if letter is None:
+        return None
+    rest = s[m.end() :].lstrip()
+    if m.group(4) in ("A", "I") and rest[:1].isalpha() and rest[:1].islower():
+        word = rest.split(None, 1)[0].strip(",.;:").lower()
+        if word not in _CONNECTIVES:
+            return None
+    return letter
+
+
+def extract_letter(text: str, choices: Choices, *, stated: bool = False) -> str | None:
+    """The option letter an answer declares, or None. Total and linear (looks at the last SCAN_CHARS characters).
+
+    `stated`: the text is the payload of an explicit answer (after "the answer is" / "Answer:", inside `<answer>` or
+    `\\boxed{}`), so a letter opening it is the answer even with an explanation after it that names other options.
+    """
     s = clean_payload(tail(text, SCAN_CHARS)).replace("**", "").strip()
     if not s:
         return None
@@ -123,6 +146,13 @@ def extract_letter(text: str, choices: Choices) -> str | None:
     m = _LEADING.match(s)
     if m and (letter := _pick(m, letters)):
         return letter
+    if stated and (letter := _stated_letter(s, letters)):
+        return letter
+    # A leading line that is just a letter ("C\n\nExplanation: … option D does not match.").
+    first = s[: s.find("\n")] if "\n" in s else ""
+    m = _BARE_LINE.fullmatch(first) if first else None
+    if m and m.group(1).upper() in letters:
+        return m.group(1).upper()
     # Explicit declarations anywhere: the last one wins; a mere mention ("option A is wrong") only if none.
     found: tuple[int, str] | None = None
     for pattern in (_DECL, _IS_CORRECT):
@@ -187,5 +217,11 @@ class MultipleChoice:
 
     def score(self, response: Response, truth: tuple[str, Choices], ctx: Context) -> Outcome:
         gold, choices = truth
-        pred, source, parsed = first_parsed(response, lambda t: extract_letter(t, choices))
-        return Outcome(1.0 if pred == gold else 0.0, parsed, {"pred": pred or "", "source": source})
+        for i, cand in enumerate(response.candidates()):
+            pred = extract_letter(cand.text, choices, stated=cand.source in _STATED_SOURCES)
+            if pred is not None:
+                return Outcome(1.0 if pred == gold else 0.0, i == 0, {"pred": pred, "source": cand.source})
+        return Outcome(0.0, False, {"pred": "", "source": "none"})
+
+
+_STATED_SOURCES = frozenset({"answer_tag", "boxed", "statement"})
