@@ -62,7 +62,7 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == 22
     by_name = {r["name"]: r for r in rows}
-    assert by_name["videoreasonbench"]["needs_judge"] == ["open-ended"]
+    assert by_name["videoreasonbench"]["needs_judge"] == ["open_ended"]
     assert by_name["video_holmes"]["aliases"] == ["holmes"]
     assert main(["list"]) == 0
     assert "vsibench" in capsys.readouterr().out
@@ -86,7 +86,7 @@ def test_inspect_counts_types_and_reports_bad_rows(tmp_path: Path, capsys: pytes
     out = json.loads(capsys.readouterr().out)
     assert out["benchmark"] == "vsibench"
     assert out["samples"] == 2
-    assert out["problem_types"] == {"multiple choice": 1, "regression": 1}
+    assert out["problem_types"] == {"multiple_choice": 1, "regression": 1}
     assert out["errors"][0]["row"] == 2
     assert out["errors"][0]["id"] == "3"
     assert out["examples"][0]["ground_truth"] == "A"
@@ -174,7 +174,7 @@ def _bench_rows(bench: str, scores: list[float], **kw: Any) -> list[ScoredSample
         ScoredSample(
             id=str(i),
             benchmark=bench,
-            problem_type="multiple choice",
+            problem_type="multiple_choice",
             response="x",
             extracted="A",
             score=s,
@@ -203,7 +203,7 @@ def test_report_compares_runs_and_merges_shards(tmp_path: Path, capsys: pytest.C
         ScoredSample(
             id=str(i),
             benchmark="mlvu",
-            problem_type="multiple choice",
+            problem_type="multiple_choice",
             response="x",
             extracted="A",
             score=s,
@@ -300,7 +300,7 @@ def test_markdown_table_marks_partial_judging() -> None:
         ScoredSample(
             id="9",
             benchmark="vcrbench",
-            problem_type="open-ended",
+            problem_type="open_ended",
             response="x",
             extracted=None,
             score=0.0,

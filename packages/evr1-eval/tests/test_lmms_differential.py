@@ -131,13 +131,13 @@ def context(bench: str, sample: Sample) -> diff_corpus.Context:
             sentences=tuple(x.split(": ", 1)[1] for x in lines),
         )
     truth = str(sample.ground_truth)
-    if sample.problem_type in ("boolean", "SSR", "CRR"):
+    if sample.problem_type == "boolean":
         return diff_corpus.Context("yesno", truth=truth.capitalize())
-    if sample.problem_type == "REC":
+    if bench == "ovobench" and sample.problem_type == "numerical":  # REC: repetition counting
         return diff_corpus.Context("count", truth=truth)
     if sample.problem_type in ("numerical", "regression"):
         return diff_corpus.Context("number", truth=truth)
-    if sample.problem_type == "open-ended":
+    if sample.problem_type == "open_ended":
         return diff_corpus.Context("open", truth=truth)
     letters = str(sample.extras.get("option_letters") or "ABCD")
     options = tuple(o.split(". ", 1)[1] if ". " in o else o for o in sample.options)
@@ -303,7 +303,7 @@ def _vsi_metric(sample: Sample, response: str) -> tuple[str, float]:
     """thinking-in-space's `vsibench_process_results`, composed of lmms-eval's copies of the same functions."""
     mod = lmms.task("vsibench")
     gt = str(doc(sample)["ground_truth"])
-    if sample.problem_type == "multiple choice":
+    if sample.problem_type == "multiple_choice":
         return "accuracy", float(mod.exact_match(mod.fuzzy_matching(response), gt))
     try:
         value = mod.mean_relative_accuracy(mod.to_float(mod.fuzzy_matching(response)), mod.to_float(gt), 0.5, 0.95, 0.05)
@@ -343,12 +343,12 @@ def _ovo_scores(pairs: Sequence[tuple[Sample, str]]) -> dict[str, list[float]]:
     back, forward = [], []
     for s, r in pairs:
         task = s.groups["task"]
-        if s.problem_type == "multiple choice":
+        if s.problem_type == "multiple_choice":
             back.append({"task": task, "response": r, "ground_truth": str(s.ground_truth)})
-        elif s.problem_type == "REC":
+        elif task == "REC":
             forward.append({"task": task, "test_info": [{"response": r, "count": int(s.ground_truth)}]})
-        else:
-            forward.append({"task": task, "test_info": [{"response": r, "type": int(s.ground_truth == "Yes")}]})
+        else:  # SSR / CRR: the release's `type` is 1 for a "Yes" truth
+            forward.append({"task": task, "test_info": [{"response": r, "type": int(s.ground_truth == "yes")}]})
     out: dict[str, list[float]] = defaultdict(list)
     for results, fn in ((back, score.calculate_score_backward_realtime), (forward, score.calculate_score_forward)):
         if results:
@@ -540,6 +540,3 @@ def test_reference_functions_are_the_real_ones() -> None:
     mcq = lmms.module("lmms_eval.tasks._task_utils.mcq_extract")
     assert mcq.extract_mcq_answer("The correct answer is (B).") == "B"
 
-
-def _mapping(value: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(value)

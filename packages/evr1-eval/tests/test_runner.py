@@ -110,7 +110,7 @@ def samples(n: int, bench: str = "tiny", missing: Sequence[int] = ()) -> list[Sa
             benchmark=bench,
             prompt=f"Question {i}? Answer with a letter.",
             ground_truth="AB"[i % 2],
-            problem_type="multiple choice",
+            problem_type="multiple_choice",
             videos=(f"{'missing' if i in missing else 'v'}{i}.mp4",),
             groups={"task": f"t{i % 3}"},
         )

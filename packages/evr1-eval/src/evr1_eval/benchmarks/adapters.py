@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.ground_truth import LETTERS
+from evr1_eval.benchmarks.loading import LETTERS
 
 _VIDEO_FIELDS = ("video_path", "video", "path")
 
@@ -66,7 +66,7 @@ def official_mc(row: Any) -> Mapping[str, Any]:
         "problem": question,
         "options": formatted,
         "solution": f"<answer>{letter}</answer>",
-        "problem_type": "multiple choice",
+        "problem_type": "multiple_choice",
         "path": _video(row),
     }
 
@@ -85,7 +85,7 @@ def vsibench_official(row: Any) -> Mapping[str, Any]:
         "problem": row["question"],
         "options": options,
         "solution": f"<answer>{row['ground_truth']}</answer>",
-        "problem_type": "multiple choice" if options else "regression",
+        "problem_type": "multiple_choice" if options else "regression",
         "path": f"{row['dataset']}/{row['scene_name']}.mp4",
     }
 
@@ -100,7 +100,7 @@ def charades_official(row: Any) -> Mapping[str, Any]:
     vid, start, end, sentence = m.groups()
     return {
         "problem": sentence.strip(),
-        "problem_type": "temporal grounding",
+        "problem_type": "temporal_grounding",
         "solution": json.dumps({"time": [float(start), float(end)]}),
         "path": f"{vid}.mp4",
     }

@@ -51,15 +51,18 @@ class Benchmark:
 
     name: str
     title: str
-    #: Canonical problem types this benchmark contains (see ground_truth.canonical_problem_type).
+    #: evr1-rewards' canonical names of the problem types this benchmark contains (`evr1_rewards.vocabulary`).
     problem_types: tuple[str, ...]
+    #: This benchmark's own readings of problem-type names, consulted before evr1-rewards' vocabulary
+    #: (`normalize_problem_type(..., aliases=...)`): OVO-Bench's "REC" is repetition counting, not referring expressions.
+    type_aliases: Mapping[str, str] = field(default_factory=dict)
     #: The benchmark's own id fields, tried after `problem_id` and before the row position.
     id_fields: tuple[str, ...] = ("question_id", "qid", "id")
     #: A field that distinguishes rows sharing one id (VideoMathQA's multi-binary pairs reuse their question's
     #: `problem_id`): when present the id becomes `<id>#<value>`.
     id_suffix_field: str | None = None
-    #: Problem type -> template wrapping a bare query (`{question}`) in the evr1 and generic prompts (Charades-STA
-    #: sentences, OVO-Bench forward steps); official prompts have their own wording.
+    #: Task group or problem type -> template wrapping a bare query (`{question}`) in the evr1 and generic prompts
+    #: (Charades-STA sentences, OVO-Bench forward steps); official prompts have their own wording.
     question_templates: Mapping[str, str] = field(default_factory=dict)
     #: Question text for rows whose `problem` is empty (Video-MMLU captions).
     default_question: str | None = None

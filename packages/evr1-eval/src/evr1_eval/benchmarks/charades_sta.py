@@ -140,9 +140,9 @@ BENCHMARK = register(
     Benchmark(
         name="charades_sta",
         title="Charades-STA",
-        problem_types=("temporal grounding",),
+        problem_types=("temporal_grounding",),
         adapter=charades_official,
-        question_templates={"temporal grounding": 'When does this happen in the video: "{question}"?'},
+        question_templates={"temporal_grounding": 'When does this happen in the video: "{question}"?'},
         reference=lmms_eval("charades_sta"),
         official_doc=official_doc,
         official_prompt=official_prompt,

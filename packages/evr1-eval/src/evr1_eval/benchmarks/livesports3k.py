@@ -9,7 +9,7 @@ BENCHMARK = register(
     Benchmark(
         name="livesports3k",
         title="LiveSports-3K QA",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={"q_type": ("q_type_livesports", "q_type"), "ocr": ("ocr_livesports", "ocr")},
         aliases=("livesports3k_qa",),
     )

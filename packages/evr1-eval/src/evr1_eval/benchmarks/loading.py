@@ -1,11 +1,14 @@
 """Shared annotation loader: EasyVideoR1's `{problem, options, solution, problem_type, path, data_type, problem_id}`
 rows (plus official layouts through each benchmark's adapter) -> `Sample`s, every ground truth parsed up front.
 
-EasyVideoR1's files wrap ground truths in several ways: `<answer>B</answer>`, Charades-STA's
-`<think>{"time": [s, e]}</think><[PLHD…]>` with no answer tag, JSON strings for grounding, option lists written
-"A. …", "A: …" or null (`ground_truth.py` parses them). A row that cannot become a sample is a `LoadError` naming the
-file, the row, the id and what to fix; it is never dropped silently, and it never costs the other rows: a row nested
-deeper than `MAX_DEPTH` (a crafted file) is one load error, not a `RecursionError` for the whole file.
+Problem types and ground truths are evr1-rewards' (`normalize_problem_type`, `parse_ground_truth`, `parse_options`):
+the vocabulary and the truth readers exist once, in the package that scores them, so a row that loads is a row that
+scores. EasyVideoR1's wrappers (`<answer>B</answer>`, Charades-STA's `<think>{"time": [s, e]}</think><[PLHD…]>`,
+JSON strings for grounding, options written "A. …", "A: …" or null) are read there; a benchmark that reads a name its
+own way passes `Benchmark.type_aliases` (OVO-Bench's "REC" is repetition counting). A row that cannot become a sample
+is a `LoadError` naming the file, the row, the id and what to fix; it is never dropped silently, and it never costs
+the other rows: a row nested deeper than `MAX_DEPTH` (a crafted file) is one load error, not a `RecursionError` for
+the whole file.
 
 Each sample's prompt is the run protocol's (`ProtocolSettings`): the benchmark's official wording (or a model
 family's published variant) for `official`, the trainer's `<answer>` format (`Evr1Settings`) for `evr1`.
@@ -21,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from evr1_eval.benchmarks.ground_truth import canonical_problem_type, parse_ground_truth, parse_options
+from evr1_rewards import RewardError, normalize_problem_type, parse_ground_truth, parse_options
+
 from evr1_eval.benchmarks.prompts import direct_prompt
 from evr1_eval.protocol import ProtocolSettings
 from evr1_eval.types import LoadError, LoadResult, Sample
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
 
 #: Deepest nesting of lists / objects an annotation row may have (real rows nest 3-4 levels).
 MAX_DEPTH = 32
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _MEDIA_TOKEN = re.compile(r"<(?:video|image)>")
 _VIDEO_KEYS = ("path", "video_path", "video")
 _SCALAR = (str, int, float, bool)
@@ -217,9 +222,29 @@ def _sample_id(bench: Benchmark, row: Mapping[str, Any], position: int | str) ->
 
 
 def _problem_type(bench: Benchmark, row: Mapping[str, Any]) -> str:
-    if "problem_type" in row or len(bench.problem_types) != 1:
-        return canonical_problem_type(row.get("problem_type"))
-    return bench.problem_types[0]
+    """evr1-rewards' canonical name of the row's `problem_type` (the benchmark's own readings first)."""
+    if "problem_type" not in row and len(bench.problem_types) == 1:
+        return bench.problem_types[0]
+    value = row.get("problem_type")
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("missing `problem_type`")
+    return normalize_problem_type(value, aliases=bench.type_aliases or None)
+
+
+_LETTER_MARK = re.compile(r"^\s*\(?([A-Za-z])\)?\s*[.:)\uff1a]")
+
+
+def _options(value: Any) -> tuple[tuple[str, str], ...]:
+    """(letter, text) pairs from evr1-rewards' `parse_options`; every option written with a letter mark but the
+    letters repeating is a broken row (reasoning text split into fake options), not options A, B, C, ..."""
+    if value is None or value == "" or value == []:
+        return ()
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        marks = [_LETTER_MARK.match(v) for v in value]
+        letters = [m.group(1).upper() for m in marks if m]
+        if len(letters) == len(value) and len(set(letters)) != len(letters):
+            raise ValueError(f"duplicate option letters {letters}")
+    return tuple(parse_options(value).items)
 
 
 def _question(bench: Benchmark, row: Mapping[str, Any]) -> str:
@@ -257,12 +282,16 @@ def parse_row(bench: Benchmark, row: Mapping[str, Any], position: int | str, med
     """Everything of one row that does not depend on the protocol; raises ValueError naming what is wrong."""
     problem_type = _problem_type(bench, row)
     question = _question(bench, row)
-    options = tuple(parse_options(row.get("options")))
-    if problem_type == "multiple choice" and not options and not re.search(r"\n\s*\(?[A-J][.):]", question):
+    options = _options(row.get("options"))
+    if problem_type == "multiple_choice" and not options and not re.search(r"\n\s*\(?[A-J][.):]", question):
         raise ValueError("multiple-choice row has no options (neither `options` nor lettered lines in the question)")
     if "solution" not in row and "answer" not in row:
         raise ValueError("missing ground truth (`solution`)")
-    truth = parse_ground_truth(problem_type, row.get("solution", row.get("answer")), options, row)
+    raw = row.get("solution", row.get("answer"))
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        raise ValueError("empty ground truth (`solution`)")
+    extras = {"options": [f"{k}. {t}" for k, t in options]} if options else None
+    truth = parse_ground_truth(problem_type, raw, extras).text
     videos, images = _media(row, media_root)
     return RowView(
         row=row,
@@ -280,7 +309,7 @@ def parse_row(bench: Benchmark, row: Mapping[str, Any], position: int | str, med
 def generic_prompt(bench: Benchmark, view: RowView, protocol: ProtocolSettings) -> str:
     """The evr1 protocol's prompt, or the VLMEvalKit / Qwen-style direct prompt of a benchmark without an official
     one (bare queries such as Charades-STA sentences go through the benchmark's question template first)."""
-    template = bench.question_templates.get(view.problem_type)
+    template = bench.question_templates.get(view.groups.get("task", ""), bench.question_templates.get(view.problem_type))
     question = template.format(question=view.question) if template else view.question
     if view.images:
         question = f"{question}\n{_IMAGE_HINT}"
@@ -350,7 +379,7 @@ def load_samples(
         label = position if file == annotations else f"{file.stem}:{position}"
         try:
             sample = _one_row(bench, raw, label, media_root, protocol)
-        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        except (ValueError, TypeError, KeyError, RecursionError, RewardError) as exc:
             reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             errors.append(LoadError(position, row_id, f"{file.name} row {position}: {reason}"))
             continue

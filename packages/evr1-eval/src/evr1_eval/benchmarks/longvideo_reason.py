@@ -9,7 +9,7 @@ BENCHMARK = register(
     Benchmark(
         name="longvideo_reason",
         title="LongVideo-Reason",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={"category": ("question_type", "category", "original_question_type")},
         aliases=("longvideoreason",),
     )

@@ -17,7 +17,7 @@ from evr1_eval.benchmarks.adapters import official_mc
 from evr1_eval.benchmarks.aggregation import Result, group_names, by_group
 from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.extractors import first_letter_after_prefixes, random_choice
-from evr1_eval.benchmarks.ground_truth import LETTERS
+from evr1_eval.benchmarks.loading import LETTERS
 from evr1_eval.benchmarks.loading import RowView
 from evr1_eval.benchmarks.references import lmms_eval
 from evr1_eval.benchmarks.registry import register
@@ -92,7 +92,7 @@ BENCHMARK = register(
     Benchmark(
         name="longvideobench",
         title="LongVideoBench (val)",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={
             "duration_group": ("duration_group",),
             "category": ("question_category", "original_question_type"),

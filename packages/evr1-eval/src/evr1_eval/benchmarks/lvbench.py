@@ -14,7 +14,7 @@ from typing import Any
 from evr1_eval.benchmarks.adapters import official_mc
 from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.extractors import extract_mcq_answer
-from evr1_eval.benchmarks.ground_truth import LETTERS
+from evr1_eval.benchmarks.loading import LETTERS
 from evr1_eval.benchmarks.loading import RowView
 from evr1_eval.benchmarks.references import lmms_eval
 from evr1_eval.benchmarks.registry import register
@@ -40,7 +40,7 @@ BENCHMARK = register(
     Benchmark(
         name="lvbench",
         title="LVBench",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         id_fields=("uid", "question_id", "id"),
         group_fields={"question_type": ("question_type", "original_question_type")},
         adapter=official_mc,

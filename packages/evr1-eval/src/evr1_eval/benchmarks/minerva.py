@@ -16,7 +16,7 @@ from typing import Any
 
 from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.extractors import random_choice
-from evr1_eval.benchmarks.ground_truth import LETTERS
+from evr1_eval.benchmarks.loading import LETTERS
 from evr1_eval.benchmarks.loading import RowView
 from evr1_eval.benchmarks.references import lmms_eval
 from evr1_eval.benchmarks.registry import register
@@ -74,7 +74,7 @@ BENCHMARK = register(
     Benchmark(
         name="minerva",
         title="MINERVA",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={"question_type": ("question_type", "reasoning_type"), "split": ("split",), "category": ("category",)},
         reference=lmms_eval("minerva"),
         official_doc=official_doc,

@@ -83,7 +83,7 @@ BENCHMARK = register(
     Benchmark(
         name="mlvu",
         title="MLVU (MC)",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={"task": ("question_type", "task_type", "task")},
         adapter=official_mc,
         reference=lmms_eval("mlvu"),

@@ -54,10 +54,10 @@ _BIG_O = re.compile(r"O\s*\([^)]+\)", re.IGNORECASE)
 
 
 def official_doc(view: RowView) -> dict[str, Any]:
-    mc = view.problem_type == "multiple choice"
+    mc = view.problem_type == "multiple_choice"
     return {
         "question": view.question,
-        "question_type": "multiple-choice" if mc else "open-ended",
+        "question_type": "multiple-choice" if mc else "open_ended",
         "choices": dict(view.options) if mc else {},
         "answer": view.truth,
         "category": parent_folder(view.row) or "",
@@ -144,7 +144,7 @@ BENCHMARK = register(
     Benchmark(
         name="mmvu",
         title="MMVU (val)",
-        problem_types=("multiple choice", "open-ended"),
+        problem_types=("multiple_choice", "open_ended"),
         group_fields={"subject": ("subject", "discipline")},
         derived_groups={"subject": parent_folder},
         reference=lmms_eval("mmvu"),
@@ -152,7 +152,7 @@ BENCHMARK = register(
         official_prompt=official_prompt,
         scorer=rule,
         aggregator=aggregate,
-        judge_fallback_types=frozenset({"open-ended"}),
+        judge_fallback_types=frozenset({"open_ended"}),
         aliases=("mmvu-mc", "mmvu-all"),
     )
 )

@@ -80,7 +80,7 @@ BENCHMARK = register(
     Benchmark(
         name="motionbench",
         title="MotionBench (dev)",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={"category": ("question_type", "original_question_type", "category")},
         reference=lmms_eval("motionbench"),
         official_doc=official_doc,

@@ -19,7 +19,7 @@ from typing import Any
 from evr1_eval.benchmarks.adapters import official_mc
 from evr1_eval.benchmarks.aggregation import Result, answered, breakdown, by_group, pct
 from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.ground_truth import LETTERS
+from evr1_eval.benchmarks.loading import LETTERS
 from evr1_eval.benchmarks.loading import RowView, first_folder
 from evr1_eval.benchmarks.references import lmms_eval
 from evr1_eval.benchmarks.registry import register
@@ -94,7 +94,7 @@ BENCHMARK = register(
     Benchmark(
         name="mvbench",
         title="MVBench",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={"task": ("task_type", "task")},
         derived_groups={"source": first_folder},
         adapter=official_mc,

@@ -9,7 +9,7 @@ BENCHMARK = register(
     Benchmark(
         name="odvbench",
         title="ODV-Bench",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={"task": ("odv_task",), "subtask": ("odv_subtask",)},
     )
 )

@@ -54,7 +54,7 @@ _DIGITS = re.compile(r"\d+")
 
 def official_doc(view: RowView) -> dict[str, Any]:
     return {
-        "task": view.groups.get("task", view.problem_type),
+        "task": view.groups.get("task", ""),
         "question": view.question,
         "options": [t for _, t in view.options],
         "truth": str(view.truth),
@@ -72,14 +72,17 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 def rule(sample: Sample, response: str) -> Outcome:
     text = capped(response)
     gt = str(sample.ground_truth)
-    if sample.problem_type == "REC":
+    if sample.problem_type == "numerical":  # REC: repetition counting
         digits = "".join(_DIGITS.findall(text))
         return Outcome(score=float(digits == gt), extracted=digits, details={"scorer": "ovobench-rec"})
-    if sample.problem_type in ("SSR", "CRR"):
+    if sample.problem_type == "boolean":  # SSR / CRR
+        word = "Yes" if gt.lower() == "yes" else "No"
         if text in ("Y", "N"):
-            return Outcome(score=float((text == "Y") == (gt == "Yes")), extracted=text, details={"scorer": "ovobench-yn"})
-        return Outcome(score=float(gt in text), extracted=gt if gt in text else None, details={"scorer": "ovobench-yn"})
-    return Outcome(score=float(gt in text), extracted=gt if gt in text else None, details={"scorer": "ovobench-substring"})
+            return Outcome(score=float((text == "Y") == (word == "Yes")), extracted=text, details={"scorer": "ovobench-yn"})
+        hit = word in text
+        return Outcome(score=float(hit), extracted=word if hit else None, details={"scorer": "ovobench-yn"})
+    hit = gt in text
+    return Outcome(score=float(hit), extracted=gt if hit else None, details={"scorer": "ovobench-substring"})
 
 
 def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
@@ -100,7 +103,9 @@ BENCHMARK = register(
     Benchmark(
         name="ovobench",
         title="OVO-Bench",
-        problem_types=("multiple choice", "REC", "SSR", "CRR"),
+        problem_types=("multiple_choice", "numerical", "boolean"),
+        # OVO-Bench's own names: REC = repetition counting (a count), SSR / CRR = yes / no questions.
+        type_aliases={"REC": "repetition_counting", "SSR": "boolean", "CRR": "boolean"},
         group_fields={"task": ("ovo_task", "task"), "category": ("ovo_category", "category")},
         reference=OVOBENCH,
         official_doc=official_doc,

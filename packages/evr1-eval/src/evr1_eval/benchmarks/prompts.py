@@ -14,18 +14,15 @@ from collections.abc import Sequence
 from evr1_eval.protocol import PROMPT_VARIANTS, check_variant
 
 _DIRECT_TAIL = {
-    "multiple choice": "Answer with the option letter only.",
+    "multiple_choice": "Answer with the option letter only.",
     "numerical": "Answer with a single number only.",
     "regression": "Answer with a single number only.",
     "boolean": "Answer with Yes or No only.",
-    "temporal grounding": 'Give the start and end time in seconds as JSON: {"time": [start, end]}.',
-    "spatial-temporal grounding": (
+    "temporal_grounding": 'Give the start and end time in seconds as JSON: {"time": [start, end]}.',
+    "spatiotemporal_grounding": (
         "Give the time span in seconds and one box [x1, y1, x2, y2] per whole second inside it as JSON: "
         '{"time": [start, end], "boxes": {"<second>": [x1, y1, x2, y2]}}.'
     ),
-    "REC": "Answer with a single number only.",
-    "SSR": "Answer with Yes or No only.",
-    "CRR": "Answer with Yes or No only.",
 }
 
 

@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from evr1_eval.benchmarks.extractors import capped, strip_reasoning
-from evr1_eval.benchmarks.ground_truth import rewards_type
 from evr1_eval.types import Outcome, Sample
 
 #: An official per-sample rule: (sample, response) -> Outcome (`Benchmark.scorer`).
@@ -36,7 +35,7 @@ def rewards_outcome(sample: Sample, response: str) -> Outcome:
     result = score(
         response,
         sample.ground_truth,
-        rewards_type(sample.problem_type),
+        sample.problem_type,
         options=list(sample.options) or None,
         mode="metric",
     )
@@ -73,7 +72,7 @@ def letter_rule(extract: Callable[[Sample, str], str], name: str, *, answered_if
     benchmark fall back to evr1-rewards."""
 
     def rule(sample: Sample, response: str) -> Outcome:
-        if sample.problem_type != "multiple choice":
+        if sample.problem_type != "multiple_choice":
             return rewards_outcome(sample, response)
         letter = extract(sample, response)
         answered = bool(letter) if answered_if == "letter" else bool(response.strip())

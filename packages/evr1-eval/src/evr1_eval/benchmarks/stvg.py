@@ -134,7 +134,7 @@ BENCHMARK = register(
     Benchmark(
         name="stvg",
         title="STVG",
-        problem_types=("spatial-temporal grounding",),
+        problem_types=("spatiotemporal_grounding",),
         scorer=rule,
         aggregator=aggregate,
         sampling_defaults={"fps": 2.0, "min_frames": 4, "max_frames": 128},

@@ -29,7 +29,7 @@ from typing import Any
 import evr1_eval.benchmarks.aggregation as aggregation
 from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.extractors import capped
-from evr1_eval.benchmarks.ground_truth import LETTERS
+from evr1_eval.benchmarks.loading import LETTERS
 from evr1_eval.benchmarks.loading import RowView
 from evr1_eval.benchmarks.references import TEMPCOMPASS
 from evr1_eval.benchmarks.registry import register
@@ -117,7 +117,7 @@ def official_row(row: Any) -> Mapping[str, Any]:
     if fmt == "yes_no":
         return {**out, "problem": question.strip(), "solution": answer.strip(), "problem_type": "boolean"}
     if fmt == "captioning":
-        return {**out, "problem": question.strip(), "solution": answer.strip(), "problem_type": "open-ended"}
+        return {**out, "problem": question.strip(), "solution": answer.strip(), "problem_type": "open_ended"}
     pattern = _CAPTION_LABEL if fmt == "caption_matching" else _LETTERED
     stem, options = _split_lines(question, pattern)
     if len(options) < 2:
@@ -137,7 +137,7 @@ def official_row(row: Any) -> Mapping[str, Any]:
         "problem": stem,
         "options": [f"{LETTERS[i]}. {text}" for i, text in enumerate(texts)],
         "solution": f"<answer>{LETTERS[index]}</answer>",
-        "problem_type": "multiple choice",
+        "problem_type": "multiple_choice",
     }
 
 
@@ -156,7 +156,7 @@ def official_doc(view: RowView) -> dict[str, Any]:
     fmt = str(row.get("format") or ("yes_no" if view.problem_type == "boolean" else "multi-choice"))
     question, answer = row.get("official_question"), row.get("official_answer")
     if not isinstance(question, str) or not isinstance(answer, str):
-        if view.problem_type == "multiple choice":
+        if view.problem_type == "multiple_choice":
             question = view.question + "\n" + "\n".join(f"{k}. {t}" for k, t in view.options)
             answer = next(f"{k}. {t}" for k, t in view.options if k == view.truth)
         else:
@@ -238,7 +238,7 @@ BENCHMARK = register(
     Benchmark(
         name="tempcompass",
         title="TempCompass",
-        problem_types=("multiple choice", "boolean", "open-ended"),
+        problem_types=("multiple_choice", "boolean", "open_ended"),
         group_fields={
             "dimension": ("dim", "dimension", "temporal_dimension", "task_type"),
             "format": ("format",),
@@ -251,8 +251,8 @@ BENCHMARK = register(
         official_prompt=official_prompt,
         scorer=rule,
         aggregator=aggregate,
-        judged_types=frozenset({"open-ended"}),
-        judge_fallback_types=frozenset({"multiple choice", "boolean"}),
+        judged_types=frozenset({"open_ended"}),
+        judge_fallback_types=frozenset({"multiple_choice", "boolean"}),
         sampling_defaults={"fps": 2.0, "min_frames": 4, "max_frames": 128},
         notes=("captioning rows need a judge (the reference's ChatGPT reads the caption and answers a multi-choice question)",),
     )

@@ -12,10 +12,10 @@ BENCHMARK = register(
     Benchmark(
         name="vcrbench",
         title="VCR-Bench",
-        problem_types=("multiple choice", "open-ended"),
+        problem_types=("multiple_choice", "open_ended"),
         group_fields={"dimension": ("dimension", "question_type", "original_question_type")},
-        judged_types=frozenset({"open-ended"}),
-        judge_optional_types=frozenset({"multiple choice"}),
+        judged_types=frozenset({"open_ended"}),
+        judge_optional_types=frozenset({"multiple_choice"}),
         notes=("CoT score not computed",),
     )
 )

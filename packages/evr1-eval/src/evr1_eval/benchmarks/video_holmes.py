@@ -57,7 +57,7 @@ BENCHMARK = register(
     Benchmark(
         name="video_holmes",
         title="Video-Holmes",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={"type": ("question_type", "Question Type", "type", "task")},
         reference=lmms_eval("video_holmes"),
         official_doc=official_doc,

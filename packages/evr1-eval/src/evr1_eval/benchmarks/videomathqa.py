@@ -97,7 +97,7 @@ BENCHMARK = register(
     Benchmark(
         name="videomathqa",
         title="VideoMathQA",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         id_suffix_field="mbinary_id",
         group_fields={
             "mbin": ("mbinary_id",),

@@ -83,7 +83,7 @@ BENCHMARK = register(
     Benchmark(
         name="videomme",
         title="Video-MME",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         id_fields=("question_id", "qid", "id"),
         group_fields={
             "duration": ("duration",),

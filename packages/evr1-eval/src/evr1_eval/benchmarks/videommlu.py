@@ -10,9 +10,9 @@ BENCHMARK = register(
     Benchmark(
         name="videommlu",
         title="Video-MMLU",
-        problem_types=("caption",),
+        problem_types=("open_ended",),
         id_fields=("question_id", "video_id", "id"),
-        judged_types=frozenset({"caption", "open-ended"}),
+        judged_types=frozenset({"open_ended"}),
         default_question="Describe the video in detail.",
     )
 )

@@ -26,7 +26,7 @@ from typing import Any
 from evr1_eval.benchmarks.aggregation import Result, by_group, group_names
 from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.extractors import extract_mcq_answer
-from evr1_eval.benchmarks.ground_truth import LETTERS
+from evr1_eval.benchmarks.loading import LETTERS
 from evr1_eval.benchmarks.loading import RowView
 from evr1_eval.benchmarks.references import lmms_eval
 from evr1_eval.benchmarks.registry import register
@@ -56,7 +56,7 @@ def _track(view: RowView) -> str:
 
 def official_doc(view: RowView) -> dict[str, Any]:
     stem = PurePosixPath(view.videos[0]).stem if view.videos else view.sample_id
-    mc = view.problem_type == "multiple choice"
+    mc = view.problem_type == "multiple_choice"
     return {
         "id": stem.removesuffix("_image"),
         "question": view.question,
@@ -188,7 +188,7 @@ BENCHMARK = register(
     Benchmark(
         name="videommmu",
         title="Video-MMMU",
-        problem_types=("multiple choice", "numerical"),
+        problem_types=("multiple_choice", "numerical"),
         group_fields={"track": ("track", "question_type", "category")},
         derived_groups={"track": _adaptation, "subject": _subject},
         reference=lmms_eval("videommmu"),

@@ -10,10 +10,10 @@ BENCHMARK = register(
     Benchmark(
         name="videoreasonbench",
         title="VideoReasonBench",
-        problem_types=("open-ended",),
+        problem_types=("open_ended",),
         group_fields={"skill": ("skill", "question_type"), "demo": ("demo_type",)},
         derived_groups={"demo": first_folder},
-        judged_types=frozenset({"open-ended"}),
+        judged_types=frozenset({"open_ended"}),
         notes=("official judge is Qwen2.5-72B; the simulator check for Predict-Operation is not run",),
     )
 )

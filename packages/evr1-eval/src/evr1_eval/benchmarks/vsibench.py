@@ -60,7 +60,7 @@ def to_float(text: str) -> float | None:
 
 
 def official_doc(view: RowView) -> dict[str, Any]:
-    mc = view.problem_type == "multiple choice"
+    mc = view.problem_type == "multiple_choice"
     return {
         "question": view.question,
         "options": [f"{k}. {t}" for k, t in view.options] if mc else None,
@@ -80,7 +80,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 def rule(sample: Sample, response: str) -> Outcome:
     token = fuzzy_matching(capped(response))
     truth = str(sample.ground_truth)
-    if sample.problem_type == "multiple choice":
+    if sample.problem_type == "multiple_choice":
         return Outcome(score=float(token.lower() == truth.lower()), extracted=token, details={"scorer": "vsibench-mca"})
     pred, target = to_float(token), to_float(truth)
     details: dict[str, Any] = {"scorer": "vsibench-mra", "parsed": pred is not None}
@@ -102,8 +102,8 @@ def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
             notes.append("not all three object_rel_direction levels present (the reference fails): mean of those present")
     metrics = {"overall": sum(tasks.values()) / len(tasks) if tasks else float("nan")}
     metrics.update({f"task/{k}": v for k, v in sorted(tasks.items())})
-    metrics["mca_micro"] = pct(r.score for r in rows if r.problem_type == "multiple choice")
-    metrics["mra_micro"] = pct(r.score for r in rows if r.problem_type != "multiple choice")
+    metrics["mca_micro"] = pct(r.score for r in rows if r.problem_type == "multiple_choice")
+    metrics["mra_micro"] = pct(r.score for r in rows if r.problem_type != "multiple_choice")
     notes.append(f"overall = mean of {len(tasks)} task scores (official: 8)")
     if len(tasks) != 8:
         notes.append("task count differs from the official 8: not comparable to published VSI-Bench overall")
@@ -118,7 +118,7 @@ BENCHMARK = register(
     Benchmark(
         name="vsibench",
         title="VSI-Bench",
-        problem_types=("multiple choice", "regression"),
+        problem_types=("multiple_choice", "regression"),
         group_fields={"task": ("question_type", "original_question_type")},
         adapter=vsibench_official,
         reference=VSIBENCH,
