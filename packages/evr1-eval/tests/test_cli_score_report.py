@@ -309,3 +309,54 @@ def test_markdown_table_marks_partial_judging() -> None:
     ]
     table = markdown_table([RunReport("r", "r", {"vcrbench": bench.aggregate(rows)})])
     assert "| vcrbench | accuracy | 50.0 (1 need judge) · evr1 33.3 |" in table
+
+
+def test_zero_results_never_look_like_missing_ones(tmp_path: Path) -> None:
+    from evr1_eval.report import bar_label
+
+    assert (bar_label(0.0), bar_label(None), bar_label(12.34)) == ("0.0", "n/a", "12.3")
+    zero, absent = tmp_path / "zero", tmp_path / "absent"
+    _write_run(zero, "lvbench", _bench_rows("lvbench", [0, 0]))
+    _write_run(zero, "mlvu", _bench_rows("mlvu", [1, 0]))
+    _write_run(absent, "mlvu", _bench_rows("mlvu", [1, 1]))  # no lvbench result at all
+    path = tmp_path / "chart.png"
+    write_chart([collect_run(zero), collect_run(absent)], path, backend="stdlib")
+    width, height, raw = _png_size_and_pixels(path.read_bytes())
+    stride = width * 3 + 1
+    dark = (40, 40, 40)
+
+    def dark_columns() -> set[int]:
+        cols = set()
+        for y in range(height):
+            row = raw[y * stride + 1 : (y + 1) * stride]
+            cols |= {i // 3 for i in range(0, len(row), 3) if tuple(row[i : i + 3]) == dark}
+        return cols
+
+    cols = dark_columns()
+    assert cols, "a zero result must be drawn (a stub under the axis)"
+    # lvbench is the first group: the zero run's stub is in its first bar slot, the absent run draws nothing there
+    margin, group_w, bar_w = 20, max(12, 8 * 2 + 8), 8
+    first_bar = set(range(margin + 4, margin + 4 + bar_w - 1))
+    second_bar = set(range(margin + 4 + bar_w, margin + 4 + 2 * bar_w - 1))
+    assert cols & first_bar and not cols & second_bar
+
+
+def test_matplotlib_chart_labels_its_axes_and_bars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib", reason="the `report` extra; installed by `nox -s eval` via the test group")
+    import matplotlib.figure
+
+    seen: dict[str, Any] = {}
+    original = matplotlib.figure.Figure.savefig
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        ax = self.axes[0]
+        seen.update(x=ax.get_xlabel(), y=ax.get_ylabel(), texts=sorted(t.get_text() for t in ax.texts))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    zero, absent = tmp_path / "zero", tmp_path / "absent"
+    _write_run(zero, "lvbench", _bench_rows("lvbench", [0, 0]))
+    _write_run(absent, "mlvu", _bench_rows("mlvu", [1, 1]))
+    write_chart([collect_run(zero), collect_run(absent)], tmp_path / "c.png", backend="matplotlib")
+    assert seen["texts"] == ["0.0", "100.0", "n/a", "n/a"]  # every bar labelled; the zero bar says 0.0
+    assert seen["x"] == "benchmark" and "official primary metric" in seen["y"]

@@ -273,6 +273,11 @@ def _chart_data(runs: Sequence[RunReport]) -> tuple[list[str], list[str], list[l
     return names, benches, values
 
 
+def bar_label(value: float | None) -> str:
+    """The text over a bar: its value ("0.0" for a zero result), "n/a" where the run has no result."""
+    return "n/a" if value is None else f"{value:.1f}"
+
+
 def write_chart_matplotlib(runs: Sequence[RunReport], path: Path) -> None:
     import matplotlib
 
@@ -286,10 +291,9 @@ def write_chart_matplotlib(runs: Sequence[RunReport], path: Path) -> None:
         xs = [j + i * width - 0.4 + width / 2 for j in range(len(benches))]
         bars = ax.bar(xs, [v if v is not None else 0.0 for v in vals], width=width, label=name)
         for x, bar, v in zip(xs, bars, vals, strict=True):  # every bar carries its value; a missing one says so
-            text = "n/a" if v is None else f"{v:.1f}"
             if v is None:
                 bar.set_visible(False)
-            ax.annotate(text, (x, (v or 0.0) + 1), ha="center", va="bottom", fontsize="x-small", rotation=90)
+            ax.annotate(bar_label(v), (x, (v or 0.0) + 1), ha="center", va="bottom", fontsize="x-small", rotation=90)
     ax.set_xticks(range(len(benches)))
     ax.set_xticklabels(benches, rotation=35, ha="right")
     ax.set_xlabel("benchmark")

@@ -76,6 +76,7 @@ class Preset:
     def record(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["sources"] = [dataclasses.asdict(s) for s in self.sources]
+        data["notes"] = list(self.notes)
         return data
 
 
