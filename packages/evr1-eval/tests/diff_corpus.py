@@ -69,8 +69,12 @@ MC: list[Gen] = [
     lambda r, c: f"**{_pick(r, c)}**",
     lambda r, c: f"\\boxed{{{_pick(r, c)}}}",
     lambda r, c: f"$\\boxed{{{_pick(r, c)}}}$",
-    lambda r, c: (lambda x: f"<think>{r.choice(_THINK).format(a=_other(r, c.letters, x), b=x)}</think>\n<answer>{x}</answer>")(_pick(r, c)),
-    lambda r, c: (lambda x: f"<think>{r.choice(_THINK).format(a=_other(r, c.letters, x), b=x)}</think>\n\n{x}")(_pick(r, c)),
+    lambda r, c: (
+        lambda x: f"<think>{r.choice(_THINK).format(a=_other(r, c.letters, x), b=x)}</think>\n<answer>{x}</answer>"
+    )(_pick(r, c)),
+    lambda r, c: (lambda x: f"<think>{r.choice(_THINK).format(a=_other(r, c.letters, x), b=x)}</think>\n\n{x}")(
+        _pick(r, c)
+    ),
     lambda r, c: f"<answer>{_pick(r, c)}</answer>",
     lambda r, c: f"<answer>{_pick(r, c)}. {_text(c, c.truth)}</answer>",
     lambda r, c: _text(c, _pick(r, c)),
@@ -195,7 +199,9 @@ SPAN: list[Gen] = [
     lambda r, c: f"The event starts at {c.span[0]:.1f} seconds.",
     lambda r, c: f"{c.span[0] + r.uniform(-3, 3):.2f} - {c.span[1] + r.uniform(-3, 3):.2f}",
     lambda r, c: f"The person does it from {c.span[0]:.1f} to {c.span[1]:.1f}! Then stops.",
-    lambda r, c: f"It happens at {c.span[0]:.1f} - {c.span[1]:.1f} and again at {c.span[1] + 2:.1f} - {c.span[1] + 5:.1f}.",
+    lambda r, c: (
+        f"It happens at {c.span[0]:.1f} - {c.span[1]:.1f} and again at {c.span[1] + 2:.1f} - {c.span[1] + 5:.1f}."
+    ),
     lambda r, c: f"The event starts at {c.span[0]:.1f}\nThe event ends at {c.span[1]:.1f}",
     lambda r, c: f"Start: {_fmt_clock(c.span[0])}\nEnd: {_fmt_clock(c.span[1])}",
     lambda r, c: f"{c.span[0]:.0f}s to {c.span[1]:.0f}s",

@@ -46,7 +46,9 @@ MC: list[Gen] = [
     lambda r, c: f"1. {_letter(r, c)}",
     lambda r, c: f"- {_letter(r, c)}",
     lambda r, c: (lambda x: f"{x} - {_txt(c, x)}")(_letter(r, c)),
-    lambda r, c: f"<think>Option {r.choice(c.letters)} looks plausible.</think><think>Re-checking.</think>{_letter(r, c)}",
+    lambda r, c: (
+        f"<think>Option {r.choice(c.letters)} looks plausible.</think><think>Re-checking.</think>{_letter(r, c)}"
+    ),
     lambda r, c: f"<think>I will answer {_letter(r, c)}",
     lambda r, c: f"reasoning done</think>{_letter(r, c)}",
     lambda r, c: f"<analysis>{r.choice(c.letters)} first</analysis>\n{_letter(r, c)}",

@@ -46,7 +46,7 @@ def _stub(name: str) -> None:
 
 def prepare() -> Path:
     """Install the stubs once; returns the real `lmms_eval/tasks` folder."""
-    import lmms_eval  # noqa: F401  (the real package; its __init__ is empty)
+    import lmms_eval
 
     root = Path(lmms_eval.__file__).parent
     os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="lmms-hf-home-"))  # read at import by some tasks

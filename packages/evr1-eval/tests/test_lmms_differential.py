@@ -22,7 +22,7 @@ import math
 import os
 import types
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,12 +31,12 @@ import pytest
 
 pytest.importorskip("lmms_eval", reason="needs lmms-eval 0.7.3 (--no-deps): nox -s eval_lmms")
 
-import diff_corpus  # noqa: E402
-import lmms_reference as lmms  # noqa: E402
+import diff_corpus
+import lmms_reference as lmms
 
-from evr1_eval.benchmarks import get_benchmark  # noqa: E402
-from evr1_eval.benchmarks.base import Benchmark  # noqa: E402
-from evr1_eval.types import Sample, ScoredSample  # noqa: E402
+from evr1_eval.benchmarks import get_benchmark
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.types import Sample, ScoredSample
 
 pytestmark = pytest.mark.lmms_eval
 
@@ -150,7 +150,9 @@ def _s(response: str) -> str:
 
 
 def ref_lvbench(sample: Sample, response: str) -> float:
-    return float(lmms.task("lvbench").lvbench_process_results({"answer": sample.ground_truth}, [_s(response)])["lvbench_score"])
+    return float(
+        lmms.task("lvbench").lvbench_process_results({"answer": sample.ground_truth}, [_s(response)])["lvbench_score"]
+    )
 
 
 def _mlvu_doc(sample: Sample) -> dict[str, Any]:
@@ -189,7 +191,9 @@ def _minerva_doc(sample: Sample) -> dict[str, Any]:
 
 
 def ref_minerva(sample: Sample, response: str) -> float:
-    return float(lmms.task("minerva").minerva_process_results(_minerva_doc(sample), [_s(response)])["minerva_acc"]["score"])
+    return float(
+        lmms.task("minerva").minerva_process_results(_minerva_doc(sample), [_s(response)])["minerva_acc"]["score"]
+    )
 
 
 def agg_minerva(pairs: Sequence[tuple[Sample, str]]) -> dict[str, float]:
@@ -306,7 +310,9 @@ def _vsi_metric(sample: Sample, response: str) -> tuple[str, float]:
     if sample.problem_type == "multiple_choice":
         return "accuracy", float(mod.exact_match(mod.fuzzy_matching(response), gt))
     try:
-        value = mod.mean_relative_accuracy(mod.to_float(mod.fuzzy_matching(response)), mod.to_float(gt), 0.5, 0.95, 0.05)
+        value = mod.mean_relative_accuracy(
+            mod.to_float(mod.fuzzy_matching(response)), mod.to_float(gt), 0.5, 0.95, 0.05
+        )
     except TypeError:
         value = 0.0
     return "MRA:.5:.95:.05", float(value)
@@ -330,7 +336,10 @@ def _charades_key(sample: Sample) -> str:
 
 
 def ref_charades_sta(sample: Sample, response: str) -> float:
-    return float(lmms.task("charades_sta")._temporal_grounding_compute_metrics([{_charades_key(sample): _s(response)}])["mIOU"] / 100)
+    return float(
+        lmms.task("charades_sta")._temporal_grounding_compute_metrics([{_charades_key(sample): _s(response)}])["mIOU"]
+        / 100
+    )
 
 
 def agg_charades_sta(pairs: Sequence[tuple[Sample, str]]) -> dict[str, float]:
@@ -539,4 +548,3 @@ def test_reference_functions_are_the_real_ones() -> None:
         assert "site-packages" in module.__file__ or "lmms_eval" in module.__file__
     mcq = lmms.module("lmms_eval.tasks._task_utils.mcq_extract")
     assert mcq.extract_mcq_answer("The correct answer is (B).") == "B"
-

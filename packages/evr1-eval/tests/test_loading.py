@@ -55,7 +55,9 @@ def test_easyvideor1_mc_rows_parse_with_all_option_styles(tmp_path: Path) -> Non
     )
     assert result.samples[1].options == ("A. red", "B. green", "C. blue")
     # a model family's published wording (Qwen3-VL's own Video-MME prompt) through a prompt variant
-    qwen = get_benchmark("videomme").load(tmp_path / "a.json", None, protocol=ProtocolSettings(prompt_variant="qwen3_vl"))
+    qwen = get_benchmark("videomme").load(
+        tmp_path / "a.json", None, protocol=ProtocolSettings(prompt_variant="qwen3_vl")
+    )
     assert "\nQuestion: What happens first?\nA. a cat jumps" in qwen.samples[0].prompt
     generic = get_benchmark("videomme").load(
         tmp_path / "a.json", None, protocol=ProtocolSettings(prompt_variant="vlmevalkit")
@@ -360,7 +362,8 @@ def test_problem_type_readings_and_option_layouts(tmp_path: Path) -> None:
     # without the benchmark's own reading, "REC" is ambiguous (referring expressions or repetition counting)
     other = get_benchmark("livesports3k").load(tmp_path / "o.json")
     assert len(other.errors) == 2
-    assert "ambiguous" in other.errors[0].reason.lower() and "repetition counting" in other.errors[0].reason
+    assert "ambiguous" in other.errors[0].reason.lower()
+    assert "repetition counting" in other.errors[0].reason
     assert "problem_type" in other.errors[1].reason or "SSR" in other.errors[1].reason
     layouts = [
         mc_row(1, "B", options={"A": "x", "B": "y"}),
@@ -369,7 +372,8 @@ def test_problem_type_readings_and_option_layouts(tmp_path: Path) -> None:
     ]
     loaded = get_benchmark("lvbench").load(write_json(tmp_path / "m.json", layouts))
     assert [s.options for s in loaded.samples] == [("A. x", "B. y"), ("A. a. b", "B. c")]
-    assert len(loaded.errors) == 1 and "duplicate option letters" in loaded.errors[0].reason
+    assert len(loaded.errors) == 1
+    assert "duplicate option letters" in loaded.errors[0].reason
 
 
 def test_bare_queries_get_the_benchmark_question_template(tmp_path: Path) -> None:
@@ -383,8 +387,9 @@ def test_bare_queries_get_the_benchmark_question_template(tmp_path: Path) -> Non
     sample = get_benchmark("charades_sta").load(write_json(tmp_path / "c.json", [row]), protocol=generic).samples[0]
     assert sample.prompt.startswith('Question: When does this happen in the video: "person turn a light on."?')
     official = get_benchmark("charades_sta").load(tmp_path / "c.json").samples[0]
-    assert official.prompt.endswith("the textual sentence: person turn a light on.. Please return its start time "
-                                    "and end time.")  # fmt: skip  (lmms-eval's "{caption}. {post_prompt}")
+    assert official.prompt.endswith(
+        "the textual sentence: person turn a light on.. Please return its start time and end time."
+    )  # fmt: skip  (lmms-eval's "{caption}. {post_prompt}")
     ssr = {"problem": "soak the rice", "problem_type": "SSR", "path": "v.mp4", "solution": "No", "ovo_task": "SSR"}
     sample = get_benchmark("ovobench").load(write_json(tmp_path / "o.json", [ssr]), protocol=generic).samples[0]
     assert '"soak the rice"' in sample.prompt
@@ -449,7 +454,10 @@ def test_tempcompass_official_documents_load_per_format(tmp_path: Path) -> None:
     assert [s.ground_truth for s in mc.samples] == ["B", "C"]
     assert mc.samples[1].options == ("A. dancing", "B. waving", "C. Both at once")
     assert mc.samples[0].videos == (str(tmp_path / "videos" / "101.mp4"),)
-    assert mc.samples[0].prompt == "Where does the man move?\nA. left\nB. right\nC. away\nPlease directly give the best option:"
+    assert (
+        mc.samples[0].prompt
+        == "Where does the man move?\nA. left\nB. right\nC. away\nPlease directly give the best option:"
+    )
     assert mc.samples[0].groups == {"dimension": "direction", "format": "multi-choice",
                                     "format_dimension": "multi-choice/direction"}  # fmt: skip
     # an answer outside the options is a reported row, not a silent drop

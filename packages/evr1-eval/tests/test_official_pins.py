@@ -14,8 +14,18 @@ import numpy as np
 import pytest
 
 import evr1_eval.benchmarks.extractors as extractors
-from evr1_eval.benchmarks import charades_sta, longvideobench, minerva, motionbench, mvbench, tempcompass, videomathqa
-from evr1_eval.benchmarks import videomme, videommmu, vsibench
+from evr1_eval.benchmarks import (
+    charades_sta,
+    longvideobench,
+    minerva,
+    motionbench,
+    mvbench,
+    tempcompass,
+    videomathqa,
+    videomme,
+    videommmu,
+    vsibench,
+)
 from evr1_eval.benchmarks.extractors import (
     capped,
     extract_mcq_answer,
@@ -25,7 +35,6 @@ from evr1_eval.benchmarks.extractors import (
 )
 from evr1_eval.benchmarks.ovobench import rule as ovobench_rule
 from evr1_eval.types import Sample
-
 
 #: thanku-all/parse_answer `eval_your_results.py`@afd52cf `extract_characters_regex` (Video-MME's evaluation script):
 #: prefixes deleted (two concatenated by missing commas; "Answer:" and "Option:" added at afd52cf), first A-D anywhere.
@@ -109,7 +118,14 @@ def test_motionbench_three_stages(response: str, expected: str) -> None:
 
 #: lmms-eval 0.7.3 `tasks/video_holmes/utils.py::parse_multi_choice_response` (MMMU's parser), options A-F below; the
 #: reference's `random.choice` fallback is shown as RANDOM. "答案是C" reads C: a letter followed by a space suffices.
-HOLMES_OPTIONS = {"A": "the butler did it", "B": "the maid", "C": "nobody", "D": "a dog", "E": "the cat", "F": "a stranger"}
+HOLMES_OPTIONS = {
+    "A": "the butler did it",
+    "B": "the maid",
+    "C": "nobody",
+    "D": "a dog",
+    "E": "the cat",
+    "F": "a stranger",
+}
 HOLMES = [
     ["答案是C", "C"],
     ["(F)", "F"],
@@ -156,7 +172,7 @@ CHARADES = [
     ["Start time: 24.3\nEnd time: 30.4", [[24.3, 30.4]]],
     ["starts at 00:00:04 and ends at 00:00:12", [[4.0, 12.0]]],
     ["The event happens in the 30.4 - 24.3 seconds.", [[24.3, 30.4]]],
-    ["{\"time\": [2, 9]}", []],
+    ['{"time": [2, 9]}', []],
     ["[2.0, 9.0]", []],
     ["It happens at 1.0 - 2.0 and again at 3.0 - 4.0.", [[1.0, 2.0]]],
     ["from 10 to 0 seconds", [[0.0, 10.0]]],
@@ -274,7 +290,7 @@ def test_vsibench_thresholds_are_numpy_linspace_bit_for_bit() -> None:
     assert len(vsibench.THRESHOLDS) == 10
     assert [float(x) for x in reference] == list(vsibench.THRESHOLDS)
     for start, stop in ((0.5, 0.95), (0.0, 1.0), (-3.3, 2.1), (0.1, 0.7)):
-        for num in range(0, 40):
+        for num in range(40):
             assert [float(x) for x in np.linspace(start, stop, num)] == list(vsibench.linspace(start, stop, num))
     assert 0.50 + 0.05 * 8 != vsibench.THRESHOLDS[8]  # the old evr1 thresholds rounded differently
 
@@ -335,11 +351,26 @@ TEMPCOMPASS_CAPTION = [
     ["2", "Which caption fits?\nOption 1: A man runs.\nOption 2: A man dunks.", "Option 2: A man dunks.", 1],
     ["A man dunks.", "Which caption fits?\nOption 1: A man runs.\nOption 2: A man dunks.", "Option 2: A man dunks.", 1],
     ["Option 1", "Which caption fits?\nOption 1: A man runs.\nOption 2: A man dunks.", "Option 2: A man dunks.", 0],
-    ["Caption B", "Which sentence fits?\nCaption A: A man dunks.\nCaption B: A man sleeps.", "Caption A: A man dunks.", 0],
+    [
+        "Caption B",
+        "Which sentence fits?\nCaption A: A man dunks.\nCaption B: A man sleeps.",
+        "Caption A: A man dunks.",
+        0,
+    ],
     ["A", "Which sentence fits?\nCaption A: A man dunks.\nCaption B: A man sleeps.", "Caption A: A man dunks.", 1],
     ["A.", "Which sentence fits?\nCaption A: A man dunks.\nCaption B: A man sleeps.", "Caption A: A man dunks.", 1],
-    ["(A) A man dunks.", "Which sentence fits?\nCaption A: A man dunks.\nCaption B: A man sleeps.", "Caption A: A man dunks.", 1],
-    ["I think Option 2", "Which caption fits?\nOption 1: A man runs.\nOption 2: A man dunks.", "Option 2: A man dunks.", "fail"],
+    [
+        "(A) A man dunks.",
+        "Which sentence fits?\nCaption A: A man dunks.\nCaption B: A man sleeps.",
+        "Caption A: A man dunks.",
+        1,
+    ],
+    [
+        "I think Option 2",
+        "Which caption fits?\nOption 1: A man runs.\nOption 2: A man dunks.",
+        "Option 2: A man dunks.",
+        "fail",
+    ],
 ]
 #: llyx97/TempCompass `eval_yes_no.py`@e1b4631 `extract_pred` (prediction, yes|no|False): `startswith`, lower-cased.
 TEMPCOMPASS_YESNO = [

@@ -18,7 +18,8 @@ from evr1_eval.protocol import Evr1Settings, ProtocolSettings
 @pytest.mark.parametrize("name", available_presets())
 def test_every_preset_builds_a_valid_sampling_spec_for_every_benchmark(name: str) -> None:
     preset = get_preset(name)
-    assert preset.sources and all(s.what and s.where for s in preset.sources)
+    assert preset.sources
+    assert all(s.what and s.where for s in preset.sources)
     for bench_name in available_benchmarks():
         bench = get_benchmark(bench_name)
         overrides = sampling_overrides(bench.sampling, preset.sampling_for(bench_name), None)
@@ -35,12 +36,14 @@ def test_the_published_numbers_are_the_presets() -> None:
     assert qwen3.sampling_for("lvbench")["total_pixels"] == 224_000 * 32 * 32
     assert qwen3.sampling_for("videomme")["max_frames"] == 512  # the repository's own Video-MME script
     assert qwen3.sampling_for("videomme")["total_pixels"] == 19_267_584
-    assert qwen3.generation["temperature"] == 0.7 and qwen3.unapplied_generation["presence_penalty"] == 1.5
+    assert qwen3.generation["temperature"] == 0.7
+    assert qwen3.unapplied_generation["presence_penalty"] == 1.5
     thinking = get_preset("qwen3_vl_thinking_official")
     assert (thinking.generation["temperature"], thinking.generation["top_p"]) == (0.6, 0.95)
     assert thinking.response_filter == "after_think"
     qwen25 = get_preset("qwen2_5_vl_official")
-    assert qwen25.sampling["total_pixels"] == 24_576 * 28 * 28 and qwen25.sampling["max_frames"] == 768
+    assert qwen25.sampling["total_pixels"] == 24_576 * 28 * 28
+    assert qwen25.sampling["max_frames"] == 768
 
 
 def test_registry_refuses_duplicates_and_suggests_names() -> None:
@@ -67,14 +70,15 @@ def test_evr1_settings_are_one_typed_object_filled_from_outside(tmp_path: Path) 
         "Watch the video carefully.\nQuestion: What?\nOptions:\nA. x\nB. y\n"
         "Think step by step inside <think></think>, then give the option letter inside <answer></answer>."
     )
-    assert "JSON {\"time\": [start_seconds, end_seconds]}" in default.render("temporal_grounding", "When?", [])
+    assert 'JSON {"time": [start_seconds, end_seconds]}' in default.render("temporal_grounding", "When?", [])
     assert default.render("open_ended", "Why?", [], n_videos=1, n_images=1).startswith(
         "Examine the video and the accompanying image carefully."
     )
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"think": False, "stop": ["</answer>"], "sampling": {"max_frames": 16}}))
     loaded = Evr1Settings.from_file(path)
-    assert loaded.source == "cli:s.json" and loaded.stop == ("</answer>",)
+    assert loaded.source == "cli:s.json"
+    assert loaded.stop == ("</answer>",)
     assert loaded.key() != default.key()
     assert dataclasses.replace(loaded, source="train:x").key() == loaded.key()  # where it came from is not a setting
     with pytest.raises(ValueError, match="unknown field"):

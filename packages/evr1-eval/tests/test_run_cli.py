@@ -174,9 +174,12 @@ def test_run_writes_a_manifest_and_records_the_protocol(dataset: Path, tmp_path:
     assert manifest["protocol"] == {"protocol": "official", "prompt_variant": "official"}
     assert manifest["model"] == "fake-model"
     assert manifest["backend"]["backend"] == "fake"
-    assert manifest["versions"]["evr1-eval"] and manifest["versions"]["evr1-rewards"]
-    assert manifest["annotations"]["digest"].startswith("sha256:") and manifest["annotations"]["rows_loaded"] == N
-    assert manifest["sampling"]["fps"] == 4 and manifest["generation"]["temperature"] == 0.0
+    assert manifest["versions"]["evr1-eval"]
+    assert manifest["versions"]["evr1-rewards"]
+    assert manifest["annotations"]["digest"].startswith("sha256:")
+    assert manifest["annotations"]["rows_loaded"] == N
+    assert manifest["sampling"]["fps"] == 4
+    assert manifest["generation"]["temperature"] == 0.0
     assert manifest["reference"].startswith("EvolvingLMMs-Lab/lmms-eval:lmms_eval/tasks/mvbench/utils.py@v0.7.3")
     assert manifest["preset"] is None
     # the evr1 protocol asks in the training format: another prompt, so the same folder refuses it
@@ -203,7 +206,8 @@ def test_run_writes_a_manifest_and_records_the_protocol(dataset: Path, tmp_path:
     assert "the compared runs used different settings" in text
     assert "mvbench: protocol differs" in text
     assert "protocol evr1 (prompt official), preset none, model fake-model" in text
-    assert "| mvbench | task_mean |" not in text and "| mvbench | accuracy | 100.0 · evr1 " in text
+    assert "| mvbench | task_mean |" not in text
+    assert "| mvbench | accuracy | 100.0 · evr1 " in text
 
 
 def test_preset_settings_apply_and_explicit_flags_win(dataset: Path, tmp_path: Path, capsys) -> None:
@@ -217,9 +221,11 @@ def test_preset_settings_apply_and_explicit_flags_win(dataset: Path, tmp_path: P
     assert any("Qwen3-VL#1540" in s["where"] for s in manifest["preset"]["sources"])
     assert manifest["protocol"]["prompt_variant"] == "qwen3_vl"
     assert manifest["generation"]["max_tokens"] == 64  # the explicit flag
-    assert manifest["generation"]["temperature"] == 0.7 and manifest["generation"]["top_k"] == 20  # the preset
+    assert manifest["generation"]["temperature"] == 0.7  # the preset
+    assert manifest["generation"]["top_k"] == 20
     # frame settings: the preset's (2,048 frames, 224K video tokens, size factor 32), the command line's on top
-    assert manifest["sampling"]["max_frames"] == 2048 and manifest["sampling"]["size_factor"] == 32
+    assert manifest["sampling"]["max_frames"] == 2048
+    assert manifest["sampling"]["size_factor"] == 32
     assert manifest["sampling"]["fps"] == 4  # --sampling fps=4 (from _run) wins over the preset's 2
     with pytest.raises(SystemExit):
         main(["run", "--help"])
@@ -243,5 +249,6 @@ def test_rows_that_fail_to_load_make_the_exit_status_say_so(dataset: Path, tmp_p
     (ann / "mvbench.json").write_text(json.dumps([{"problem": "no truth"}, {"bad": 1}]), encoding="utf-8")
     assert main([*args[:-3], "--out", str(tmp_path / "o2"), "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert "no row of mvbench could be loaded" in err and "first reasons" in err
+    assert "no row of mvbench could be loaded" in err
+    assert "first reasons" in err
     assert not (tmp_path / "o2").exists()  # nothing was run, no folder pretends otherwise

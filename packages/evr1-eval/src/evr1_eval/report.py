@@ -257,7 +257,7 @@ def summary_json(runs: Sequence[RunReport]) -> dict[str, Any]:
                 "path": run.path,
                 "benchmarks": {b: dataclasses.asdict(s) for b, s in sorted(run.summaries.items())},
                 "settings": dict(run.settings),
-                "manifests": {b: m for b, m in sorted(run.manifests.items())},
+                "manifests": dict(sorted(run.manifests.items())),
                 "problems": list(run.problems),
             }
             for name, run in zip(_unique_names(runs), runs, strict=True)

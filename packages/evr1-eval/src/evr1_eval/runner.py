@@ -25,8 +25,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from evr1_eval.backends.base import Backend, EngineDead, GenerationParams, Request
 from evr1_eval import manifest
+from evr1_eval.backends.base import Backend, EngineDead, GenerationParams, Request
 from evr1_eval.manifest import package_version
 from evr1_eval.media import Media, MediaLoader, spec_key
 from evr1_eval.presets.registry import ResponseFilter, apply_response_filter
@@ -420,5 +420,3 @@ async def run_async(
 def evaluate(backend: Backend, jobs: Sequence[Job], config: RunConfig, **kwargs: Any) -> list[JobResult]:
     """Synchronous entry point (CLI, scripts): `asyncio.run(run_async(...))`."""
     return asyncio.run(run_async(backend, jobs, config, **kwargs))
-
-

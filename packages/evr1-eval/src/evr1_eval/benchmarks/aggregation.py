@@ -100,33 +100,41 @@ def _finite(metrics: Mapping[str, float]) -> dict[str, float]:
     return {k: round(v, 4) for k, v in metrics.items() if not math.isnan(v)}
 
 
+def _counts(bench: Benchmark, rows: Sequence[ScoredSample], kept: Sequence[ScoredSample]) -> dict[str, int]:
+    errors = sum(1 for r in rows if r.error is not None)
+    return {
+        "samples": len(rows),
+        "scored": len(kept) - (errors if bench.error_policy == "wrong" else 0),
+        "errors": errors,
+        "judge_pending": sum(1 for r in rows if r.needs_judge and r.error is None),
+    }
+
+
+def _judge_failed_as_wrong(bench: Benchmark, rows: Sequence[ScoredSample], kept: Sequence[ScoredSample],
+                           primary: str) -> float | None:  # fmt: skip
+    """The reference's number when its judge is unreachable (or disabled): a deferred answer counts wrong."""
+    pending = [r for r in rows if r.needs_judge and r.error is None]
+    if not pending or not bench.judge_fallback_types:
+        return None
+    as_wrong = [*kept, *(dataclasses.replace(r, score=0.0, needs_judge=False) for r in pending)]
+    return (bench.aggregator or micro)(bench, as_wrong)[1].get(primary)
+
+
 def summarize(bench: Benchmark, rows: Sequence[ScoredSample]) -> BenchmarkSummary:
     kept = [r for r in rows if not (r.needs_judge and r.error is None)]
     if bench.error_policy == "exclude":
         kept = [r for r in kept if r.error is None]
     aggregate: Aggregator = bench.aggregator or micro
     primary, metrics, extra = aggregate(bench, kept)  # empty input gives NaN metrics, dropped below
-    pending_rows = [r for r in rows if r.needs_judge and r.error is None]
-    if pending_rows and bench.judge_fallback_types:
-        # The reference's number when its judge is unreachable (or disabled): a deferred answer counts wrong.
-        as_wrong = [*kept, *(dataclasses.replace(r, score=0.0, needs_judge=False) for r in pending_rows)]
-        value = aggregate(bench, as_wrong)[1].get(primary)
-        if value is not None:
-            metrics[f"{primary}_judge_failed_as_wrong"] = value
+    as_wrong = _judge_failed_as_wrong(bench, rows, kept, primary)
+    if as_wrong is not None:
+        metrics[f"{primary}_judge_failed_as_wrong"] = as_wrong
     evr1_rows = [r for r in rows if r.error is None or bench.error_policy == "wrong"]
-    errors = sum(1 for r in rows if r.error is not None)
-    pending = sum(1 for r in rows if r.needs_judge and r.error is None)
-    counts = {
-        "samples": len(rows),
-        "scored": len(kept) - (errors if bench.error_policy == "wrong" else 0),
-        "errors": errors,
-        "judge_pending": pending,
-    }
     return BenchmarkSummary(
         benchmark=bench.name,
         primary=primary,
         metrics=_finite(metrics),
-        counts=counts,
+        counts=_counts(bench, rows, kept),
         notes=(*bench.notes, *extra, *_notes(bench, rows, kept)),
         evr1_metrics=_finite(evr1_metrics(bench, evr1_rows)),
         reference=str(bench.reference) if bench.reference else "",

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evr1_cache.spec import SamplingSpec
-
 from evr1_eval.benchmarks.aggregation import Aggregator, summarize
 from evr1_eval.benchmarks.judging import judge_outcome
 from evr1_eval.benchmarks.loading import RowView, generic_prompt, load_samples
@@ -146,7 +145,9 @@ class Benchmark:
     def official_outcome(self, sample: Sample, response: str) -> Outcome:
         """The official rule alone (judged types come back pending)."""
         if self.sample_needs_judge(sample):
-            return Outcome(score=0.0, extracted=None, details={"reason": "official metric is LLM-judged"}, needs_judge=True)
+            return Outcome(
+                score=0.0, extracted=None, details={"reason": "official metric is LLM-judged"}, needs_judge=True
+            )
         return (self.scorer or rewards_outcome)(sample, response)
 
     def score(self, sample: Sample, response: str | None) -> ScoredSample:

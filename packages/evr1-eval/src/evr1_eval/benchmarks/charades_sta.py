@@ -65,33 +65,27 @@ def _pairs(values: list[float]) -> list[list[float]]:
     return [[values[i], values[i + 1]] for i in range(0, len(values), 2)]
 
 
+def _first_ranges(sentences: list[str], pattern: re.Pattern[str], to_seconds: Any) -> list[list[float]]:
+    """Every range `pattern` finds in the first sentence where it finds any."""
+    for sentence in sentences:
+        found = pattern.findall(sentence)
+        if found:
+            return [[to_seconds(a), to_seconds(b)] for a, b in found]
+    return []
+
+
 def extract_time(paragraph: str) -> list[list[float]]:
     """The reference's `extract_time`: at most one [start, end] span (ordered)."""
     text = paragraph.lower().replace(_EXAMPLE, "").replace("to", "-")
     sentences = _SENTENCES.split(text)
     candidates = [s for s in sentences if any(k in s for k in _KEYWORDS)] or sentences
-    spans: list[list[float]] = []
-    for sentence in candidates:
-        found = _CLOCK_RANGE.findall(sentence)
-        if found:
-            spans = [[_seconds(a), _seconds(b)] for a, b in found]
-            break
-    if not spans:
-        for sentence in candidates:
-            found = _RANGE.findall(sentence)
-            if found:
-                spans = [[float(a), float(b)] for a, b in found]
-                break
+    spans = _first_ranges(candidates, _CLOCK_RANGE, _seconds) or _first_ranges(candidates, _RANGE, float)
     if not spans:
         spans = _pairs([_seconds(t) for s in candidates for t in _CLOCK.findall(s)])
     if not spans:
         spans = _pairs([float(m[0]) for m in (_NUMBER.findall(s) for s in candidates) if m])
     if not spans:
-        for sentence in candidates:
-            found = _FALLBACK.findall(sentence)
-            if found:
-                spans = [[float(a), float(b)] for a, b in found]
-                break
+        spans = _first_ranges(candidates, _FALLBACK, float)
     return [[s, e] if e > s else [e, s] for s, e in spans[:1]]
 
 

@@ -109,9 +109,47 @@ _MCQ_FORMATS = (("({})", 6), ("{}.", 5), ("{}:", 4), ("{})", 3), ("{} ", 2))
 _DEFAULT_CHOICES = tuple("ABCDEFGH")
 
 
+def _mcq_format_candidates(text: str, letters: Sequence[str]) -> list[tuple[int, int, str]]:
+    """(priority, position, letter) of "(X)", "X.", "X:", "X)" and "X " (their last occurrence), format by format."""
+    found = []
+    for fmt, priority in _MCQ_FORMATS:
+        for ch in letters:
+            pos = text.rfind(fmt.format(ch))
+            if pos != -1:
+                found.append((priority, pos, ch))
+    return found
+
+
+def _mcq_phrase_candidates(text: str, letters: Sequence[str]) -> list[tuple[int, int, str]]:
+    """After the first occurrence of each answer phrase, the first occurrence of EVERY letter (so the latest wins)."""
+    found = []
+    lower = text.lower()
+    for phrase in _MCQ_PHRASES:
+        idx = lower.find(phrase)
+        if idx != -1:
+            after = idx + len(phrase)
+            found += [(7, pos, ch) for ch in letters if (pos := text.find(ch, after)) != -1]
+    return found
+
+
+def _mcq_edge_candidates(text: str, letters: Sequence[str]) -> list[tuple[int, int, str]]:
+    """A standalone letter that starts (priority 10) or ends (9) the answer."""
+    stripped = text.strip()
+    found = [
+        (10, 0, ch) for ch in letters if stripped.startswith(ch) and (len(stripped) == 1 or not stripped[1].isalpha())
+    ]
+    found += [
+        (9, len(text) - 1, ch)
+        for ch in letters
+        if stripped.endswith(ch) and (len(stripped) == 1 or not stripped[-2].isalpha())
+    ]
+    return found
+
+
 def extract_mcq_answer(response: str, choices: Sequence[str] | None = None) -> str:
     """The shared lmms-eval MCQ extractor: collect (letter, position, format) candidates, keep the one with the highest
-    format priority, then the latest position (a stable sort: among exact ties the first inserted wins)."""
+    format priority, then the latest position (a stable sort: among exact ties the first inserted wins); failing
+    every format, the last occurrence of any letter."""
     if not response or not response.strip():
         return ""
     letters = list(choices) if choices else list(_DEFAULT_CHOICES)
@@ -119,33 +157,10 @@ def extract_mcq_answer(response: str, choices: Sequence[str] | None = None) -> s
     for char in (",", ".", "!", "?", ";", ":", "'", '"'):
         text = text.strip(char)
     text = f" {text} "
-    found: list[tuple[int, int, str]] = []  # (priority, position, letter) in insertion order
-    for fmt, priority in _MCQ_FORMATS:
-        for ch in letters:
-            pos = text.rfind(fmt.format(ch))
-            if pos != -1:
-                found.append((priority, pos, ch))
-    lower = text.lower()
-    for phrase in _MCQ_PHRASES:
-        idx = lower.find(phrase)
-        if idx != -1:
-            after = idx + len(phrase)
-            for ch in letters:
-                pos = text.find(ch, after)
-                if pos != -1:
-                    found.append((7, pos, ch))
-    stripped = text.strip()
-    for ch in letters:
-        if stripped.startswith(ch) and (len(stripped) == 1 or not stripped[1].isalpha()):
-            found.append((10, 0, ch))
-    for ch in letters:
-        if stripped.endswith(ch) and (len(stripped) == 1 or not stripped[-2].isalpha()):
-            found.append((9, len(text) - 1, ch))
+    found = _mcq_format_candidates(text, letters) + _mcq_phrase_candidates(text, letters)
+    found += _mcq_edge_candidates(text, letters)
     if not found:
-        for ch in letters:
-            pos = text.rfind(ch)
-            if pos != -1:
-                found.append((0, pos, ch))
+        found = [(0, pos, ch) for ch in letters if (pos := text.rfind(ch)) != -1]
     if not found:
         return ""
     best = found[0]
@@ -169,26 +184,26 @@ def first_letter_after_prefixes(response: str, prefixes: Sequence[str], letters:
     return None
 
 
-def mmmu_parse_multi_choice(
-    response: str, choices: Sequence[str], index2ans: Mapping[str, str], sample_id: str
-) -> str:
+def _mmmu_letter_candidates(text: str, choices: Sequence[str]) -> tuple[list[str], bool]:
+    """Letters marked "(X)" (and True), else followed by a space, else followed by a period."""
+    bracketed = [c for c in choices if f"({c})" in text]
+    if bracketed:
+        return bracketed, True
+    spaced = [c for c in choices if f"{c} " in text]
+    return (spaced or [c for c in choices if f"{c}." in text]), False
+
+
+def mmmu_parse_multi_choice(response: str, choices: Sequence[str], index2ans: Mapping[str, str], sample_id: str) -> str:
     """MMMU's `parse_multi_choice_response` as Video-Holmes' task file has it: "(X)", else "X " (a letter followed by a
     space; nothing required before it), else "X."; else, for answers longer than 5 words, an option's text; several
     candidates -> the one whose marker occurs last (ties: the first candidate); none -> a random option."""
     for char in (",", ".", "!", "?", ";", ":", "'"):
         response = response.strip(char)
     text = f" {response} "
-    with_brackets = False
-    candidates = [c for c in choices if f"({c})" in text]
-    if candidates:
-        with_brackets = True
-    else:
-        candidates = [c for c in choices if f"{c} " in text]
-        if not candidates:
-            candidates = [c for c in choices if f"{c}." in text]
+    candidates, with_brackets = _mmmu_letter_candidates(text, choices)
+    low = text.lower()
     by_text = False
     if not candidates and len(text.split()) > 5:
-        low = text.lower()
         candidates = [c for c, ans in index2ans.items() if ans.lower() in low]
         by_text = bool(candidates)
     if not candidates:
@@ -196,7 +211,6 @@ def mmmu_parse_multi_choice(
     if len(candidates) == 1:
         return candidates[0]
     if by_text:
-        low = text.lower()
         starts = [low.rfind(index2ans[c].lower()) for c in candidates]
     elif with_brackets:
         starts = [text.rfind(f"({c})") for c in candidates]

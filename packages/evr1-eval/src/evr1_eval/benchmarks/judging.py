@@ -15,6 +15,7 @@ JUDGE_PROMPT_VERSION = "judge-v1"
 _VERDICT = re.compile(r"judgement\s*:\s*([01])", re.IGNORECASE)
 _FINAL = re.compile(r"therefore,?\s+the\s+final\s+answer\s+is\s*:?", re.IGNORECASE)
 
+
 def final_text(response: str) -> str:
     """The answer part of a response: the last non-empty `<answer>`, else the text after the reasoning blocks."""
     text = capped(response)

@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from evr1_rewards import RewardError, normalize_problem_type, parse_ground_truth, parse_options
-
 from evr1_eval.benchmarks.prompts import direct_prompt
 from evr1_eval.protocol import ProtocolSettings
 from evr1_eval.types import LoadError, LoadResult, Sample
+from evr1_rewards import RewardError, normalize_problem_type, parse_ground_truth, parse_options
 
 if TYPE_CHECKING:
     from evr1_eval.benchmarks.base import Benchmark, DocumentFlattener
@@ -118,7 +117,9 @@ def _split_top_array(text: str) -> Iterator[str]:
                 return
 
 
-def _document_rows(path: Path, stripped: str, flatten: DocumentFlattener | None) -> Iterator[tuple[int, Any, str | None]]:
+def _document_rows(
+    path: Path, stripped: str, flatten: DocumentFlattener | None
+) -> Iterator[tuple[int, Any, str | None]]:
     data, error = _loads(stripped)
     if error is not None and "deep" in error and stripped[:1] == "[":
         for i, element in enumerate(_split_top_array(stripped)):
@@ -260,7 +261,9 @@ def _media(row: Mapping[str, Any], media_root: Path | None) -> tuple[tuple[str, 
         raise ValueError("missing video path (`path`)")
     videos = tuple(_resolve(v, media_root) for v in (video if isinstance(video, list) else [video]))
     image = _first(row, ("image_path", "image"))
-    images = () if image is None else tuple(_resolve(i, media_root) for i in (image if isinstance(image, list) else [image]))
+    images = (
+        () if image is None else tuple(_resolve(i, media_root) for i in (image if isinstance(image, list) else [image]))
+    )
     return videos, images
 
 
@@ -309,7 +312,9 @@ def parse_row(bench: Benchmark, row: Mapping[str, Any], position: int | str, med
 def generic_prompt(bench: Benchmark, view: RowView, protocol: ProtocolSettings) -> str:
     """The evr1 protocol's prompt, or the VLMEvalKit / Qwen-style direct prompt of a benchmark without an official
     one (bare queries such as Charades-STA sentences go through the benchmark's question template first)."""
-    template = bench.question_templates.get(view.groups.get("task", ""), bench.question_templates.get(view.problem_type))
+    template = bench.question_templates.get(
+        view.groups.get("task", ""), bench.question_templates.get(view.problem_type)
+    )
     question = template.format(question=view.question) if template else view.question
     if view.images:
         question = f"{question}\n{_IMAGE_HINT}"

@@ -14,8 +14,7 @@ from typing import Any
 from evr1_eval.benchmarks.adapters import official_mc
 from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.extractors import extract_mcq_answer
-from evr1_eval.benchmarks.loading import LETTERS
-from evr1_eval.benchmarks.loading import RowView
+from evr1_eval.benchmarks.loading import LETTERS, RowView
 from evr1_eval.benchmarks.references import lmms_eval
 from evr1_eval.benchmarks.registry import register
 from evr1_eval.benchmarks.scoring_rules import letter_rule, lmms_input
@@ -28,7 +27,7 @@ def official_doc(view: RowView) -> dict[str, Any]:
 
 def official_prompt(doc: Mapping[str, Any]) -> str:
     options = "\n".join(f"({LETTERS[i]}) {opt}" for i, opt in enumerate(doc["options"]))
-    question = doc["question"] + ("\n" + options if doc["options"] else "")
+    question = str(doc["question"]) + ("\n" + options if doc["options"] else "")
     return question + "\nAnswer the question with the option letter"
 
 

@@ -16,8 +16,7 @@ from typing import Any
 
 from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.extractors import random_choice
-from evr1_eval.benchmarks.loading import LETTERS
-from evr1_eval.benchmarks.loading import RowView
+from evr1_eval.benchmarks.loading import LETTERS, RowView
 from evr1_eval.benchmarks.references import lmms_eval
 from evr1_eval.benchmarks.registry import register
 from evr1_eval.benchmarks.scoring_rules import doc_of, lmms_input
@@ -55,7 +54,7 @@ def extract_choice_letter(text: str) -> str:
     cleaned = text.strip()
     explicit = _EXPLICIT.findall(cleaned)
     if explicit:
-        return explicit[-1].upper()
+        return str(explicit[-1]).upper()
     for prefix in _PREFIXES:
         cleaned = cleaned.replace(prefix, "")
     found = [ch for ch in cleaned if ch in "ABCDE"]
@@ -67,7 +66,9 @@ def rule(sample: Sample, response: str) -> Outcome:
     letter = extract_choice_letter(lmms_input(response))
     pred = letter or random_choice(sample.id, OPTIONS)
     gold = LETTERS[int(doc["answer_id"])] if 0 <= int(doc["answer_id"]) < 5 else ""
-    return Outcome(score=float(pred == gold), extracted=pred, details={"scorer": "minerva-lmms", "random_fallback": not letter})
+    return Outcome(
+        score=float(pred == gold), extracted=pred, details={"scorer": "minerva-lmms", "random_fallback": not letter}
+    )
 
 
 BENCHMARK = register(
@@ -75,7 +76,11 @@ BENCHMARK = register(
         name="minerva",
         title="MINERVA",
         problem_types=("multiple_choice",),
-        group_fields={"question_type": ("question_type", "reasoning_type"), "split": ("split",), "category": ("category",)},
+        group_fields={
+            "question_type": ("question_type", "reasoning_type"),
+            "split": ("split",),
+            "category": ("category",),
+        },
         reference=lmms_eval("minerva"),
         official_doc=official_doc,
         official_prompt=official_prompt,

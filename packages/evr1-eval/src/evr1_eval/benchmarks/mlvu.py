@@ -28,7 +28,17 @@ from evr1_eval.benchmarks.scoring_rules import letter_rule, lmms_input
 from evr1_eval.types import Sample, ScoredSample
 
 DEV_TASKS = ("anomaly_reco", "count", "ego", "needle", "order", "plotQA", "topic_reasoning")
-TEST_TASKS = ("anomaly_reco", "count", "ego", "needleQA", "order", "plotQA", "sportsQA", "topic_reasoning", "tutorialQA")
+TEST_TASKS = (
+    "anomaly_reco",
+    "count",
+    "ego",
+    "needleQA",
+    "order",
+    "plotQA",
+    "sportsQA",
+    "topic_reasoning",
+    "tutorialQA",
+)
 _LETTERED_LINE = re.compile(r"\n\s*\(?[A-F][).]")
 
 
@@ -40,7 +50,7 @@ def official_doc(view: RowView) -> dict[str, Any]:
 
 
 def official_prompt(doc: Mapping[str, Any]) -> str:
-    return doc["question"] + "\nOnly give the best option.\nBest option: ("
+    return f"{doc['question']}\nOnly give the best option.\nBest option: ("
 
 
 def extract(sample: Sample, response: str) -> str:
@@ -75,7 +85,9 @@ def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
         )
     unlabelled = sum(1 for r in rows if "task" not in r.groups) + sum(len(tasks[t]) for t in unknown)
     if unlabelled:
-        notes.append(f"{unlabelled} rows have no task of the {split} list {'(' + ', '.join(unknown) + ') ' if unknown else ''}and are outside M-Avg (the reference fails on them)")
+        notes.append(
+            f"{unlabelled} rows have no task of the {split} list {'(' + ', '.join(unknown) + ') ' if unknown else ''}and are outside M-Avg (the reference fails on them)"
+        )
     return "m_avg", metrics, notes
 
 

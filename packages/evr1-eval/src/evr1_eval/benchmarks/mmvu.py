@@ -47,7 +47,18 @@ _OPEN_PROMPT = (
     "\nQuestion:{question}\nVisual Information: processed video\n"
     "Do not generate any intermediate reasoning process. Directly output the final answer.\n"
 )
-_SUPERSCRIPTS = {"²": "^2", "³": "^3", "¹": "^1", "⁰": "^0", "⁴": "^4", "⁵": "^5", "⁶": "^6", "⁷": "^7", "⁸": "^8", "⁹": "^9"}
+_SUPERSCRIPTS = {
+    "²": "^2",
+    "³": "^3",
+    "¹": "^1",
+    "⁰": "^0",
+    "⁴": "^4",
+    "⁵": "^5",
+    "⁶": "^6",
+    "⁷": "^7",
+    "⁸": "^8",
+    "⁹": "^9",
+}
 _FIRST_LETTER = re.compile(r"\b([A-E])\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+\.?\d*")
 _BIG_O = re.compile(r"O\s*\([^)]+\)", re.IGNORECASE)
@@ -120,7 +131,9 @@ def rule(sample: Sample, response: str) -> Outcome:
     text = lmms_input(response)
     if doc["question_type"] == "multiple-choice":
         m = re.search(r"\b([A-E])\b", text)
-        return Outcome(score=float(mc_rule(doc, text)), extracted=m.group(1) if m else "N/A", details={"scorer": "mmvu-rule"})
+        return Outcome(
+            score=float(mc_rule(doc, text)), extracted=m.group(1) if m else "N/A", details={"scorer": "mmvu-rule"}
+        )
     if open_rule(doc, text):
         return Outcome(score=1.0, extracted=text[:200], details={"scorer": "mmvu-rule"})
     return Outcome(score=0.0, extracted=text[:200], details={"scorer": "mmvu-rule", "rule": 0}, needs_judge=True)

@@ -19,8 +19,7 @@ from typing import Any
 from evr1_eval.benchmarks.adapters import official_mc
 from evr1_eval.benchmarks.aggregation import Result, answered, breakdown, by_group, pct
 from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.loading import LETTERS
-from evr1_eval.benchmarks.loading import RowView, first_folder
+from evr1_eval.benchmarks.loading import LETTERS, RowView, first_folder
 from evr1_eval.benchmarks.references import lmms_eval
 from evr1_eval.benchmarks.registry import register
 from evr1_eval.benchmarks.scoring_rules import doc_of, lmms_input
@@ -41,17 +40,14 @@ def official_doc(view: RowView) -> dict[str, Any]:
 
 def official_prompt(doc: Mapping[str, Any]) -> str:
     options = "".join(f"({LETTERS[i]}) {c}\n" for i, c in enumerate(doc["candidates"]))
-    return "Question:" + doc["question"] + "\nOption:\n" + options + "Only give the best option.\n"
+    return f"Question:{doc['question']}\nOption:\n{options}Only give the best option.\n"
 
 
 def _punctuation(text: str) -> str:
     out = text
     digits_comma = _COMMA_BETWEEN_DIGITS.search(text) is not None
-    for p in _PUNCT:
-        if p + " " in text or " " + p in text or digits_comma:
-            out = out.replace(p, "")
-        else:
-            out = out.replace(p, " ")
+    for p in _PUNCT:  # dropped when spaced or when digits are comma-grouped, else replaced by a space
+        out = out.replace(p, "" if p + " " in text or " " + p in text or digits_comma else " ")
     return _PERIOD.sub("", out, count=32)
 
 

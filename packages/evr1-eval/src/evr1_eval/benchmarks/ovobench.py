@@ -78,7 +78,9 @@ def rule(sample: Sample, response: str) -> Outcome:
     if sample.problem_type == "boolean":  # SSR / CRR
         word = "Yes" if gt.lower() == "yes" else "No"
         if text in ("Y", "N"):
-            return Outcome(score=float((text == "Y") == (word == "Yes")), extracted=text, details={"scorer": "ovobench-yn"})
+            return Outcome(
+                score=float((text == "Y") == (word == "Yes")), extracted=text, details={"scorer": "ovobench-yn"}
+            )
         hit = word in text
         return Outcome(score=float(hit), extracted=word if hit else None, details={"scorer": "ovobench-yn"})
     hit = gt in text

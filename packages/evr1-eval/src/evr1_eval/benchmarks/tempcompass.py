@@ -29,8 +29,7 @@ from typing import Any
 import evr1_eval.benchmarks.aggregation as aggregation
 from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.extractors import capped
-from evr1_eval.benchmarks.loading import LETTERS
-from evr1_eval.benchmarks.loading import RowView
+from evr1_eval.benchmarks.loading import LETTERS, RowView
 from evr1_eval.benchmarks.references import TEMPCOMPASS
 from evr1_eval.benchmarks.registry import register
 from evr1_eval.types import Outcome, Sample, ScoredSample
@@ -90,8 +89,8 @@ def _guess_format(question: str, answer: str) -> str:
     return "multi-choice"
 
 
-def official_row(row: Any) -> Mapping[str, Any]:
-    """One flattened official question -> an EasyVideoR1 row (ValueError naming what is wrong)."""
+def _validated(row: Any) -> tuple[str, str, str]:
+    """(question, answer, video id) of a flattened official question, or a ValueError naming what is missing."""
     if not isinstance(row, Mapping):
         raise ValueError(f"expected a JSON object, got {type(row).__name__}")
     if "invalid" in row:
@@ -104,6 +103,28 @@ def official_row(row: Any) -> Mapping[str, Any]:
     video_id = str(row.get("video_id", "")).strip()
     if not video_id:
         raise ValueError("official row has no `video_id`")
+    return question, answer, video_id
+
+
+def _lettered(fmt: str, question: str, answer: str) -> tuple[str, list[str], int]:
+    """Question stem, option texts and the answer's index of a multi-choice or caption-matching question."""
+    pattern = _CAPTION_LABEL if fmt == "caption_matching" else _LETTERED
+    stem, options = _split_lines(question, pattern)
+    if len(options) < 2:
+        raise ValueError(f"{fmt} question has fewer than 2 option lines: {question[-80:]!r}")
+    m = pattern.match(answer.strip())
+    answer_text = m.group(2).strip() if m else answer.strip()
+    labels, texts = [label for label, _ in options], [text for _, text in options]
+    if m and m.group(1) in labels and texts[labels.index(m.group(1))] == answer_text:
+        return stem, texts, labels.index(m.group(1))
+    if answer_text in texts:
+        return stem, texts, texts.index(answer_text)
+    raise ValueError(f"answer {answer[:60]!r} matches none of the options {labels}")
+
+
+def official_row(row: Any) -> Mapping[str, Any]:
+    """One flattened official question -> an EasyVideoR1 row (ValueError naming what is wrong)."""
+    question, answer, video_id = _validated(row)
     fmt = row.get("format") or _guess_format(question, answer)
     out: dict[str, Any] = {
         "official_question": question,
@@ -114,24 +135,10 @@ def official_row(row: Any) -> Mapping[str, Any]:
         "format": fmt,
         "format_dimension": f"{fmt}/{row.get('dimension')}",
     }
-    if fmt == "yes_no":
-        return {**out, "problem": question.strip(), "solution": answer.strip(), "problem_type": "boolean"}
-    if fmt == "captioning":
-        return {**out, "problem": question.strip(), "solution": answer.strip(), "problem_type": "open_ended"}
-    pattern = _CAPTION_LABEL if fmt == "caption_matching" else _LETTERED
-    stem, options = _split_lines(question, pattern)
-    if len(options) < 2:
-        raise ValueError(f"{fmt} question has fewer than 2 option lines: {question[-80:]!r}")
-    m = pattern.match(answer.strip())
-    answer_text = m.group(2).strip() if m else answer.strip()
-    texts = [text for _, text in options]
-    labels = [label for label, _ in options]
-    if m and m.group(1) in labels and texts[labels.index(m.group(1))] == answer_text:
-        index = labels.index(m.group(1))
-    elif answer_text in texts:
-        index = texts.index(answer_text)
-    else:
-        raise ValueError(f"answer {answer[:60]!r} matches none of the options {labels}")
+    if fmt in ("yes_no", "captioning"):
+        kind = "boolean" if fmt == "yes_no" else "open_ended"
+        return {**out, "problem": question.strip(), "solution": answer.strip(), "problem_type": kind}
+    stem, texts, index = _lettered(fmt, question, answer)
     return {
         **out,
         "problem": stem,
@@ -192,7 +199,8 @@ def caption_matching_rating(pred: str, question: str, answer: str) -> int | None
     option_strs = question.split("\n")[1:]
     option_sents = [opt.split(": ")[1] for opt in option_strs]
     option_inds = [opt.split(": ")[0] for opt in option_strs] + [
-        opt.split(": ")[0].replace("Sentence ", "").replace("Option ", "").replace("Caption ", "") for opt in option_strs
+        opt.split(": ")[0].replace("Sentence ", "").replace("Option ", "").replace("Caption ", "")
+        for opt in option_strs
     ]
     matched = None
     for option in option_strs:
@@ -254,6 +262,8 @@ BENCHMARK = register(
         judged_types=frozenset({"open_ended"}),
         judge_fallback_types=frozenset({"multiple_choice", "boolean"}),
         sampling_defaults={"fps": 2.0, "min_frames": 4, "max_frames": 128},
-        notes=("captioning rows need a judge (the reference's ChatGPT reads the caption and answers a multi-choice question)",),
+        notes=(
+            "captioning rows need a judge (the reference's ChatGPT reads the caption and answers a multi-choice question)",
+        ),
     )
 )

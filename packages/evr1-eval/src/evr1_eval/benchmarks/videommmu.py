@@ -26,8 +26,7 @@ from typing import Any
 from evr1_eval.benchmarks.aggregation import Result, by_group, group_names
 from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.extractors import extract_mcq_answer
-from evr1_eval.benchmarks.loading import LETTERS
-from evr1_eval.benchmarks.loading import RowView
+from evr1_eval.benchmarks.loading import LETTERS, RowView
 from evr1_eval.benchmarks.references import lmms_eval
 from evr1_eval.benchmarks.registry import register
 from evr1_eval.benchmarks.scoring_rules import doc_of, lmms_input
@@ -69,9 +68,9 @@ def official_doc(view: RowView) -> dict[str, Any]:
 
 def parse_options(options: Sequence[str]) -> str:
     letters = [chr(ord("A") + i) for i in range(len(options))]
-    if all(option.startswith(f"{letter}.") for option, letter in zip(options, letters)):
+    if all(option.startswith(f"{letter}.") for option, letter in zip(options, letters, strict=True)):
         return "\n".join(options)
-    return "\n".join(f"{letter}. {option}" for letter, option in zip(letters, options))
+    return "\n".join(f"{letter}. {option}" for letter, option in zip(letters, options, strict=True))
 
 
 def official_prompt(doc: Mapping[str, Any]) -> str:
@@ -154,7 +153,9 @@ def rule(sample: Sample, response: str) -> Outcome:
     if parsed is None:
         return Outcome(score=0.0, extracted=None, details={"scorer": "videommmu-open", "api_error": True})
     shown = ", ".join(str(p) for p in parsed[:10])
-    return Outcome(score=float(eval_open(doc["answer"], parsed)), extracted=shown[:200], details={"scorer": "videommmu-open"})
+    return Outcome(
+        score=float(eval_open(doc["answer"], parsed)), extracted=shown[:200], details={"scorer": "videommmu-open"}
+    )
 
 
 def _acc(rows: Sequence[ScoredSample]) -> float:

@@ -3,8 +3,8 @@ Official accuracy is judged by Qwen2.5-72B: every row needs a judge; without one
 """
 
 from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.registry import register
 from evr1_eval.benchmarks.loading import first_folder
+from evr1_eval.benchmarks.registry import register
 
 BENCHMARK = register(
     Benchmark(

@@ -74,7 +74,9 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
     if not doc["mc"]:
         return f"{pre}\n{doc['question']}\nPlease answer the question using a single word or phrase."
     options = "Options:\n" + "\n".join(doc["options"])
-    return "\n".join([pre, doc["question"], options, "Answer with the option's letter from the given choices directly."])
+    return "\n".join(
+        [pre, doc["question"], options, "Answer with the option's letter from the given choices directly."]
+    )
 
 
 def rule(sample: Sample, response: str) -> Outcome:
@@ -99,7 +101,9 @@ def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
     if levels:
         tasks["object_rel_direction"] = sum(levels) / len(levels)
         if len(levels) != len(DIRECTION):
-            notes.append("not all three object_rel_direction levels present (the reference fails): mean of those present")
+            notes.append(
+                "not all three object_rel_direction levels present (the reference fails): mean of those present"
+            )
     metrics = {"overall": sum(tasks.values()) / len(tasks) if tasks else float("nan")}
     metrics.update({f"task/{k}": v for k, v in sorted(tasks.items())})
     metrics["mca_micro"] = pct(r.score for r in rows if r.problem_type == "multiple_choice")
@@ -110,8 +114,6 @@ def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
     if any(r.details.get("gt_zero") for r in rows):
         notes.append("rows with a ground truth of 0 are scored by equality (the reference divides by it and fails)")
     return "overall", metrics, notes
-
-
 
 
 BENCHMARK = register(

@@ -21,7 +21,10 @@ _REPO = "QwenLM/Qwen3-VL@96588727e44c78b25ba03ea03b8e12f7e64fd0da"
 SOURCES = (
     Source("fps 2, <= 2,048 frames, <= 224K video tokens, all sizes; thinking decoding", "QwenLM/Qwen3-VL#1540"),
     Source("Video-MME frames, pixels and instruct decoding", f"{_REPO} evaluation/VideoMME/infer_instruct.sh"),
-    Source("thinking decoding; answer after the last </think>", f"{_REPO} evaluation/VideoMME/infer_think.sh, run_videomme.py"),
+    Source(
+        "thinking decoding; answer after the last </think>",
+        f"{_REPO} evaluation/VideoMME/infer_think.sh, run_videomme.py",
+    ),
     Source("prompt: reported numbers come from VLMEvalKit", "open-compass/VLMEvalKit vlmeval/vlm/qwen3_vl/prompt.py"),
 )
 SAMPLING = {"fps": 2.0, "min_frames": 4, "max_frames": 2048, "total_pixels": 224_000 * 32 * 32, "size_factor": 32}
