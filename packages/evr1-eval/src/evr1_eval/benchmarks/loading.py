@@ -59,17 +59,19 @@ class RowView:
 
 # -- reading files ---------------------------------------------------------------------------------------------------
 def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
-    """Depth of nested lists / objects (a scalar is 0), counted without recursion; stops once past `limit`."""
+    """Depth of nested lists / objects (a scalar is 0), counted level by level without recursion; stops past `limit`.
+    (Parsed JSON holds only dicts and lists, so exact type checks suffice and keep this cheap per row.)"""
     depth, level = 0, [value]
-    while level and depth <= limit:
+    while depth <= limit:
         children: list[Any] = []
         for item in level:
-            if isinstance(item, Mapping):
+            kind = type(item)
+            if kind is dict:
                 children.extend(item.values())
-            elif isinstance(item, (list, tuple)):
+            elif kind is list or kind is tuple:
                 children.extend(item)
-        if not children:
-            return depth + any(isinstance(i, (Mapping, list, tuple)) for i in level)
+        if len(children) == 0:
+            return depth + any(type(i) in (dict, list, tuple) for i in level)
         depth += 1
         level = children
     return depth
