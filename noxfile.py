@@ -297,6 +297,7 @@ def train(session: nox.Session) -> None:
         str(member("evr1-rewards") / "tests" / "test_verl_reward_loop.py"),  # evr1-rewards' adapter in verl's loop
         str(member("evr1-cache") / "tests" / "test_store_reader.py"),  # incl. the zero-copy torch path (torch here)
         str(ROOT / "tests" / "test_cache_to_train.py"),  # cross-package: `evr1-cache build` output -> train rows
+        str(ROOT / "tests" / "test_eval_train_prompt.py"),  # cross-package: evr1-eval's evr1 prompt == the trainer's
         "-m",
         "not gpu",
         *session.posargs,

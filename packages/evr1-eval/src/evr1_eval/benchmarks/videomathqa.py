@@ -25,17 +25,11 @@ from evr1_eval.benchmarks.loading import RowView
 from evr1_eval.benchmarks.references import lmms_eval
 from evr1_eval.benchmarks.registry import register
 from evr1_eval.benchmarks.scoring_rules import letter_rule, lmms_input
+from evr1_eval.benchmarks.videomme import PREFIXES_4E7566D
 from evr1_eval.types import Sample, ScoredSample
 
 #: The old Video-MME prefix list, missing commas included ("The best option isThe correct option is").
-PREFIXES = (
-    "The best answer is",
-    "The correct answer is",
-    "The answer is",
-    "The answer",
-    "The best option isThe correct option is",
-    "Best answer:Best option:",
-)
+PREFIXES = PREFIXES_4E7566D
 
 
 def official_doc(view: RowView) -> dict[str, Any]:

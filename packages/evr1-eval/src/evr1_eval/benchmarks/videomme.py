@@ -24,20 +24,19 @@ from evr1_eval.benchmarks.registry import register
 from evr1_eval.benchmarks.scoring_rules import letter_rule
 from evr1_eval.types import Sample, ScoredSample
 
-#: `extract_characters_regex`'s prefix list at afd52cf, in order. Two commas are missing in the reference, so
-#: "The best option is" + "The correct option is" and "Best answer:" + "Best option:" are single prefixes.
-PREFIXES = (
+#: `extract_characters_regex`'s prefix list as Video-MME first shipped it (evaluation/eval_your_results.py@4e7566d;
+#: VideoMathQA's task file copies it). Two commas are missing in the reference, so "The best option is" + "The
+#: correct option is" and "Best answer:" + "Best option:" are single prefixes.
+PREFIXES_4E7566D = (
     "The best answer is",
     "The correct answer is",
     "The answer is",
     "The answer",
     "The best option isThe correct option is",
     "Best answer:Best option:",
-    "Answer:",
-    "Option:",
-    "The correct answer",
-    "The correct option",
 )
+#: The list at afd52cf (the script the README links now), in order: four prefixes added.
+PREFIXES = (*PREFIXES_4E7566D, "Answer:", "Option:", "The correct answer", "The correct option")
 _INSTRUCTION = (
     "Select the best answer to the following multiple-choice question based on the video. "
     "Respond with only the letter (A, B, C, or D) of the correct option."

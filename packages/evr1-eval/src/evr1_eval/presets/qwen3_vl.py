@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from evr1_eval.presets.registry import Preset, Source, register
+from evr1_eval.presets.registry import Preset, ResponseFilter, Source, register
 
 _REPO = "QwenLM/Qwen3-VL@96588727e44c78b25ba03ea03b8e12f7e64fd0da"
 SOURCES = (
@@ -30,30 +30,41 @@ SOURCES = (
 SAMPLING = {"fps": 2.0, "min_frames": 4, "max_frames": 2048, "total_pixels": 224_000 * 32 * 32, "size_factor": 32}
 VIDEOMME = {"max_frames": 512, "min_pixels": 3584, "max_pixels": 401_408, "total_pixels": 19_267_584}
 
-INSTRUCT = register(
-    Preset(
-        name="qwen3_vl_official",
-        family="qwen3_vl",
-        description="Qwen3-VL Instruct as reported: 2 fps, <= 2,048 frames, 224K video tokens; the repo's decoding",
-        sources=SOURCES,
-        sampling=SAMPLING,
-        benchmark_sampling={"videomme": VIDEOMME},
-        generation={"max_tokens": 32768, "temperature": 0.7, "top_p": 0.8, "top_k": 20},
-        unapplied_generation={"presence_penalty": 1.5, "repetition_penalty": 1.0},
-        prompt_variant="qwen3_vl",
+
+def _qwen3(
+    name: str,
+    description: str,
+    generation: dict[str, float],
+    presence_penalty: float,
+    response_filter: ResponseFilter = "none",
+) -> Preset:
+    """One Qwen3-VL preset: the reported frames and prompt, a model kind's decoding."""
+    return register(
+        Preset(
+            name=name,
+            family="qwen3_vl",
+            description=description,
+            sources=SOURCES,
+            sampling=SAMPLING,
+            benchmark_sampling={"videomme": VIDEOMME},
+            generation={"max_tokens": 32768, "top_k": 20, **generation},
+            unapplied_generation={"presence_penalty": presence_penalty, "repetition_penalty": 1.0},
+            prompt_variant="qwen3_vl",
+            response_filter=response_filter,
+        )
     )
+
+
+INSTRUCT = _qwen3(
+    "qwen3_vl_official",
+    "Qwen3-VL Instruct as reported: 2 fps, <= 2,048 frames, 224K video tokens; the repo's decoding",
+    {"temperature": 0.7, "top_p": 0.8},
+    1.5,
 )
-THINKING = register(
-    Preset(
-        name="qwen3_vl_thinking_official",
-        family="qwen3_vl",
-        description="Qwen3-VL Thinking as reported: the Instruct frames, thinking decoding, answer after </think>",
-        sources=SOURCES,
-        sampling=SAMPLING,
-        benchmark_sampling={"videomme": VIDEOMME},
-        generation={"max_tokens": 32768, "temperature": 0.6, "top_p": 0.95, "top_k": 20},
-        unapplied_generation={"presence_penalty": 0.0, "repetition_penalty": 1.0},
-        prompt_variant="qwen3_vl",
-        response_filter="after_think",
-    )
+THINKING = _qwen3(
+    "qwen3_vl_thinking_official",
+    "Qwen3-VL Thinking as reported: the Instruct frames, thinking decoding, answer after </think>",
+    {"temperature": 0.6, "top_p": 0.95},
+    0.0,
+    response_filter="after_think",
 )
