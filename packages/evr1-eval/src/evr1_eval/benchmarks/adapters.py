@@ -1,9 +1,8 @@
 """Official annotation layouts -> EasyVideoR1 rows, so one loader serves both.
 
-Field names follow the official releases as summarised in research/benchmarks.md and research/easyvideor1.md §8
-(EasyVideoR1's files keep the official fields next to its own: Video-MME's `videoID/question/options/answer`,
-MVBench's `video/question/candidates/answer`, ...). They were checked against those field lists, not against
-downloaded files (no datasets can be fetched here).
+Field names follow the official releases (EasyVideoR1's files keep the official fields next to its own: Video-MME's
+`videoID/question/options/answer`, MVBench's `video/question/candidates/answer`, ...). They were checked against
+those field lists and EasyVideoR1's files, not against the releases' downloads (see docs/eval-benchmarks.md).
 """
 
 from __future__ import annotations

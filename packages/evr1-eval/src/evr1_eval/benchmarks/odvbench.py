@@ -1,5 +1,5 @@
 """ODV-Bench (MCG-NJU; 7,896 MC questions per EasyVideoR1's report): accuracy with task / subtask breakdown,
-evr1-rewards letter extraction. EasyVideoR1's annotation file was not in the research snapshot: schema unverified.
+evr1-rewards letter extraction. EasyVideoR1's annotation file (over 4 MiB) could not be read: schema unverified.
 """
 
 from evr1_eval.benchmarks.base import Benchmark
