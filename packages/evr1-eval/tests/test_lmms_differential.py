@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 import types
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -41,6 +42,7 @@ from evr1_eval.types import Sample, ScoredSample
 pytestmark = pytest.mark.lmms_eval
 
 DATA = Path(__file__).parent / "data" / "real_rows"
+_TMP = Path(tempfile.mkdtemp(prefix="evr1-diff-"))  # the fixtures written as annotation files, one folder per run
 #: Responses per sample (every family of its kind appears; >= 200 responses per benchmark).
 PER_SAMPLE = 20
 #: Responses in each aggregation round: one per sample, so per-sample keys (Charades-STA's) stay unique.
@@ -98,7 +100,7 @@ def load_samples(name: str) -> list[Sample]:
     fixture = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
     if name == "tempcompass":
         samples: list[Sample] = []
-        tmp = Path(os.environ.get("TMPDIR", "/tmp")) / "evr1-diff-tempcompass"
+        tmp = _TMP / "tempcompass"
         tmp.mkdir(parents=True, exist_ok=True)
         for fmt, document in fixture["documents"].items():
             path = tmp / f"{fmt}.json"
@@ -107,7 +109,7 @@ def load_samples(name: str) -> list[Sample]:
             assert not loaded.errors, loaded.errors
             samples += loaded.samples
         return samples
-    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"evr1-diff-{name}.json"
+    path = _TMP / f"{name}.json"
     path.write_text(json.dumps(fixture["rows"]), encoding="utf-8")
     loaded = bench.load(path)
     assert not loaded.errors, loaded.errors
