@@ -1,0 +1,26 @@
+"""The evr1 viewer: one static HTML site for evaluation runs and training rollouts (`pip install 'evr1-cache[viewer]'`).
+
+evr1-eval (`evr1-eval report --html`) and evr1-train (`evr1-train view`) convert their own run folders into the
+records below and call `write_site`; the frames come from this package's cache, so the page shows the exact frames
+and timestamps the model saw. Importing this package loads the stdlib records only; Jinja2 and Pillow load when a
+site is written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from evr1_cache.viewer.records import Curve, MediaRef, ResponseRecord, RunRecord, SampleRecord
+
+if TYPE_CHECKING:
+    from evr1_cache.viewer.site import SiteResult, write_site
+
+__all__ = ("Curve", "MediaRef", "ResponseRecord", "RunRecord", "SampleRecord", "SiteResult", "write_site")
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("write_site", "SiteResult"):
+        from evr1_cache.viewer import site
+
+        return getattr(site, name)
+    raise AttributeError(f"module 'evr1_cache.viewer' has no attribute {name!r}")
