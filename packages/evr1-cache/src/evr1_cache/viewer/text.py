@@ -10,9 +10,9 @@ _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 def answer_span(text: str, extracted: str | None) -> tuple[int, int] | None:
     """(start, end) of the answer in `text`, or None when it cannot be located.
 
-    Order: the extracted string inside the last `<answer>...</answer>` block; else that block's content; else the
-    last occurrence of the extracted string (case-insensitive) anywhere. Scorers read the last answer, so the last
-    occurrence is the one that counted.
+    Order: the extracted string inside the last `<answer>...</answer>` block; else its last occurrence anywhere, as a whole word (an option letter "A" is never the article
+    in "a digit"), exact case before any case; else the last answer block's content. Scorers read the last answer,
+    so the last occurrence is the one that counted.
     """
     if not text:
         return None
@@ -21,18 +21,27 @@ def answer_span(text: str, extracted: str | None) -> tuple[int, int] | None:
     if blocks:
         block = blocks[-1]
         inner = block.group(1)
-        if want:
-            pos = inner.lower().rfind(want.lower())
-            if pos >= 0:
-                start = block.start(1) + pos
-                return start, start + len(want)
+        found = _last(inner, want) if want else None
+        if found is not None:
+            return block.start(1) + found[0], block.start(1) + found[1]
+        anywhere = _last(text, want) if want else None
+        if anywhere is not None:
+            return anywhere
         if inner.strip():
             lead = len(inner) - len(inner.lstrip())
             return block.start(1) + lead, block.start(1) + len(inner.rstrip())
-    if want:
-        pos = text.lower().rfind(want.lower())
-        if pos >= 0:
-            return pos, pos + len(want)
+        return None
+    return _last(text, want) if want else None
+
+
+def _last(text: str, want: str) -> tuple[int, int] | None:
+    """The last whole-word occurrence of `want` in `text`: exact case first, then ignoring case."""
+    left = r"(?<![A-Za-z0-9])" if want[:1].isalnum() else ""
+    right = r"(?![A-Za-z0-9])" if want[-1:].isalnum() else ""
+    for flags in (0, re.IGNORECASE):
+        hits = list(re.finditer(left + re.escape(want) + right, text, flags))
+        if hits:
+            return hits[-1].start(), hits[-1].end()
     return None
 
 
