@@ -10,9 +10,9 @@ _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 def answer_span(text: str, extracted: str | None) -> tuple[int, int] | None:
     """(start, end) of the answer in `text`, or None when it cannot be located.
 
-    Order: the extracted string inside the last `<answer>...</answer>` block; else its last occurrence anywhere, as a whole word (an option letter "A" is never the article
-    in "a digit"), exact case before any case; else the last answer block's content. Scorers read the last answer,
-    so the last occurrence is the one that counted.
+    Order: the extracted string inside the last `<answer>...</answer>` block; else its last occurrence anywhere, as
+    a whole word (an option letter "A" is never the article in "a digit"), exact case before any case; else the last
+    answer block's content. Scorers read the last answer, so the last occurrence is the one that counted.
     """
     if not text:
         return None
