@@ -165,8 +165,9 @@ def _bench_samples(
     reader = _reader(sources.cache_dir, problems)
     without_video = bool(fingerprint.get("without_video"))
     system = fingerprint.get("system_prompt")
+    position = {sid: i for i, sid in enumerate(by_id)}  # annotation order (results are in completion order)
     out = []
-    for row in rows:
+    for row in sorted(rows, key=lambda r: position.get(r.id, len(position))):
         sample = by_id.get(row.id)
         out.append(_record(row, sample, spec, reader, without_video, system if isinstance(system, str) else None))
     if by_id:

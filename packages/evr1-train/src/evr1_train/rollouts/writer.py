@@ -336,7 +336,7 @@ def extracted_answer(text: str, ground_truth: Any, problem_type: str, extras: Ma
         return None
     details = res.details or {}
     value = details.get("pred", details.get("extracted"))
-    return None if value is None else str(value)[:500]
+    return None if value is None or str(value) == "" else str(value)[:500]
 
 
 def group_record(
