@@ -46,6 +46,7 @@ class ThumbnailWriter:
         self.reused = 0
         self._lock = threading.Lock()
         self._done: dict[str, dict[str, object] | str] = {}
+        self._entry_locks: dict[str, threading.Lock] = {}
 
     def strip(self, ref: MediaRef) -> Strip:
         """The strip of one media reference; never raises (a problem becomes the strip's note)."""
@@ -72,12 +73,11 @@ class ThumbnailWriter:
 
     def _entry(self, entry: Path, key: str) -> dict[str, object] | str:
         with self._lock:
-            if key in self._done:
-                return self._done[key]
-        result = self._write(entry, key)
-        with self._lock:
-            self._done[key] = result
-        return result
+            lock = self._entry_locks.setdefault(key, threading.Lock())
+        with lock:  # one writer per entry; other threads wait for it, then reuse its result
+            if key not in self._done:
+                self._done[key] = self._write(entry, key)
+            return self._done[key]
 
     def _write(self, entry: Path, key: str) -> dict[str, object] | str:
         folder = self.root / key
