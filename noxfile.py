@@ -99,7 +99,25 @@ def integration(session: nox.Session) -> None:
         "import importlib.util as u, sys; bad = [m for m in ('torch', 'verl', 'vllm') if u.find_spec(m)]; "
         "sys.exit(f'the integration venv must stay light, it holds {bad}') if bad else None",
     )  # fmt: skip
-    session.run("pytest", str(ROOT / "tests"), *session.posargs)
+    # tests/browser/ needs a browser and Playwright: the `viewer_browser` session runs it
+    session.run("pytest", str(ROOT / "tests"), "--ignore", str(ROOT / "tests" / "browser"), *session.posargs)
+
+
+# -- the viewer in a real browser (issue 16) -----------------------------------------------------------------------
+
+#: Screenshots of every page the browser tests open (git-ignored); CI keeps them as artefacts.
+SCREENSHOTS = ROOT / ".artifacts" / "viewer"
+
+
+@nox.session(python=HOST)
+def viewer_browser(session: nox.Session) -> None:
+    """The evr1 viewer (`evr1-eval report --html`, `evr1-train view`) in headless Chromium: Playwright drives Debian's
+    /usr/bin/chromium (its own browser download cannot work offline); asserts on the DOM, saves screenshots to
+    .artifacts/viewer/. Light: eval + cache[viewer] + evr1-train without its deps (the rollouts module needs no verl)."""
+    install(session, "evr1-eval", "viewer", "playwright>=1.49")
+    session.install("--no-deps", str(member("evr1-train")))
+    session.run("pytest", str(ROOT / "tests" / "browser"), *session.posargs, env={"EVR1_SCREENSHOTS": str(SCREENSHOTS)})
+    session.log(f"screenshots: {SCREENSHOTS}")
 
 
 def install_torchvision_shim(session: nox.Session) -> None:
@@ -165,6 +183,7 @@ def imports(session: nox.Session) -> None:
         ("evr1_rewards", "1"),
         ("evr1_cache.spec", "1"),
         ("evr1_cache", "0"),
+        ("evr1_cache.viewer", "1"),  # the records: Jinja2 and Pillow load only when a site is written
         ("evr1_eval", "0"),
     ]:
         session.run("python", "-I", str(probe), module, stdlib_only, *heavy)

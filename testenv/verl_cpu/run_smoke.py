@@ -170,9 +170,11 @@ def check_evr1_dumps(work: Path, steps: int, groups: int, n: int) -> dict:
     assert all(len(r["responses"]) == n for r in records), [len(r["responses"]) for r in records]
     assert len(records) == steps * groups, len(records)
     offline = [x["offline"] for r in records for x in r["responses"]]
-    assert any(offline) and not all(offline), offline
+    assert any(offline), offline
+    assert not all(offline), offline
     media = [m for r in records for m in r["media"]]
-    assert media and all(m["frames_from"] == "cache" and m["frame_indices"] for m in media if m["kind"] == "video")
+    assert media
+    assert all(m["frames_from"] == "cache" and m["frame_indices"] for m in media if m["kind"] == "video")
     assert all(isinstance(x["advantage"], float) for r in records for x in r["responses"])
     index = build_viewer([work / "ckpt"], work / "viewer")
     return {"dumped_steps": steps, "groups": len(records), "viewer": str(index)}

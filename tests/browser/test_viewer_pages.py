@@ -65,7 +65,9 @@ def rollout_site(dataset: Any, cache_build: Any, tmp_path_factory: pytest.TempPa
     from evr1_train.rollouts.writer import DumpConfig, RolloutDumpWriter, group_record, media_records
 
     work = tmp_path_factory.mktemp("rollouts")
-    cache_build(dataset.train_file, work / "cache", *"--fps 4 --min-pixels 3136 --max-pixels 12544 --max-frames 6".split())
+    cache_build(
+        dataset.train_file, work / "cache", *"--fps 4 --min-pixels 3136 --max-pixels 12544 --max-frames 6".split()
+    )
     spec = SamplingSpec(fps=4.0, min_pixels=3136, max_pixels=12544, max_frames=6)
     rows = [json.loads(line) for line in dataset.train_file.read_text().splitlines()]
     writer = RolloutDumpWriter(work / "run" / "rollouts", DumpConfig(enable=True, every_n_steps=1), engine="local",
@@ -121,7 +123,8 @@ def test_browse_counts_pages_and_filters(demo: Path, open_page: Any) -> None:
     p.wait(f"document.getElementById('count').dataset.matches === '{wrong}'")
     assert page.locator("#pageinfo").inner_text() == "page 1 / 2"  # a filter goes back to page 1
     cards = page.locator("article.card")
-    assert cards.count() == min(25, wrong) and cards.count() == page.locator("article.card.v-wrong").count()
+    assert cards.count() == min(25, wrong)
+    assert cards.count() == page.locator("article.card.v-wrong").count()
     assert "verdict=wrong" in page.url
     page.select_option("select[data-name=benchmark]", "mvbench")
     both = sum(row[4] == "wrong" and row[1] == "mvbench" for row in idx["rows"])
@@ -131,7 +134,8 @@ def test_browse_counts_pages_and_filters(demo: Path, open_page: Any) -> None:
     page.select_option("select[data-name=error]", "error")
     errors = sum(row[4] == "wrong" and row[1] == "mvbench" and row[5] == "error" for row in idx["rows"])
     p.wait(f"document.getElementById('count').dataset.matches === '{errors}'")
-    assert errors == 0 and page.locator(".empty-state").inner_text() == "No sample matches these filters."
+    assert errors == 0
+    assert page.locator(".empty-state").inner_text() == "No sample matches these filters."
     page.click("#reset")
     p.wait("document.getElementById('count').dataset.matches === '60'")
     page.select_option("select[data-name=error]", "error")
@@ -210,7 +214,8 @@ def test_side_by_side_lists_changed_verdicts_first(demo: Path, open_page: Any) -
     assert first.locator(".side").count() == 2
     assert first.locator(".side-title").all_inner_texts() == ["base", "rl-step200"]
     texts = first.locator(".side pre.resp").all_inner_texts()
-    assert len(texts) == 2 and all("<answer>" in t for t in texts)
+    assert len(texts) == 2
+    assert all("<answer>" in t for t in texts)
     assert first.locator(".side-1 .badge").inner_text() != first.locator(".side-2 .badge").inner_text()
     p.shot("compare")
     page.select_option("select[data-name=verdict]", "wrong → correct")
@@ -264,7 +269,8 @@ def test_report_html_of_real_eval_runs(report_site: Path, open_page: Any) -> Non
     assert q3.locator(".side-2 pre.resp b").count() == 0
     for card in cards.all():
         n = int(card.locator("figure.strip").get_attribute("data-frames"))
-        assert n > 0 and card.locator("figure.strip img").count() == n
+        assert n > 0
+        assert card.locator("figure.strip img").count() == n
     p.shot("report-compare", full=True)
     page = p.open("index.html")
     assert page.locator("table.grid").first.locator("tbody tr").count() == 1

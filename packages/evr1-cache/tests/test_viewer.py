@@ -87,9 +87,11 @@ def test_verdicts_of_samples() -> None:
 def test_chart_draws_every_point_and_a_legend() -> None:
     curves = [Curve(metric="reward", series=t, points=((1, 0.1), (2, 0.5), (3, float("nan")))) for t in ("all", "a")]
     svg = line_chart("reward", curves, unit_range=True)
-    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert svg.startswith("<svg")
+    assert svg.endswith("</svg>")
     assert svg.count("<circle") == 4  # NaN points are dropped
-    assert 'data-series="all"' in svg and 'data-series="a"' in svg
+    assert 'data-series="all"' in svg
+    assert 'data-series="a"' in svg
     assert line_chart("empty", []) == ""
 
 
@@ -112,7 +114,8 @@ def test_thumbnails_are_the_cached_frames_downscaled_once(demo: tuple[Path, list
             want.thumbnail((thumb.shape[1], thumb.shape[0]), Image.Resampling.LANCZOS)
             diffs.append(float(np.abs(thumb - np.asarray(want, dtype=np.float32)).mean()))
         # thumbnail i is frame i of the entry (JPEG noise only), clearly unlike every other frame of the clip
-        assert diffs[i] < 6 and min(d for j, d in enumerate(diffs) if j != i) > 12, (i, diffs)
+        assert diffs[i] < 6, (i, diffs)
+        assert min(d for j, d in enumerate(diffs) if j != i) > 12, (i, diffs)
     assert (writer.written, writer.reused) == (1, 0)
     again = ThumbnailWriter(tmp_path)
     assert again.strip(ref) == strip
@@ -125,16 +128,21 @@ def test_strip_notes_say_why_frames_are_missing_or_differ(demo: tuple[Path, list
     writer = ThumbnailWriter(tmp_path)
     gone = writer.strip(MediaRef(kind="video", source="x.mp4", cache_root=str(cache), cache_file="videos/zz/0/none.safetensors",
                                  frame_indices=(0, 4), timestamps=(0.0, 0.5)))  # fmt: skip
-    assert gone.images == (None, None) and gone.timestamps == (0.0, 0.5) and "not found" in (gone.note or "")
+    assert gone.images == (None, None)
+    assert gone.timestamps == (0.0, 0.5)
+    assert "not found" in (gone.note or "")
     uncached = writer.strip(MediaRef(kind="video", source="x.mp4", frame_indices=(0,), timestamps=(0.0,)))
-    assert uncached.images == (None,) and "not in the frame cache" in (uncached.note or "")
+    assert uncached.images == (None,)
+    assert "not in the frame cache" in (uncached.note or "")
     shifted = writer.strip(MediaRef(kind="video", source=ref.source, cache_root=ref.cache_root,
                                     cache_file=ref.cache_file, frame_indices=tuple(i + 1 for i in ref.frame_indices)))  # fmt: skip
     assert "rebuilt" in (shifted.note or "")
     broken = tmp_path / "broken" / "videos" / "a" / "b"
     broken.mkdir(parents=True)
     (broken / "bad.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}garbage")
-    bad = writer.strip(MediaRef(kind="video", source="x", cache_root=str(tmp_path / "broken"), cache_file="videos/a/b/bad.safetensors"))
+    bad = writer.strip(
+        MediaRef(kind="video", source="x", cache_root=str(tmp_path / "broken"), cache_file="videos/a/b/bad.safetensors")
+    )
     assert "unreadable" in (bad.note or "")
 
 
@@ -148,33 +156,43 @@ def test_site_is_self_contained_and_escapes_model_output(demo: tuple[Path, list[
     assert {p.name for p in result.pages} == {"index.html", "base.html", "rl-step200.html", "quickstart.html",
                                               "base-vs-rl-step200.html"}  # fmt: skip
     idx = _index(site, "base")
-    assert idx["total"] == 40 and len(idx["rows"]) == 40 and idx["chunks"] == 3
+    assert idx["total"] == 40
+    assert len(idx["rows"]) == 40
+    assert idx["chunks"] == 3
     assert {f["name"] for f in idx["filters"]} >= {"benchmark", "task", "problem_type", "verdict", "error"}
     cmp = _index(site, "base-vs-rl-step200")
     changed = [" → " in row[4] for row in cmp["rows"]]
-    assert any(changed) and changed == sorted(changed, reverse=True)  # verdict changes first
+    assert any(changed)
+    assert changed == sorted(changed, reverse=True)
     assert _index(site, "quickstart")["filters"][-1]["name"] == "step"
     sources = next(f for f in _index(site, "quickstart")["filters"] if f["name"] == "source")
-    assert sources["multi"] and [v for v, _ in sources["values"]] == ["offline", "online"]
+    assert sources["multi"]
+    assert [v for v, _ in sources["values"]] == ["offline", "online"]
     # model output is text: the hostile response is escaped in its card, never markup
     cards = [c for n in range(3) for c in _chunk(site, "rl-step200", n)[0]]
     hostile = next(c for c in cards if "__pwned" in c)
-    assert "<script>" not in hostile and "&lt;script&gt;" in hostile and "<img src=\"x\"" not in hostile
+    assert "<script>" not in hostile
+    assert "&lt;script&gt;" in hostile
+    assert '<img src="x"' not in hostile
     assert HOSTILE.count("<") == 5
     # self-contained: no URL outside the folder, CSP forbids inline script, every referenced file exists
     for path in site.rglob("*"):
         if path.suffix in (".html", ".js", ".css"):
             text = path.read_text()
             assert not re.search(r"(?:src|href)=\"(?:https?:)?//", text), path
-            assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text, path
+            assert "http://" not in text.replace("http://www.w3.org/2000/svg", ""), path
+            assert "https://" not in text, path
     page = (site / "base.html").read_text()
-    assert "script-src 'self'" in page and "<script>" not in page
+    assert "script-src 'self'" in page
+    assert "<script>" not in page
     for ref in re.findall(r'(?:src|href)="([^"#]+)"', page):
         assert (site / ref).exists(), ref
     thumbs = [c for c in _chunk(site, "base")[0] for c in re.findall(r'src="(thumbs/[^"]+)"', c)]
-    assert thumbs and all((site / t).is_file() for t in thumbs)
+    assert thumbs
+    assert all((site / t).is_file() for t in thumbs)
     overview = (site / "index.html").read_text()
-    assert overview.count("<svg") == 2 and "base-vs-rl-step200.html" in overview
+    assert overview.count("<svg") == 2
+    assert "base-vs-rl-step200.html" in overview
 
 
 def test_rewriting_a_site_replaces_stale_data(demo: tuple[Path, list[Path]], tmp_path: Path) -> None:
@@ -185,7 +203,8 @@ def test_rewriting_a_site_replaces_stale_data(demo: tuple[Path, list[Path]], tmp
     assert len(list((tmp_path / "data" / "base").glob("chunk-*.js"))) == 3
     result = write_site([small], tmp_path, chunk_size=10)
     assert len(list((tmp_path / "data" / "base").glob("chunk-*.js"))) == 1
-    assert result.thumbnails_written == 0 and result.thumbnails_reused >= 1
+    assert result.thumbnails_written == 0
+    assert result.thumbnails_reused >= 1
     with pytest.raises(ValueError, match="no runs"):
         write_site([], tmp_path)
 

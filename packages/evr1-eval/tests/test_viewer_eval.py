@@ -84,7 +84,8 @@ def test_report_html_shows_the_cached_frames_and_both_runs(runs: Path, tmp_path:
                         "mvbench/p4": "wrong", "mvbench/p5": "error"}  # fmt: skip
     cmp = _index(site, "base-vs-rl")
     assert [r[0] for r in cmp["rows"][:4]] == ["mvbench/p0", "mvbench/p1", "mvbench/p2", "mvbench/p3"]  # changed first
-    assert cmp["rows"][0][4] == "wrong → correct" and cmp["rows"][1][4] == "correct → wrong"
+    assert cmp["rows"][0][4] == "wrong → correct"
+    assert cmp["rows"][1][4] == "correct → wrong"
     # the strip of p2 is exactly clip2's cache entry under the run's recorded spec
     spec = SamplingSpec.from_dict({k: v for k, v in json.loads((runs / "base/mvbench/run.json").read_text())
                                    ["fingerprint"]["sampling"].items() if k != "key"})  # fmt: skip
@@ -93,16 +94,21 @@ def test_report_html_shows_the_cached_frames_and_both_runs(runs: Path, tmp_path:
     assert card.count("<img ") == len(meta.frames_indices)
     stamps = [t.strip() for t in card.split('<span class="ts">')[1:]]
     assert [s[: s.index("<")] for s in stamps] == [f"{t:.1f}s" for t in meta.timestamps]
-    assert "What is shown in clip 2?" in card and "Ground truth" in card
+    assert "What is shown in clip 2?" in card
+    assert "Ground truth" in card
     rl_cards = _cards(site, "rl")
     p2 = next(c for c in rl_cards if 'data-key="mvbench/p2"' in c)
     assert 'I think (<mark class="answer" title="extracted answer">A</mark>) a digit' in p2
     p3 = next(c for c in rl_cards if 'data-key="mvbench/p3"' in c)
-    assert "<script>" not in p3 and "&lt;script&gt;alert(1)&lt;/script&gt;" in p3
+    assert "<script>" not in p3
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in p3
     p5 = next(c for c in rl_cards if 'data-key="mvbench/p5"' in c)
-    assert "gone.mp4" in p5 and "error-reason" in p5
+    assert "gone.mp4" in p5
+    assert "error-reason" in p5
     cmp_card = next(c for c in _cards(site, "base-vs-rl") if 'data-key="mvbench/p0"' in c)
-    assert cmp_card.count('class="side side-') == 2 and ") a cat" in cmp_card and "&lt;answer&gt;" in cmp_card
+    assert cmp_card.count('class="side side-') == 2
+    assert ") a cat" in cmp_card
+    assert "&lt;answer&gt;" in cmp_card
 
 
 def test_report_html_reads_the_recorded_command_and_reports_problems(runs: Path, tmp_path: Path, capsys) -> None:

@@ -29,11 +29,21 @@ def _group(i: int, text: str = "<answer>B</answer>", media: list[dict] | None = 
         ground_truth="B",
         media=media or [],
         responses=[
-            {"text": text, "offline": False, "reward": {"overall": 1.0, "accuracy": 1.0, "format": 1.0},
-             "advantage": 0.5, "tokens": 4},
-            {"text": "<answer>C</answer>", "offline": True, "reward": {"overall": 0.1, "accuracy": 0.0,
-             "format": float("nan")}, "advantage": -0.5, "tokens": 4},
-        ],  # fmt: skip
+            {
+                "text": text,
+                "offline": False,
+                "reward": {"overall": 1.0, "accuracy": 1.0, "format": 1.0},
+                "advantage": 0.5,
+                "tokens": 4,
+            },
+            {
+                "text": "<answer>C</answer>",
+                "offline": True,
+                "reward": {"overall": 0.1, "accuracy": 0.0, "format": float("nan")},
+                "advantage": -0.5,
+                "tokens": 4,
+            },
+        ],
         max_chars=200,
         extras={"options": ["A. red", "B. green", "C. blue"]},
     )
@@ -62,12 +72,16 @@ def test_due_steps() -> None:
 
 def test_group_record_schema() -> None:
     rec = _group(0, text="x" * 500)
-    assert rec["prompt"] == "<video>Q?" and rec["ground_truth"] == "B"
+    assert rec["prompt"] == "<video>Q?"
+    assert rec["ground_truth"] == "B"
     first, second = rec["responses"]
-    assert first["text"].startswith("x" * 200) and first["cut_chars"] == 300  # max_chars, with a marker
-    assert first["extracted"] is None and second["extracted"] == "C"  # evr1-rewards' extractor, for highlighting
+    assert first["text"].startswith("x" * 200)
+    assert first["cut_chars"] == 300
+    assert first["extracted"] is None
+    assert second["extracted"] == "C"
     assert second["reward"]["format"] is None  # NaN is not JSON
-    assert second["offline"] is True and first["advantage"] == 0.5
+    assert second["offline"] is True
+    assert first["advantage"] == 0.5
     assert cut("short", 100) == ("short", 0)
 
 
@@ -91,7 +105,8 @@ def test_steps_are_atomic_and_a_resume_neither_duplicates_nor_loses(tmp_path: Pa
     assert not problems
     assert [r["step"] for r in records] == [1, 1, 2, 2, 3, 4]  # each step once
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["dropped_on_resume"] == [3, 4] and sorted(manifest["steps"], key=int) == ["1", "2", "3", "4"]
+    assert manifest["dropped_on_resume"] == [3, 4]
+    assert sorted(manifest["steps"], key=int) == ["1", "2", "3", "4"]
 
 
 def test_cap_stop_keeps_the_earliest_steps(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -133,13 +148,14 @@ def test_media_records_point_at_the_cache_entries(video_data: dict[str, Path], m
         messages = row_messages(row, opts)
         media = media_records(messages, opts.cache_dir, opts.video_spec(), opts.image_spec())
         video = next(m for m in media if m["kind"] == "video")
-        frames, meta = reader.load(video["path"], opts.video_spec())
+        _, meta = reader.load(video["path"], opts.video_spec())
         assert video["frames_from"] == "cache", (source, video)
         assert (Path(opts.cache_dir) / video["cache_file"]).is_file()
         assert video["frame_indices"] == list(meta.frames_indices)
         assert video["timestamps"] == [round(t, 4) for t in meta.timestamps]
     decoded = media_records(messages, None, opts.video_spec(), opts.image_spec())
-    assert decoded[0]["frames_from"] == "decoded" and decoded[0]["cache_file"] is None
+    assert decoded[0]["frames_from"] == "decoded"
+    assert decoded[0]["cache_file"] is None
 
 
 def test_view_builds_the_site_from_dumps(video_data: dict[str, Path], make_opts: Any, tmp_path: Path, capsys) -> None:
@@ -160,9 +176,12 @@ def test_view_builds_the_site_from_dumps(video_data: dict[str, Path], make_opts:
     )
     (run / "rollouts" / "step-000002.jsonl").open("a").write("{not json\n")
     record = train_run_record(run)
-    assert len(record.samples) == 4 and record.kind == "train"
+    assert len(record.samples) == 4
+    assert record.kind == "train"
     s = record.samples[0]
-    assert s.step == 1 and s.verdict == "mixed" and [r.source for r in s.responses] == ["online", "offline"]
+    assert s.step == 1
+    assert s.verdict == "mixed"
+    assert [r.source for r in s.responses] == ["online", "offline"]
     assert s.media[0].cache_root == str(Path(opts.cache_dir).resolve()) or s.media[0].cache_root == opts.cache_dir
     assert any("not JSON" in p for p in record.problems)
     metrics = {c.metric for c in record.curves}
@@ -172,7 +191,8 @@ def test_view_builds_the_site_from_dumps(video_data: dict[str, Path], make_opts:
     index = Path(capsys.readouterr().out.strip())
     assert index == (tmp_path / "site" / "index.html").resolve()
     cards = json.loads((tmp_path / "site/data/run/chunk-00000.js").read_text().split(",", 1)[1][: -len(");\n")])[0]
-    assert len(cards) == 4 and all(c.count("<img ") == len(media[0]["frame_indices"]) for c in cards)
+    assert len(cards) == 4
+    assert all(c.count("<img ") == len(media[0]["frame_indices"]) for c in cards)
     assert main([str(tmp_path / "nothing-here")]) == 2
     assert "no rollout dumps" in capsys.readouterr().err
     with pytest.raises(FileNotFoundError):
@@ -194,11 +214,14 @@ def test_verl_fields_become_one_record_per_group(tmp_path: Path, make_opts: Any)
         "advantages": [torch.full((2,), 0.7), torch.full((2,), -0.7), torch.zeros(1), torch.zeros(3)],
         "extra_fields": [
             {"evr1_offline": 0, "reward_extra_info": {"score": 1.0, "accuracy": 1.0, "format": 1.0}},
-            {"evr1_offline": 1, "evr1_hybrid_reason": "always", "reward_extra_info": {"score": 0.1, "accuracy": 0.0,
-             "format": 1.0}},
+            {
+                "evr1_offline": 1,
+                "evr1_hybrid_reason": "always",
+                "reward_extra_info": {"score": 0.1, "accuracy": 0.0, "format": 1.0},
+            },
             {"evr1_offline": 0, "reward_extra_info": {"score": 1.0, "accuracy": 1.0, "format": 1.0}},
             {"evr1_offline": 0, "reward_extra_info": {"score": 1.0, "accuracy": 1.0, "format": 1.0}},
-        ],  # fmt: skip
+        ],
         "raw_prompt": [msgs] * 4,
         "reward_model": [{"ground_truth": "B"}] * 4,
         "data_source": ["toy"] * 4,
@@ -209,9 +232,13 @@ def test_verl_fields_become_one_record_per_group(tmp_path: Path, make_opts: Any)
     w = RolloutDumpWriter(tmp_path, DumpConfig(enable=True), engine="verl", cache_dir=opts.cache_dir)
     w.opts = opts  # type: ignore[attr-defined]
     groups = verl_groups(data, Tok(), w)
-    assert [g["row_id"] for g in groups] == ["p0", "p1"] and groups[0]["task"] == "color"
+    assert [g["row_id"] for g in groups] == ["p0", "p1"]
+    assert groups[0]["task"] == "color"
     g0 = groups[0]["responses"]
     assert [r["text"] for r in g0] == ["<answer>B</answer>", "<answer>C</answer>"]
-    assert [r["offline"] for r in g0] == [False, True] and g0[1]["details"] == {"hybrid": "always"}
-    assert g0[0]["advantage"] == pytest.approx(0.7) and g0[0]["reward"]["overall"] == 1.0
-    assert g0[0]["extracted"] == "B" and groups[0]["ground_truth"] == "B"
+    assert [r["offline"] for r in g0] == [False, True]
+    assert g0[1]["details"] == {"hybrid": "always"}
+    assert g0[0]["advantage"] == pytest.approx(0.7)
+    assert g0[0]["reward"]["overall"] == 1.0
+    assert g0[0]["extracted"] == "B"
+    assert groups[0]["ground_truth"] == "B"

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord, SiteResult
-
     from evr1_eval.types import Sample, ScoredSample
 
 #: Group names tried in order for the "task" shown and filtered on (benchmarks name their task field differently).
@@ -117,7 +116,6 @@ def _bench_dirs(run_dir: Path) -> list[Path]:
 def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | None = None) -> RunRecord:
     """One run folder (or one benchmark folder) as viewer records; never raises for what a run folder holds."""
     from evr1_cache.viewer import RunRecord
-
     from evr1_eval.report import collect_run, primary_value
     from evr1_eval.results import load_rows
 

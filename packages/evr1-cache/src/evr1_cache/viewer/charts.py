@@ -70,9 +70,7 @@ def line_chart(title: str, curves: Sequence[Curve], *, unit_range: bool = False)
     for t in _ticks(x0, x1, 6):
         if x0 <= t <= x1:
             x = sx(t)
-            parts.append(
-                f'<text class="tick" x="{x:.1f}" y="{PAD_T + ph + 16}" text-anchor="middle">{_fmt(t)}</text>'
-            )
+            parts.append(f'<text class="tick" x="{x:.1f}" y="{PAD_T + ph + 16}" text-anchor="middle">{_fmt(t)}</text>')
     parts.append(f'<rect class="frame" x="{PAD_L}" y="{PAD_T}" width="{pw}" height="{ph}"/>')
     parts.append(f'<text class="axis" x="{PAD_L + pw / 2:.0f}" y="{HEIGHT - 4}" text-anchor="middle">step</text>')
     for i, curve in enumerate(sorted(curves, key=lambda c: (c.series != "all", c.series))):

@@ -94,7 +94,7 @@ class SampleRecord:
 
     @property
     def source(self) -> str:
-        """"offline", "online", "mixed" (a group with both) or "" (evaluation)."""
+        """ "offline", "online", "mixed" (a group with both) or "" (evaluation)."""
         kinds = {r.source for r in self.responses if r.source is not None}
         return "mixed" if len(kinds) > 1 else (kinds.pop() if kinds else "")
 

@@ -27,7 +27,7 @@ from evr1_cache.viewer.thumbs import Strip, ThumbnailWriter
 
 #: Cards per page of the sample browser, and per data chunk (a chunk is one script file loaded on demand).
 PAGE_SIZE = 25
-CHUNK_SIZE = 100
+CHUNK_SIZE = 50
 #: Characters of prompt / response kept in a card (a longer text is cut with a visible marker).
 TEXT_LIMIT = 20_000
 #: Characters of each sample's text searched by the search box.
@@ -155,7 +155,9 @@ def write_site(
         card = env.get_template("card.html.j2")
         for sample in run.samples:
             page.rows.append(_row(sample))
-            page.cards.append(card.render(s=sample, strips=_strips_of(sample, strips), run=run))
+            page.cards.append(
+                card.render(s=sample, strips=_strips_of(sample, strips), run=run, group=_group_stats(sample))
+            )
             page.texts.append(_search_text(sample))
         pages.append(page)
     comparisons: list[dict[str, Any]] = []
@@ -222,12 +224,34 @@ def _strips_of(sample: SampleRecord, strips: Mapping[tuple[Any, ...], Strip]) ->
 def _row(sample: SampleRecord) -> list[Any]:
     error = "error" if sample.verdict == "error" else "no error"
     step = "" if sample.step is None else str(sample.step)
-    return [sample.key, sample.benchmark, sample.task, sample.problem_type, sample.verdict, error, _sources(sample), step]
+    return [
+        sample.key,
+        sample.benchmark,
+        sample.task,
+        sample.problem_type,
+        sample.verdict,
+        error,
+        _sources(sample),
+        step,
+    ]
 
 
 def _sources(sample: SampleRecord) -> str:
     """The kinds of responses a sample holds ("offline online" for a hybrid group): the filter matches any of them."""
     return " ".join(sorted({r.source for r in sample.responses if r.source is not None}))
+
+
+def _group_stats(sample: SampleRecord) -> dict[str, Any] | None:
+    """Reward mean / spread of a group of rollouts; equal rewards mean zero advantages: no learning signal."""
+    if len(sample.responses) < 2:
+        return None
+    rewards = [r.scores.get("overall", r.scores.get("score")) for r in sample.responses]
+    vals = [float(v) for v in rewards if v is not None]
+    if len(vals) < 2:
+        return None
+    mean = sum(vals) / len(vals)
+    std = (sum((v - mean) ** 2 for v in vals) / len(vals)) ** 0.5
+    return {"mean": mean, "std": std, "flat": std < 1e-9}
 
 
 def _search_text(sample: SampleRecord) -> str:
@@ -350,8 +374,7 @@ def _overview(run: RunRecord, slug: str) -> dict[str, Any]:
         keys = sorted(set(by[dim]) | set(errors[dim]))
         if len(keys) > 1 or (keys and keys[0] != "–"):
             tables[dim] = [
-                {"name": k, "n": len(by[dim][k]), "accuracy": _mean(by[dim][k]), "errors": errors[dim][k]}
-                for k in keys
+                {"name": k, "n": len(by[dim][k]), "accuracy": _mean(by[dim][k]), "errors": errors[dim][k]} for k in keys
             ]
     charts = []
     grouped: dict[str, list[Curve]] = defaultdict(list)

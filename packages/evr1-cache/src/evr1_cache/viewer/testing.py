@@ -24,8 +24,10 @@ PROBLEM_TYPES = ("multiple choice", "numerical", "open-ended")
 HOSTILE = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">I pick <answer>B</answer>'
 
 
-def demo_cache(work_dir: str | os.PathLike[str], n_videos: int = 6) -> tuple[Path, list[Path]]:
-    """Generate `n_videos` clips (2-4 s, 8 fps) under work_dir/media and cache them under work_dir/cache."""
+def demo_cache(
+    work_dir: str | os.PathLike[str], n_videos: int = 6, *, spec: SamplingSpec = DEMO_SPEC, seconds: float = 2.0
+) -> tuple[Path, list[Path]]:
+    """Generate `n_videos` clips (`seconds` to 2x that, 8 fps) under work_dir/media, cache them under work_dir/cache."""
     from evr1_cache.build import build_cache
     from evr1_cache.testing import make_synthetic_video
 
@@ -36,11 +38,11 @@ def demo_cache(work_dir: str | os.PathLike[str], n_videos: int = 6) -> tuple[Pat
     for i in range(n_videos):
         path = media / f"clip{i:02d}.mp4"
         if not path.exists():
-            make_synthetic_video(path, 16 + 8 * (i % 3), 8.0, (96, 64))
+            make_synthetic_video(path, int(8 * seconds) + 4 * i, 8.0, (96, 64))  # distinct lengths: distinct entries
         videos.append(path)
     data = work / "media.jsonl"
     data.write_text("".join(json.dumps({"video": str(v)}) + "\n" for v in videos), encoding="utf-8")
-    build_cache(data, work / "cache", DEMO_SPEC, ImageSpec(), progress=False)
+    build_cache(data, work / "cache", spec, ImageSpec(), progress=False)
     return work / "cache", videos
 
 
@@ -61,10 +63,12 @@ def media_ref(cache_dir: Path, video: Path, spec: SamplingSpec = DEMO_SPEC) -> M
     )
 
 
-def demo_eval_runs(cache_dir: Path, videos: list[Path], n: int = 60, seed: int = 0) -> tuple[RunRecord, RunRecord]:
+def demo_eval_runs(
+    cache_dir: Path, videos: list[Path], n: int = 60, seed: int = 0, *, spec: SamplingSpec = DEMO_SPEC
+) -> tuple[RunRecord, RunRecord]:
     """A base and an "RL" evaluation run over the same `n` samples (some verdicts flip, a few rows are errors)."""
     rng = random.Random(seed)
-    refs = [media_ref(cache_dir, v) for v in videos]
+    refs = [media_ref(cache_dir, v, spec) for v in videos]
     runs = []
     for name, skill in (("base", 0.45), ("rl-step200", 0.7)):
         samples = []
@@ -77,7 +81,11 @@ def demo_eval_runs(cache_dir: Path, videos: list[Path], n: int = 60, seed: int =
             correct = rng.random() < skill
             answer = gt if correct else ("ABCD".replace(gt, "")[r.randrange(3)] if gt.isalpha() else str(int(gt) + 1))
             error = "media: MediaError: clip07.mp4: moov atom not found (file truncated?)" if i % 29 == 7 else None
-            text = None if error else f"<think>The clip shows {task}; frame 3 is decisive.</think> <answer>{answer}</answer>"
+            text = (
+                None
+                if error
+                else f"<think>The clip shows {task}; frame 3 is decisive.</think> <answer>{answer}</answer>"
+            )
             if name == "rl-step200" and i == 5:
                 text, answer, correct = HOSTILE, "B", gt == "B"
             prompt = f"Question {i}: what happens in the video? Answer with the option letter.\n(A) one (B) two (C) three (D) four"

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evr1_cache.viewer.records import MediaRef
 
@@ -59,9 +60,9 @@ class ThumbnailWriter:
         info = self._entry(entry, key)
         if isinstance(info, str):
             return _with_note(empty, info)
-        stored = tuple(int(i) for i in info["frame_indices"])  # type: ignore[attr-defined]
-        stamps = tuple(info["timestamps"])  # type: ignore[arg-type]
-        count = int(info["count"])  # type: ignore[call-overload]
+        stored = tuple(int(i) for i in _list(info.get("frame_indices")))
+        stamps: tuple[float | None, ...] = tuple(float(t) for t in _list(info.get("timestamps")))
+        count = int(str(info.get("count", 0)))
         note = ref.note
         if ref.frame_indices and stored and tuple(ref.frame_indices) != stored:
             note = (
@@ -132,6 +133,10 @@ class ThumbnailWriter:
         with self._lock:
             self.written += 1
         return info
+
+
+def _list(value: object) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
 
 
 def _with_note(strip: Strip, note: str) -> Strip:

@@ -140,7 +140,7 @@ def _verl_writer(trainer: Any, step: int) -> RolloutDumpWriter | None:
             from evr1_train.engine.config import _get, plain
 
             files = plain(_get(trainer.config, "data.train_files"))
-            first = files if isinstance(files, str) else (list(files or [None])[0])
+            first = files if isinstance(files, str) else next(iter(files or [None]))
             base = os.path.dirname(os.path.abspath(first)) if first else None
             opts = DataOptions.from_mapping(plain(_get(trainer.config, "data.evr1")), base_dir=base)
             out = Path(str(_get(trainer.config, "trainer.default_local_dir", "checkpoints"))) / "rollouts"

@@ -133,7 +133,10 @@ def _curves(records: Sequence[dict[str, Any]], metrics: Sequence[dict[str, Any]]
             if r.get("offline"):
                 continue
             reward = r.get("reward") or {}
-            for metric, key in (("reward (dumped steps, online)", "overall"), ("accuracy (dumped steps, online)", "accuracy")):
+            for metric, key in (
+                ("reward (dumped steps, online)", "overall"),
+                ("accuracy (dumped steps, online)", "accuracy"),
+            ):
                 v = reward.get(key)
                 if isinstance(v, (int, float)):
                     for series in ("all", task):
@@ -199,7 +202,9 @@ def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: 
     summary: dict[str, float | int | str] = {"engine": str(manifest.get("engine") or "?")}
     if steps:
         last = [r for s in samples if s.step == steps[-1] for r in s.responses if r.source == "online"]
-        summary[f"online accuracy @ step {steps[-1]}"] = round(sum(bool(r.correct) for r in last) / max(1, len(last)), 3)
+        summary[f"online accuracy @ step {steps[-1]}"] = round(
+            sum(bool(r.correct) for r in last) / max(1, len(last)), 3
+        )
     summary["offline share"] = round(1 - len(online) / max(1, sum(len(s.responses) for s in samples)), 3)
     return RunRecord(name=name or run_dir.resolve().name, kind="train", samples=samples,
                      curves=_curves(records, metrics), summary=summary, problems=tuple(problems),

@@ -73,7 +73,7 @@ class DumpConfig:
     @classmethod
     def from_mapping(cls, node: Mapping[str, Any] | None) -> DumpConfig:
         data = dict(node or {})
-        known = {f for f in cls.__dataclass_fields__}
+        known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"evr1.rollout_dump: unknown key(s) {unknown}; known: {sorted(known)}")
@@ -101,7 +101,9 @@ def cut(text: str | None, limit: int) -> tuple[str | None, int]:
     """(text cut to `limit` characters, how many were cut)."""
     if text is None or len(text) <= limit:
         return text, 0
-    return text[:limit] + f"\n[... {len(text) - limit} characters cut by evr1.rollout_dump.max_chars]", len(text) - limit
+    return text[:limit] + f"\n[... {len(text) - limit} characters cut by evr1.rollout_dump.max_chars]", len(
+        text
+    ) - limit
 
 
 def _finite(value: Any) -> float | None:
