@@ -20,24 +20,19 @@ SAMPLING = ["--sampling", "fps=4", "--sampling", "max_pixels=3136", "--sampling"
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("viewer_eval")
-    media = root / "media"
-    media.mkdir()
-    for i in range(3):
-        make_synthetic_video(media / f"clip{i}.mp4", n_frames=24 + 6 * i, fps=12.0, size=(96, 64))
+    clips = [make_synthetic_video(root / "media" / f"clip{i}.mp4", 24 + 6 * i, 12.0, (96, 64)) for i in range(3)]
+    # (id, video): six questions over three clips (p3, p4 reuse clips 0 and 1), the last one's video is missing
+    videos = [c.name for c in clips] * 2
+    videos[-1] = "gone.mp4"
+    mc = ["A. a digit", "B. a cat", "C. a car", "D. nothing"]
+    base = {"options": mc, "data_type": "video", "solution": "<answer>A</answer>", "problem_type": "multiple choice"}
     rows = [
-        {
-            "problem_id": f"p{i}",
-            "problem": f"What is shown in clip {i}?",
-            "options": ["A. a digit", "B. a cat", "C. a car", "D. nothing"],
-            "solution": "<answer>A</answer>",
-            "problem_type": "multiple choice",
-            "path": f"clip{i % 3}.mp4" if i != N - 1 else "gone.mp4",
-            "data_type": "video",
-        }
-        for i in range(N)
+        {**base, "problem_id": f"p{i}", "problem": f"What is shown in clip {i}?", "path": v}
+        for i, v in enumerate(videos)
     ]
     (root / "ann").mkdir()
     (root / "ann" / "mvbench.json").write_text(json.dumps(rows), encoding="utf-8")
+    media = root / "media"
     for name, responses in (
         ("base", {"p1": "<answer>A</answer>"}),
         ("rl", {"p0": "<answer>A</answer>", "p2": "I think (A) a digit", "p3": "<script>alert(1)</script>(A)"}),
