@@ -196,6 +196,16 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy", "-p", "evr1_cache", "-p", "evr1_rewards", "-p", "evr1_eval", *session.posargs)
 
 
+#: Non-Python files a wheel must carry (the viewer's templates and assets, rendered from the installed package).
+_PACKAGE_DATA = {
+    "evr1-cache": tuple(
+        f"evr1_cache/viewer/{f}"
+        for f in ("templates/base.html.j2", "templates/browse.html.j2", "templates/card.html.j2",
+                  "templates/compare_card.html.j2", "templates/index.html.j2", "templates/macros.html.j2",
+                  "static/viewer.css", "static/viewer.js")
+    ),
+}  # fmt: skip
+
 #: What a wheel's metadata may not pin: CUDA builds and exact torch/driver packages belong to the user's machine.
 _CUDA_PINS = ("+cu", "nvidia-", "torch==", "torchvision==", "torchaudio==")
 
@@ -220,6 +230,9 @@ def wheels(session: nox.Session) -> None:
         with zipfile.ZipFile(built[name]) as wheel:
             if f"{name.replace('-', '_')}/py.typed" not in wheel.namelist():
                 session.error(f"{built[name].name} lacks py.typed")
+            missing_files = sorted(set(_PACKAGE_DATA.get(name, ())) - set(wheel.namelist()))
+            if missing_files:
+                session.error(f"{built[name].name} lacks its package data: {missing_files}")
         session.run("uv", "venv", "-q", "--clear", "--python", HOST, str(venv), external=True)
         # Only the wheel itself; its evr1 dependencies come from the wheels just built, never from an index.
         session.run("uv", "pip", "install", "-q", "--python", python, "--find-links", str(dist), str(built[name]),

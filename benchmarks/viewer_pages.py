@@ -83,6 +83,7 @@ def measure(browser: object, site: Path, name: str, *, wait_ready: bool = True) 
         time.sleep(0.005)
     images = time.perf_counter() - t0
     out = {"ready_ms": ready * 1000, "images_ms": images * 1000}
+    out["requests"], out["weight_kb"] = _weight(requested)  # what opening the page costs
     if wait_ready:
 
         def timed(action: object) -> float:
@@ -97,15 +98,15 @@ def measure(browser: object, site: Path, name: str, *, wait_ready: bool = True) 
         page.click("#reset")
         page.wait_for_timeout(50)
         out["first_search_ms"] = timed(lambda: page.fill("#q", "narration"))  # loads every chunk's text first
-    weight = 0
-    for url in dict.fromkeys(requested):
-        path = Path(unquote(urlparse(url).path))
-        if path.is_file():
-            weight += path.stat().st_size
-    out["requests"] = float(len(set(requested)))
-    out["weight_kb"] = weight / 1024
+    out["all_requests"], out["all_weight_kb"] = _weight(requested)  # after a filter and a search
     page.close()
     return out
+
+
+def _weight(urls: list[str]) -> tuple[float, float]:
+    """(distinct files requested, their total size in KiB): file:// responses carry no transfer size."""
+    files = {Path(unquote(urlparse(u).path)) for u in urls}
+    return float(len(files)), sum(p.stat().st_size for p in files if p.is_file()) / 1024
 
 
 def main() -> int:
@@ -134,11 +135,12 @@ def main() -> int:
                 results.setdefault(name, []).append(measure(browser, site, name, wait_ready=ready))
         browser.close()
     med = {n: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for n, rs in results.items()}
-    print(f"\n{'page (median of ' + str(args.repeat) + ')':<34}{'ready ms':>10}{'images ms':>11}{'filter ms':>11}"
-          f"{'search ms*':>11}{'requests':>10}{'weight KiB':>12}")  # fmt: skip
+    print(f"\n{'page (median of ' + str(args.repeat) + ')':<28}{'ready ms':>9}{'images ms':>10}{'requests':>9}"
+          f"{'KiB':>7}{'filter ms':>10}{'search ms*':>11}{'KiB after':>10}")  # fmt: skip
     for name, m in med.items():
-        print(f"{name:<34}{m['ready_ms']:>10.0f}{m['images_ms']:>11.0f}{m.get('filter_ms', float('nan')):>11.0f}"
-              f"{m.get('first_search_ms', float('nan')):>11.0f}{m['requests']:>10.0f}{m['weight_kb']:>12.0f}")  # fmt: skip
+        print(f"{name:<28}{m['ready_ms']:>9.0f}{m['images_ms']:>10.0f}{m['requests']:>9.0f}{m['weight_kb']:>7.0f}"
+              f"{m.get('filter_ms', float('nan')):>10.0f}{m.get('first_search_ms', float('nan')):>11.0f}"
+              f"{m['all_weight_kb']:>10.0f}")  # fmt: skip
     print("* search includes the box's 150 ms typing debounce and loading every chunk's text on first use")
     b, v = med["baseline.html"], med["base.html"]
     print(

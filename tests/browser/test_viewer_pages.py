@@ -26,7 +26,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from evr1_cache.viewer import write_site
 
     work = tmp_path_factory.mktemp("demo")
-    cache, videos = demo_cache(work, n_videos=6)
+    cache, videos = demo_cache(work, n_videos=4)
     base, rl = demo_eval_runs(cache, videos, n=60)
     write_site([base, rl, demo_train_run(cache, videos)], work / "site", title="evr1 viewer demo")
     return work / "site"
@@ -221,7 +221,7 @@ def test_side_by_side_lists_changed_verdicts_first(demo: Path, open_page: Any) -
     page.select_option("select[data-name=verdict]", "wrong → correct")
     want = sum(row[4] == "wrong → correct" for row in idx["rows"])
     p.wait(f"document.getElementById('count').dataset.matches === '{want}'")
-    p.shot("compare-improved", full=True)
+    p.shot("compare-improved")
 
 
 def test_model_output_stays_text(demo: Path, open_page: Any) -> None:

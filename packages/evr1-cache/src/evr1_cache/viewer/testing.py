@@ -38,7 +38,7 @@ def demo_cache(
     for i in range(n_videos):
         path = media / f"clip{i:02d}.mp4"
         if not path.exists():
-            make_synthetic_video(path, int(8 * seconds) + 4 * i, 8.0, (96, 64))  # distinct lengths: distinct entries
+            make_synthetic_video(path, int(8 * seconds) + i, 8.0, (96, 64))  # distinct lengths: distinct entries
         videos.append(path)
     data = work / "media.jsonl"
     data.write_text("".join(json.dumps({"video": str(v)}) + "\n" for v in videos), encoding="utf-8")
