@@ -216,3 +216,15 @@ def test_templates_and_assets_ship_inside_the_package() -> None:
     names = {p.name for p in (root / "templates").iterdir()} | {p.name for p in (root / "static").iterdir()}
     assert {"base.html.j2", "browse.html.j2", "card.html.j2", "compare_card.html.j2", "index.html.j2",
             "macros.html.j2", "viewer.css", "viewer.js"} <= names  # fmt: skip
+
+
+def test_entry_frames_reads_the_header_only(demo: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    from evr1_cache.viewer import entry_frames
+
+    cache, videos = demo
+    ref = media_ref(cache, videos[2])
+    assert entry_frames(cache / ref.cache_file) == (ref.frame_indices, tuple(round(t, 4) for t in ref.timestamps))
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    with pytest.raises(ValueError, match="not a readable video cache entry"):
+        entry_frames(bad)

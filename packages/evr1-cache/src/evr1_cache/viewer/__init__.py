@@ -14,13 +14,17 @@ from evr1_cache.viewer.records import Curve, MediaRef, ResponseRecord, RunRecord
 
 if TYPE_CHECKING:
     from evr1_cache.viewer.site import SiteResult, write_site
+    from evr1_cache.viewer.thumbs import entry_frames
 
-__all__ = ("Curve", "MediaRef", "ResponseRecord", "RunRecord", "SampleRecord", "SiteResult", "write_site")
+__all__ = (
+    "Curve", "MediaRef", "ResponseRecord", "RunRecord", "SampleRecord", "SiteResult", "entry_frames", "write_site",
+)  # fmt: skip
+_LAZY = {"write_site": "site", "SiteResult": "site", "entry_frames": "thumbs"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("write_site", "SiteResult"):
-        from evr1_cache.viewer import site
+    if name in _LAZY:
+        from importlib import import_module
 
-        return getattr(site, name)
+        return getattr(import_module(f"evr1_cache.viewer.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'evr1_cache.viewer' has no attribute {name!r}")

@@ -36,6 +36,22 @@ class Strip:
     note: str | None = None
 
 
+def entry_frames(path: str | os.PathLike[str]) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """(frame indices, timestamps in seconds) of a video cache entry, read from its header only (no pixels).
+
+    What a rollout dump records for each video; raises ValueError for a file that is not a valid video entry.
+    """
+    from evr1_cache.spec import VideoMeta
+    from evr1_cache.store import CorruptEntry, read_header
+
+    try:
+        header, _ = read_header(Path(path))
+        meta = VideoMeta.from_json(header["__metadata__"]["meta"])
+    except (CorruptEntry, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a readable video cache entry ({exc})") from exc
+    return tuple(meta.frames_indices), tuple(round(t, 4) for t in meta.timestamps)
+
+
 class ThumbnailWriter:
     """Writes (or reuses) the thumbnails of cache entries under `site_dir/thumbs`; thread-safe."""
 

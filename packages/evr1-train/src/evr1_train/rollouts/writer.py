@@ -301,12 +301,10 @@ def _reader(cache_dir: str | None) -> Any:
 
 
 def _entry_frames(path: Path) -> dict[str, Any]:
-    from evr1_cache.spec import VideoMeta
-    from evr1_cache.store import read_header
+    from evr1_cache.viewer import entry_frames
 
-    header, _ = read_header(path)
-    meta = VideoMeta.from_json(header["__metadata__"]["meta"])
-    return {"frame_indices": list(meta.frames_indices), "timestamps": [round(t, 4) for t in meta.timestamps]}
+    indices, stamps = entry_frames(path)
+    return {"frame_indices": list(indices), "timestamps": list(stamps)}
 
 
 def prompt_text(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str | None]:
