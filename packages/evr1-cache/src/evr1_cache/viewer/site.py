@@ -61,13 +61,38 @@ class SiteResult:
 
 @dataclass(slots=True)
 class _Page:
+    """One sample browser page; cards stream to chunk files as they are rendered (memory holds one chunk)."""
+
     slug: str
     title: str
     kind: str  # "run" | "compare"
     runs: tuple[RunRecord, ...]
+    data: Path
+    chunk_size: int
     rows: list[list[Any]] = field(default_factory=list)
-    cards: list[str] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
+    chunks: int = 0
+    _cards: list[str] = field(default_factory=list)
+    _texts: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.data.exists():
+            shutil.rmtree(self.data)  # rewritten whole: no stale chunk of an earlier, larger run survives
+        self.data.mkdir(parents=True)
+
+    def add(self, row: list[Any], card: str, text: str) -> None:
+        self.rows.append(row)
+        self._cards.append(card)
+        self._texts.append(text)
+        if len(self._cards) >= self.chunk_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._cards and self.chunks:
+            return
+        payload = json.dumps([self._cards, self._texts], ensure_ascii=True, separators=(",", ":"))
+        _write(self.data / f"chunk-{self.chunks:05d}.js", f"EVR1.chunk({self.chunks},{payload});\n")
+        self.chunks += 1
+        self._cards, self._texts = [], []
 
 
 def _environment() -> Any:
@@ -150,15 +175,14 @@ def write_site(
     pages: list[_Page] = []
     run_slugs: dict[int, str] = {}
     for i, run in enumerate(runs):
-        page = _Page(slugify(run.name, taken), run.name, "run", (run,))
+        slug = slugify(run.name, taken)
+        page = _Page(slug, run.name, "run", (run,), out / "data" / slug, chunk_size)
         run_slugs[i] = page.slug
         card = env.get_template("card.html.j2")
         for sample in run.samples:
-            page.rows.append(_row(sample))
-            page.cards.append(
-                _compact(card.render(s=sample, strips=_strips_of(sample, strips), run=run, group=_group_stats(sample)))
-            )
-            page.texts.append(_search_text(sample))
+            html = card.render(s=sample, strips=_strips_of(sample, strips), run=run, group=_group_stats(sample))
+            page.add(_row(sample), _compact(html), _search_text(sample))
+        page.flush()
         pages.append(page)
     comparisons: list[dict[str, Any]] = []
     if compare and len(runs) > 1:
@@ -166,9 +190,12 @@ def write_site(
         for j, other in enumerate(runs[1:], 1):
             if other.kind != base.kind:  # an eval sample and a rollout group never share a key
                 continue
-            page = _Page(slugify(f"{base.name}-vs-{other.name}", taken), f"{base.name} vs {other.name}", "compare",
-                         (base, other))  # fmt: skip
+            slug = slugify(f"{base.name}-vs-{other.name}", taken)
+            page = _Page(
+                slug, f"{base.name} vs {other.name}", "compare", (base, other), out / "data" / slug, chunk_size
+            )
             stats = _compare(page, base, other, strips, env)
+            page.flush()
             comparisons.append({"slug": page.slug, "base": base.name, "other": other.name, "run": j, **stats})
             pages.append(page)
     assets = out / "assets"
@@ -179,7 +206,7 @@ def write_site(
         _write(assets / name, (files("evr1_cache.viewer") / "static" / name).read_text(encoding="utf-8"))
     written: list[Path] = []
     for page in pages:
-        written.append(_write_page(env, out, page, title, pages, page_size, chunk_size))
+        written.append(_write_page(env, out, page, title, pages, page_size))
     overview = env.get_template("index.html.j2").render(
         title=title,
         runs=[_overview(run, run_slugs[i]) for i, run in enumerate(runs)],
@@ -283,12 +310,10 @@ def _compare(
         change = a.verdict if a.verdict == b.verdict else f"{a.verdict} → {b.verdict}"
         error = "error" if "error" in (a.verdict, b.verdict) else "no error"
         step = "" if b.step is None else str(b.step)
-        page.rows.append([a.key, a.benchmark, a.task, a.problem_type, change, error, _sources(b), step])
-        page.cards.append(
-            _compact(card.render(a=a, b=b, sa=_strips_of(a, strips), sb=_strips_of(b, strips), base=base, other=other,
-                                 changed=a.verdict != b.verdict))
-        )  # fmt: skip
-        page.texts.append(_search_text(a) + "\n" + _search_text(b))
+        html = card.render(a=a, b=b, sa=_strips_of(a, strips), sb=_strips_of(b, strips), base=base, other=other,
+                           changed=a.verdict != b.verdict)  # fmt: skip
+        row = [a.key, a.benchmark, a.task, a.problem_type, change, error, _sources(b), step]
+        page.add(row, _compact(html), _search_text(a) + "\n" + _search_text(b))
     flips = Counter((a.verdict, b.verdict) for a, b in changed)
     return {
         "matched": len(pairs),
@@ -325,32 +350,21 @@ def _filters(page: _Page) -> list[dict[str, Any]]:
     return out
 
 
-def _write_page(
-    env: Any, out: Path, page: _Page, title: str, pages: Sequence[_Page], page_size: int, chunk_size: int
-) -> Path:
-    data = out / "data" / page.slug
-    if data.exists():
-        shutil.rmtree(data)  # a page's data is rewritten whole: no stale chunk of an earlier, larger run survives
-    data.mkdir(parents=True)
-    n_chunks = max(1, -(-len(page.cards) // chunk_size))
-    for c in range(n_chunks):
-        part = slice(c * chunk_size, (c + 1) * chunk_size)
-        payload = json.dumps([page.cards[part], page.texts[part]], ensure_ascii=True, separators=(",", ":"))
-        _write(data / f"chunk-{c:05d}.js", f"EVR1.chunk({c},{payload});\n")
+def _write_page(env: Any, out: Path, page: _Page, title: str, pages: Sequence[_Page], page_size: int) -> Path:
     index = {
         "page": page.slug,
         "kind": page.kind,
         "base": f"data/{page.slug}",
         "page_size": page_size,
-        "chunk_size": chunk_size,
-        "chunks": n_chunks,
+        "chunk_size": page.chunk_size,
+        "chunks": page.chunks,
         "total": len(page.rows),
         "noun": ["prompt group", "prompt groups"] if page.runs[0].kind == "train" else ["sample", "samples"],
         "columns": ["key", *(name for name, _ in _FILTERS)],
         "filters": _filters(page),
         "rows": page.rows,
     }
-    _write(data / "index.js", f"EVR1.index({json.dumps(index, ensure_ascii=True, separators=(',', ':'))});\n")
+    _write(page.data / "index.js", f"EVR1.index({json.dumps(index, ensure_ascii=True, separators=(',', ':'))});\n")
     html = env.get_template("browse.html.j2").render(
         title=title,
         page=page,
