@@ -213,8 +213,9 @@ def test_dapo_overlong_shaping_lowers_the_rewards_of_long_responses(prepared: Pa
 def test_rollout_dumps_of_a_run_resume_without_duplicates_and_build_the_viewer(
     prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    """The quickstart's dumps (evr1.rollout_dump): groups of n responses with rewards, advantages, offline flags and
-    cached frames; a run resumed from an earlier checkpoint rewrites the later steps once; the viewer is built."""
+    """The quickstart's dumps (on in experiment=quickstart, off in every 7B/8B preset: test_presets): groups of n
+    responses with rewards, advantages, offline flags and cached frames; a run resumed from an earlier checkpoint
+    rewrites the later steps once; the viewer is built (the quickstart's `write_viewer`)."""
     import json
 
     from evr1_train.engine.local import run

@@ -242,22 +242,3 @@ def test_verl_fields_become_one_record_per_group(tmp_path: Path, make_opts: Any)
     assert g0[0]["reward"]["overall"] == 1.0
     assert g0[0]["extracted"] == "B"
     assert groups[0]["ground_truth"] == "B"
-
-
-def test_presets_dump_only_where_meant_to() -> None:
-    """Off in every 7B/8B preset (a dump costs disk and a few seconds a step), on in the quickstarts."""
-    pytest.importorskip("verl")  # the presets extend verl's own ppo_trainer config
-    from importlib import resources
-
-    from hydra import compose, initialize_config_module
-
-    from evr1_train.rollouts.engines import dump_config
-
-    names = sorted(p.name[:-5] for p in (resources.files("evr1_train.conf") / "experiment").iterdir()
-                   if p.name.endswith(".yaml"))  # fmt: skip
-    assert len(names) > 30
-    with initialize_config_module(config_module="evr1_train.conf", version_base=None):
-        for name in names:
-            cfg = dump_config(compose("evr1_trainer", overrides=[f"+experiment={name}"]))
-            assert cfg.enable == name.startswith("quickstart"), name
-            assert cfg.write_viewer == name.startswith("quickstart"), name
