@@ -137,6 +137,9 @@ def test_strip_notes_say_why_frames_are_missing_or_differ(demo: tuple[Path, list
     shifted = writer.strip(MediaRef(kind="video", source=ref.source, cache_root=ref.cache_root,
                                     cache_file=ref.cache_file, frame_indices=tuple(i + 1 for i in ref.frame_indices)))  # fmt: skip
     assert "rebuilt" in (shifted.note or "")
+    escape = writer.strip(MediaRef(kind="video", source="x", cache_root=str(cache), cache_file="../../../etc/passwd"))
+    assert escape.images == ()
+    assert "not an entry inside" in (escape.note or "")
     broken = tmp_path / "broken" / "videos" / "a" / "b"
     broken.mkdir(parents=True)
     (broken / "bad.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}garbage")

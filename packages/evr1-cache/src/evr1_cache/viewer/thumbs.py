@@ -71,7 +71,10 @@ class ThumbnailWriter:
         empty = Strip(ref.kind, ref.source, (None,) * n, tuple(ref.timestamps) or (None,) * n, ref.frame_indices)
         if not ref.cache_root or not ref.cache_file:
             return _with_note(empty, ref.note or "not in the frame cache: no thumbnails (timestamps as recorded)")
-        entry = Path(ref.cache_root) / ref.cache_file
+        root = Path(ref.cache_root).resolve()
+        entry = (root / ref.cache_file).resolve()
+        if root not in entry.parents or entry.suffix != ".safetensors":  # a record is data, not a path to follow
+            return _with_note(empty, f"cache reference {ref.cache_file!r} is not an entry inside {root}: ignored")
         key = entry.name.removesuffix(".safetensors")
         info = self._entry(entry, key)
         if isinstance(info, str):
