@@ -317,6 +317,9 @@ def _record(
         notes.append("run without video (--without-video): the model saw no frames")
     unscored = row.needs_judge or row.error is not None
     details = {"finish": "needs LLM judge"} if row.needs_judge else {}
+    for key, value in (row.details or {}).items():  # the scorer's own short facts (scorer name, answered, reason)
+        if isinstance(value, (str, bool)) and len(str(value)) <= 80:
+            details[str(key)] = str(value).lower() if isinstance(value, bool) else value
     if row.latency_s is not None:
         details["latency"] = f"{row.latency_s:.2f} s"
     response: ResponseRecord = ResponseRecord(
