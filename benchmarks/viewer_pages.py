@@ -43,6 +43,7 @@ def build(work: Path, samples: int, videos: int, frames: int) -> tuple[Path, dic
     t_cache = time.perf_counter() - t0
     base, rl = demo.demo_eval_runs(cache, clips, n=samples, spec=spec)
     site = work / "site"
+    shutil.rmtree(site, ignore_errors=True)  # the first build writes every thumbnail
     t0 = time.perf_counter()
     first = write_site([base, rl], site)
     t_first = time.perf_counter() - t0

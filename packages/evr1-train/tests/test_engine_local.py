@@ -24,6 +24,7 @@ SMALL = [
     "data.train_batch_size=8",
     "actor_rollout_ref.actor.ppo_mini_batch_size=8",
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
+    "evr1.rollout_dump.write_viewer=false",  # the quickstart's viewer is built by one test only (rollout dumps)
 ]
 
 
@@ -223,7 +224,8 @@ def test_rollout_dumps_of_a_run_resume_without_duplicates_and_build_the_viewer(
 
     out = tmp_path / "run"
     steps = ["trainer.total_training_steps=4", "trainer.test_freq=0", "trainer.save_freq=2",
-             "evr1.rollout_dump.every_n_steps=2", "data.max_response_length=8"]  # fmt: skip
+             "evr1.rollout_dump.every_n_steps=2", "evr1.rollout_dump.write_viewer=true",
+             "data.max_response_length=8"]  # fmt: skip
     run(_cfg(prepared, out, *steps))
     viewer = out / "viewer" / "index.html"
     assert f"[evr1] rollout viewer: {viewer.resolve()}" in capsys.readouterr().out
