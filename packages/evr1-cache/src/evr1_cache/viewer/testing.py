@@ -108,9 +108,11 @@ def demo_eval_runs(
                     problem_type=ptype,
                     prompt=prompt,
                     ground_truth=gt,
-                    media=(refs[i % len(refs)],),
+                    # the clip of a media error was never loaded: its strip says so instead of showing frames
+                    media=(MediaRef(kind="video", source="clip07.mp4", note="could not be loaded"),)
+                    if error
+                    else (refs[i % len(refs)],),
                     responses=(resp,),
-                    error=error,
                 )
             )
         acc = sum(s.verdict == "correct" for s in samples) / len(samples)
