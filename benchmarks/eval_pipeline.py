@@ -164,12 +164,13 @@ def describe_lengths(lengths: Sequence[int], batch: int) -> dict[str, float]:
     """Summary of a length draw, and the engine steps each schedule needs if every step costs the same.
 
     Fixed batches end when their longest answer does (sum over batches of the batch maximum); streaming keeps
-    `batch` sequences busy (total tokens / batch). Their ratio is the most that async streaming can gain.
+    `batch` sequences busy (total tokens / batch), and cannot end before the longest answer does. Their ratio is the
+    most that async streaming can gain.
     """
     ordered = sorted(lengths)
     total = sum(lengths)
     fixed_steps = sum(max(lengths[i : i + batch]) for i in range(0, len(lengths), batch))
-    stream_steps = math.ceil(total / batch)
+    stream_steps = max(math.ceil(total / batch), ordered[-1])
 
     def q(p: float) -> float:
         return float(ordered[min(len(ordered) - 1, int(p * len(ordered)))])

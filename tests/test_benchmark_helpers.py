@@ -46,11 +46,12 @@ def test_long_tailed_lengths_are_seeded_clipped_and_long_tailed(pipeline: types.
 
 
 def test_step_bound_counts_each_batch_at_its_longest_answer(pipeline: types.ModuleType) -> None:
-    d = pipeline.describe_lengths([10, 1, 1, 1, 2, 2, 2, 30], batch=4)
-    assert d["fixed_steps"] == 10 + 30  # each fixed batch lasts as long as its longest answer
-    assert d["stream_steps"] == 13  # ceil(49 / 4): streaming keeps all 4 slots busy
-    assert d["total"] == 49
-    assert d["max"] == 30
+    d = pipeline.describe_lengths([10, 1, 1, 1] * 4, batch=4)
+    assert d["fixed_steps"] == 4 * 10  # each fixed batch lasts as long as its longest answer
+    assert d["stream_steps"] == 13  # ceil(52 / 4): streaming keeps all 4 slots busy
+    assert (d["total"], d["max"]) == (52, 10)
+    one = pipeline.describe_lengths([30, 1, 1, 1], batch=4)
+    assert one["fixed_steps"] == one["stream_steps"] == 30  # one batch: nothing to overlap, no gain to expect
 
 
 def test_forced_lengths_reach_the_engine_per_request(pipeline: types.ModuleType) -> None:
