@@ -374,7 +374,7 @@ async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "loadavg": {k: [] for k, _ in MODES},
             }
             for rep in range(args.repeats):
-                order = [MODES[(rep + i) % len(MODES)][0] for i in range(len(MODES))]
+                order = [m for i in range(len(MODES)) if (m := MODES[(rep + i) % len(MODES)][0]) in args.modes]
                 for mode in order:
                     run = f"{workload}-{mode}{rep}"
                     salt = None if mode == "a" else run
@@ -402,21 +402,22 @@ async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return results
 
 
-def print_tables(r: dict[str, Any], args: argparse.Namespace, load_before: float) -> None:
+def print_tables(r: dict[str, Any], args: argparse.Namespace) -> None:
     n = r["samples"]
     print(f"\nsamples: {n} ({r['videos']} videos: 3 real + {args.generated} generated 540p30 clips of "
           f"{args.clip_seconds} s, {args.questions} questions each)")  # fmt: skip
     print(f"backend {args.backend}, tiny random Qwen2.5-VL (bf16, eager, OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS')}); concurrency {args.concurrency} in every mode "
+          f"{r.get('omp_threads', '?')}); concurrency {args.concurrency} in every mode "
           f"(batch of (a)/(b) = in-flight limit of (c) = engine max_num_seqs); frames: 2 fps, <= 16 frames, "
           f"8-16 visual tokens per frame")  # fmt: skip
     print(f"engine start {r['engine_start_s']} s; cache precompute (once per dataset and spec, not timed below) "
           f"{r['precompute_s']} s")  # fmt: skip
-    print(f"machine: {os.cpu_count()} cores; load average (1 min) {load_before:.1f} before the benchmark, "
-          f"{os.getloadavg()[0]:.1f} after; median of {args.repeats} repeats, range in brackets")  # fmt: skip
+    before, after = r.get("load_before", float("nan")), r.get("load_after", float("nan"))
+    print(f"machine: {r.get('cores', '?')} cores; load average (1 min) {before:.1f} before the benchmark, "
+          f"{after:.1f} after; median of {args.repeats} repeats, range in brackets")  # fmt: skip
     for workload, res in r["workloads"].items():
         lengths = res["lengths"]
-        walls = {k: statistics.median(v) for k, v in res["wall_s"].items()}
+        walls = {k: statistics.median(v) for k, v in res["wall_s"].items() if v}
         tokens = lengths["total"]
         print(f"\n### {workload} answers: {_length_line(res['length_model'])}")
         print(f"lengths: min {lengths['min']:.0f}, median {lengths['p50']:.0f}, mean {lengths['mean']:.0f}, "
@@ -425,21 +426,38 @@ def print_tables(r: dict[str, Any], args: argparse.Namespace, load_before: float
         print(f"engine steps if each costs the same: fixed batches {lengths['fixed_steps']:.0f} (each batch waits for "
               f"its longest answer), streaming {lengths['stream_steps']:.0f} -> at most "
               f"{lengths['fixed_steps'] / lengths['stream_steps']:.2f}x from streaming alone\n")  # fmt: skip
-        print("| mode | wall s | samples/s | answer tokens/s | frames s | load avg | vs (a) |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| mode | wall s | samples/s | answer tokens/s | frames s | ms per engine step | load avg | vs (a) |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for key, label in MODES:
-            runs = res["wall_s"][key]
+            runs = res["wall_s"].get(key)
+            if not runs:
+                continue
             spread = f"{min(runs):.1f}-{max(runs):.1f}"
             loads = res["loadavg"][key]
+            frames = statistics.median(res["load_s"][key])
+            steps = lengths["stream_steps"] if key == "c" else lengths["fixed_steps"]
+            per_step = 1000 * (walls[key] - (0 if key == "c" else frames)) / steps
+            vs_a = f"{walls['a'] / walls[key]:.2f}x" if "a" in walls else "-"
             print(f"| {label} | {walls[key]:.1f} ({spread}) | {n / walls[key]:.2f} | {tokens / walls[key]:.0f} | "
-                  f"{statistics.median(res['load_s'][key]):.1f} | {min(loads):.1f}-{max(loads):.1f} | "
-                  f"{walls['a'] / walls[key]:.2f}x |")  # fmt: skip
-        print(f"\n{workload}: cache-only (b/a) {walls['a'] / walls['b']:.2f}x   async-only (c/b) "
-              f"{walls['b'] / walls['c']:.2f}x   total (c/a) {walls['a'] / walls['c']:.2f}x")  # fmt: skip
+                  f"{frames:.1f} | {per_step:.1f} | {min(loads):.1f}-{max(loads):.1f} | {vs_a} |")  # fmt: skip
+        ratios = []
+        for name, num, den in (
+            ("cache-only (b/a)", "a", "b"),
+            ("async-only (c/b)", "b", "c"),
+            ("total (c/a)", "a", "c"),
+        ):
+            if num in walls and den in walls:
+                paired = [x / y for x, y in zip(res["wall_s"][num], res["wall_s"][den], strict=True)]
+                each = ", ".join(f"{r:.2f}" for r in paired)
+                ratios.append(f"{name} {walls[num] / walls[den]:.2f}x (per repeat: {each})")
+        print(f"\n{workload}, ratios of the medians (each repeat's own ratio after it):")
+        print("\n".join(f"  {r}" for r in ratios))
     print(
         "\n'frames s' of (a)/(b) is wall time spent loading a batch's frames while the engine stood idle; of (c) it "
-        "is the media threads' time, which overlaps the engine's work. 'load avg' is the 1-minute load average at "
-        "the start of each timed run (this benchmark itself adds about 2)."
+        "is the media threads' time, which overlaps the engine's work. 'ms per engine step' is the generation time "
+        "(wall minus idle frame loading) over the engine steps the schedule needs: where it grows with the sequences "
+        "per step (fixed batches run mostly near-empty steps at their tail), streaming gains less than the bound. "
+        "'load avg' is the 1-minute load average at the start of each timed run (this benchmark itself adds about 2)."
     )
 
 
@@ -528,6 +546,17 @@ def bench_rss(work: Path, sizes: list[int], limits: list[int]) -> list[dict[str,
     return out
 
 
+def _typed(saved: dict[str, str]) -> dict[str, Any]:
+    """The options a --json file recorded (as strings), back as numbers where they are numbers."""
+    out: dict[str, Any] = {}
+    for key, value in saved.items():
+        try:
+            out[key] = int(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "evr1-eval-pipeline")
@@ -544,7 +573,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=1536, help="longest long-tailed answer (the cap)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the length draw")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each mode (median reported)")
+    parser.add_argument("--modes", default="abc", help="which modes to time, e.g. bc for the async-only ratio alone")
     parser.add_argument("--json", type=Path, help="also write every timing here")
+    parser.add_argument("--report", type=Path, help="print the tables of an earlier --json file, run nothing")
     parser.add_argument("--skip-rss", action="store_true")
     parser.add_argument("--rss-only", action="store_true")
     parser.add_argument("--rss-worker", nargs=4, help=argparse.SUPPRESS)
@@ -552,6 +583,10 @@ def main() -> None:
     if args.rss_worker:
         cache, media, n, limit = args.rss_worker
         rss_worker(Path(cache), Path(media), int(n), int(limit))
+        return
+    if args.report:
+        saved = json.loads(args.report.read_text())
+        print_tables(saved["modes"], argparse.Namespace(**{**vars(args), **_typed(saved["args"])}))
         return
     engine_environment()
     if args.backend == "vllm" and importlib.util.find_spec("vllm") is None:
@@ -563,9 +598,13 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}}
     if not args.rss_only:
-        load_before = os.getloadavg()[0]
-        runs = asyncio.run(bench_modes(args, args.work))
-        print_tables(runs, args, load_before)
+        facts = {
+            "load_before": os.getloadavg()[0],
+            "cores": os.cpu_count(),
+            "omp_threads": os.environ["OMP_NUM_THREADS"],
+        }
+        runs = {**asyncio.run(bench_modes(args, args.work)), **facts, "load_after": os.getloadavg()[0]}
+        print_tables(runs, args)
         summary["modes"] = runs
     if not args.skip_rss:
         if args.rss_only:
