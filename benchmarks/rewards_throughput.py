@@ -44,6 +44,7 @@ FAST_TARGET = 30_000
 FAST_TYPES = ("multiple_choice", "numerical", "boolean", "temporal_grounding", "spatial_grounding",
               "spatiotemporal_grounding", "tracking")  # fmt: skip
 WORST_TARGET_MS = 50.0
+SPEEDUP_TARGET = 2.0
 
 #: Our canonical names -> EasyVideoR1's problem_type strings (video_reward.py).
 EVR1_NAMES = {
@@ -61,8 +62,21 @@ def pin_one_core() -> set[int]:
     return before
 
 
-def best_rate(fn: Callable[[], object], n: int, repeats: int) -> float:
-    """Best-of-`repeats` seconds per call over `n` calls."""
+def interleaved(fns: list[Callable[[], object]], n: int, repeats: int) -> list[float]:
+    """Best-of-`repeats` CPU seconds per call for each function, rounds interleaved (a, b, a, b, …) so a slow phase
+    of the machine hits every side alike."""
+    best = [float("inf")] * len(fns)
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            start = time.thread_time()
+            for _ in range(n):
+                fn()
+            best[i] = min(best[i], (time.thread_time() - start) / n)
+    return best
+
+
+def wall_rate(fn: Callable[[], object], n: int, repeats: int) -> float:
+    """Best-of-`repeats` wall seconds per call (worst-case latency is about waiting, so it is wall time)."""
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
@@ -107,23 +121,24 @@ def section_throughput(args: argparse.Namespace, reference: Callable | None) -> 
             for inp in inputs:  # start the math-verify worker outside the timing
                 router.score(inp)
         calls = n if ptype not in ("math", "segmentation", "open_ended", "ocr") else max(50, n // 10)
-        per = best_rate(lambda inputs=inputs: [router.score(i) for i in inputs], calls // 3, args.repeats) / len(inputs)
-        row = {"type": ptype, "us_per_call": per * 1e6, "scores_per_s": 1 / per}
+        ours = lambda inputs=inputs: [router.score(i) for i in inputs]  # noqa: E731
+        fns: list[Callable[[], object]] = [ours]
         if reference is not None and ptype in EVR1_NAMES:
-            try:
-                ref = best_rate(
-                    lambda inputs=inputs, ptype=ptype: [
-                        reference(i.response, str(i.ground_truth), ptype) for i in inputs
-                    ],
-                    calls // 3,
-                    args.repeats,
-                ) / len(inputs)
-                row["evr1_us_per_call"] = ref * 1e6
-            except Exception as e:  # their code may miss an optional dependency
-                row["evr1_us_per_call"] = f"error: {type(e).__name__}"
+            fns.append(
+                lambda inputs=inputs, ptype=ptype: [reference(i.response, str(i.ground_truth), ptype) for i in inputs]
+            )
+        try:
+            rates = interleaved(fns, max(1, calls // 3), args.repeats)
+        except Exception as e:  # their code may miss an optional dependency
+            rates = [interleaved(fns[:1], max(1, calls // 3), args.repeats)[0]]
+            print(f"EasyVideoR1 failed on {ptype}: {type(e).__name__}: {e}", file=sys.stderr)
+        per = rates[0] / len(inputs)
+        row: dict[str, object] = {"type": ptype, "us_per_call": per * 1e6, "scores_per_s": 1 / per}
+        if len(rates) > 1:
+            row["evr1_us_per_call"] = rates[1] / len(inputs) * 1e6
         rows.append(row)
-    print(f"\n## Scores per second on one core (best of {args.repeats} repeats)\n")
-    head = "| type | µs/call | scores/s | target |" + (" EasyVideoR1 µs/call | speed-up |" if reference else "")
+    print(f"\n## Scores per second on one core (thread CPU time, best of {args.repeats} interleaved rounds)\n")
+    head = "| type | µs/call | scores/s | target |" + (" EasyVideoR1 µs/call | speed-up (>= 2x) |" if reference else "")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for r in rows:
@@ -136,10 +151,15 @@ def section_throughput(args: argparse.Namespace, reference: Callable | None) -> 
         if reference:
             ref = r.get("evr1_us_per_call")
             if isinstance(ref, float):
-                line += f" {ref:.1f} | {ref / r['us_per_call']:.2f}x |"
+                ratio = ref / r["us_per_call"]  # type: ignore[operator]
+                line += f" {ref:.1f} | {ratio:.2f}x {'ok' if ratio >= SPEEDUP_TARGET else 'MISSED'} |"
             else:
                 line += f" {ref or '-'} | |"
         print(line)
+    ratios = [r["evr1_us_per_call"] / r["us_per_call"] for r in rows if "evr1_us_per_call" in r]  # type: ignore[operator]
+    if ratios:
+        print(f"\nEvery compared type >= {SPEEDUP_TARGET:g}x EasyVideoR1: {'yes' if min(ratios) >= SPEEDUP_TARGET else 'NO'}"
+              f" (lowest {min(ratios):.2f}x)")  # fmt: skip
     return rows
 
 
@@ -160,7 +180,7 @@ def section_worst_case(args: argparse.Namespace, reference: Callable | None) -> 
         worst, worst_name = 0.0, ""
         for name, resp in hostile.items():
             inp = RewardInput(response=resp, ground_truth=gt, problem_type=ptype)
-            t = best_rate(lambda inp=inp: router.score(inp), 1, 2 if args.quick else 3)
+            t = wall_rate(lambda inp=inp: router.score(inp), 1, 2 if args.quick else 3)
             if t > worst:
                 worst, worst_name = t, name
         row = {"type": ptype, "worst_ms": worst * 1e3, "input": worst_name}
