@@ -14,6 +14,7 @@ import pickle  # noqa: TID251  (TRL's async trainer pickles reward functions: th
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -86,7 +87,7 @@ def test_the_file_really_is_heterogeneous(parquet: Path) -> None:
 class SpyReward(RewardFunction):
     """Records the extras TRL hands over (picklable, like its parent)."""
 
-    seen: list[object] = []
+    seen: ClassVar[list[object]] = []
 
     def __call__(self, prompts=None, completions=(), **columns):  # type: ignore[no-untyped-def]
         SpyReward.seen.extend(columns.get("extras") or [])
