@@ -36,6 +36,28 @@ TRUTH_CACHE_SIZE = 4096
 _EMPTY: Mapping[str, object] = {}
 
 
+class _TooBig(Exception):
+    pass
+
+
+def _frozen(v: object, budget: list[int] | None = None) -> object:
+    """A hashable stand-in for small lists/dicts (an MC row's options, a code row's tests) so their parsed ground
+    truth is cached too; large values are not worth freezing (_TooBig: parse every time)."""
+    t = type(v)
+    if t is str or t is int or t is float or t is bool or v is None:
+        return v
+    if budget is None:
+        budget = [256]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
+    if t is list or t is tuple:
+        return (t.__name__, *(_frozen(x, budget) for x in v))  # type: ignore[attr-defined]
+    if isinstance(v, Mapping):
+        return ("dict", *((k, _frozen(x, budget)) for k, x in v.items()))
+    return v
+
+
 def eot_version() -> int:
     return _eot.VERSION
 
@@ -179,9 +201,13 @@ class RewardRouter:
     def _truth(self, key: str, scorer: Scorer[Any], ground_truth: object, extras: Mapping[str, object]) -> Any:
         """Parsed ground truth, cached: in GRPO every prompt's ground truth is scored n times in a row."""
         try:
-            cache_key = (key, ground_truth, tuple(extras.items()) if extras else ())
+            cache_key = (
+                key,
+                _frozen(ground_truth),
+                tuple((k, _frozen(v)) for k, v in extras.items()) if extras else (),
+            )
             hash(cache_key)
-        except TypeError:  # lists in extras or ground truth: parse every time
+        except (TypeError, _TooBig):  # unhashable or large values: parse every time
             return scorer.parse_truth(ground_truth, extras)
         hit = self._cache.get(cache_key, _MISS)
         if hit is _MISS:
