@@ -64,7 +64,7 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
                 return proc
         except OSError:
             if proc.poll() is not None:
-                raise SystemExit(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+                raise SystemExit(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}") from None
             time.sleep(0.1)
     proc.kill()
     raise SystemExit("server did not start within 60 s")
