@@ -332,3 +332,18 @@ def test_plain_number_fast_path_agrees_with_the_general_parser(sign, digits, fra
     body = f"{digits:,}" if commas else str(digits)
     text = f"{pad}{sign}{body}{frac}{pct}{pad}"
     assert parse_number(text) == parse_number_general(text), text
+
+
+_SOUP = st.lists(
+    st.sampled_from(["0", "3.4", "1,250", "12", "-5", "+2", "50%", "x", "10^3", "/", "4", "=", "×", "e5", "1e3",
+                     "about", "or", "s", "(", ")", "3/4", "-", ",", ".", ":", "\\frac{1}{2}", "percent", "\t", "万"]),
+    min_size=1, max_size=8,
+).map(" ".join)  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=_SOUP)
+def test_number_fast_paths_agree_with_the_general_parser_on_token_soup(text: str) -> None:
+    from evr1_rewards.numbers import parse_number, parse_number_general
+
+    assert parse_number(text) == parse_number_general(text), text

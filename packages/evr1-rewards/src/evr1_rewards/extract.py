@@ -67,6 +67,18 @@ class Extraction:
     source: Source
 
 
+_SET_TEXT, _SET_SOURCE = Extraction.__dict__["text"].__set__, Extraction.__dict__["source"].__set__
+
+
+def _extraction(text: str, source: Source) -> Extraction:
+    """`Extraction(text, source)` through its slots (a frozen dataclass's __init__ costs twice as much; several are
+    built per response)."""
+    e = object.__new__(Extraction)
+    _SET_TEXT(e, text)
+    _SET_SOURCE(e, source)
+    return e
+
+
 class Response:
     """A model response with cached, lazily computed views shared by the router, the format check and scorers.
 
@@ -119,20 +131,20 @@ class Response:
         if self._candidates is None:
             tag = self.answer_tag
             if tag is not None:
-                self._candidates = [Extraction(tag, "answer_tag")]
+                self._candidates = [_extraction(tag, "answer_tag")]
                 return self._candidates
             start, after_think = self.region()
             out: list[Extraction] = []
             boxed = last_boxed(self.text, start)
             if boxed is not None:
-                out.append(Extraction(boxed, "boxed"))
+                out.append(_extraction(boxed, "boxed"))
             stmt = last_statement(self.text, self.low, start)
             if stmt is not None:
-                out.append(Extraction(stmt, "statement"))
+                out.append(_extraction(stmt, "statement"))
             if after_think:
-                out.append(Extraction(self.text[start:].strip(), "after_think"))
+                out.append(_extraction(self.text[start:].strip(), "after_think"))
             else:
-                out.append(Extraction(self.text.strip(), "text"))
+                out.append(_extraction(self.text.strip(), "text"))
             self._candidates = out
         return self._candidates
 

@@ -243,7 +243,23 @@ def parse_number(text: str) -> Number | None:
             v = float(m.group(2).replace(",", ""))
             if math.isfinite(v):
                 return Number(-v if m.group(1) == "-" else v, m.group(3) == "%")
+        if text.isascii() and "=" not in text:
+            # "0 3.4", "about 12 or 13": the last whitespace-separated token is a plain number and nothing before it
+            # can join it (an operator, an exponent, a fraction bar): it is the last number.
+            body = text.rstrip(" \t")
+            cut = max(body.rfind(" "), body.rfind("\t"), body.rfind("\n"))
+            if cut > 0:
+                last, before = body[cut + 1 :], body[:cut].rstrip()
+                m = _PLAIN.fullmatch(last) if last else None
+                if m is not None and before and before[-1] not in _JOINERS and len(last) <= 40:
+                    v = float(m.group(2).replace(",", ""))
+                    if math.isfinite(v):
+                        return Number(-v if m.group(1) == "-" else v, m.group(3) == "%")
     return parse_number_general(text)
+
+
+_JOINERS = frozenset("/^{*x\\=(+-−×,.:")
+"""Characters that can make the text before a number part of it (a fraction, an exponent, a range, a sign)."""
 
 
 def parse_number_general(text: str) -> Number | None:
