@@ -1,11 +1,15 @@
 """`evr1-rewards serve` under a real HTTP load: N concurrent keep-alive connections from a separate client process.
 
-    pip install "evr1-rewards[serve]" aiohttp
+    pip install "evr1-rewards[serve]" aiohttp                # and/or: apt-get install wrk
     python benchmarks/serve_load.py                       # 64 connections x 2,000 one-sample requests, then batches
+    python benchmarks/serve_load.py --client wrk          # the same load from wrk (C, a Lua body script)
     python benchmarks/serve_load.py --connections 64 --requests 2000 --batch 64 --batch-requests 200
 
-The server is `evr1-rewards serve` in its own process (uvicorn, one worker); this script is the client (aiohttp, one
-session per connection, HTTP/1.1 keep-alive). Prints errors, latency percentiles for one-sample requests (target:
+The server is `evr1-rewards serve` in its own process (uvicorn, one worker); the client is either this script
+(`--client aiohttp`: one session per connection, HTTP/1.1 keep-alive) or `wrk` (`--client wrk`, 2 threads, a Lua
+script that rotates 64 prepared bodies). wrk runs for `--seconds` and
+reports how many requests got done. wrk costs the shared cores far less than a Python client, so it measures the
+server more than the client. Prints errors, latency percentiles for one-sample requests (target:
 0 errors, p99 <= 50 ms) and samples/s for 64-sample batches (OpenRLHF sends a batch per request). Mixed typical
 payloads: multiple choice, numerical, temporal grounding, boolean. The machine's load average is printed beside
 the figures (the client and the server share its cores).
@@ -115,6 +119,60 @@ async def load(url: str, connections: int, requests: int, samples: int, seed: in
     }  # fmt: skip
 
 
+_LUA = """
+local bodies = {%(bodies)s}
+local i = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+function request()
+  i = i %% #bodies + 1
+  return wrk.format(nil, nil, nil, bodies[i])
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('EVR1 {"requests": %%d, "p50": %%f, "p90": %%f, "p99": %%f, "max": %%f, "status": %%d, '
+    .. '"connect": %%d, "read": %%d, "write": %%d, "timeout": %%d, "duration_us": %%d}\\n', summary.requests,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max, e.status, e.connect, e.read,
+    e.write, e.timeout, summary.duration))
+end
+"""
+
+
+def load_wrk(url: str, connections: int, seconds: float, samples: int, seed: int) -> dict[str, object]:
+    """The load from wrk for `seconds` (wrk runs for a duration: the requests done in it are reported), latency
+    percentiles and error counts (non-200 replies, connect/read/write errors, timeouts) from wrk itself."""
+    import shutil
+    import tempfile
+
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed (Debian: apt-get install wrk), or use --client aiohttp")
+    rng = random.Random(seed)
+    threads = 2
+    bodies = ",".join("[==[" + payload(samples, rng).decode() + "]==]" for _ in range(64))
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(_LUA % {"bodies": bodies})
+    try:
+        out = subprocess.run(
+            ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds:g}s", "--timeout", "10s", "-s", f.name,
+             url],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    finally:
+        os.unlink(f.name)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("EVR1 ")), None)
+    if line is None:
+        raise SystemExit(f"wrk failed: {out.stdout[-500:]} {out.stderr[-500:]}")
+    r = json.loads(line[5:])
+    errors = r["status"] + r["connect"] + r["read"] + r["write"] + r["timeout"]
+    wall = r["duration_us"] / 1e6
+    return {
+        "requests": r["requests"], "samples_per_request": samples, "connections": connections, "errors": errors,
+        "first_errors": [f"{k}: {r[k]}" for k in ("status", "connect", "read", "write", "timeout") if r[k]],
+        "wall_s": wall, "requests_per_s": r["requests"] / wall, "samples_per_s": r["requests"] * samples / wall,
+        "p50_ms": r["p50"] / 1e3, "p90_ms": r["p90"] / 1e3, "p99_ms": r["p99"] / 1e3, "max_ms": r["max"] / 1e3,
+    }  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--connections", type=int, default=64)
@@ -122,6 +180,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64, help="samples per request in the batch run")
     parser.add_argument("--batch-requests", type=int, default=200)
     parser.add_argument("--url", default=None, help="an already running server (default: start one)")
+    parser.add_argument("--client", choices=("aiohttp", "wrk"), default="aiohttp")
+    parser.add_argument("--seconds", type=float, default=5.0, help="wrk: seconds per run (it reports what got done)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     proc = None
@@ -130,15 +190,19 @@ def main() -> None:
         proc = start_server(port)
         args.url = f"http://127.0.0.1:{port}/get_reward"
     try:
-        asyncio.run(load(args.url, 8, 200, 1, 0))  # warm-up
-        one = asyncio.run(load(args.url, args.connections, args.requests, 1, 1))
-        batch = asyncio.run(load(args.url, args.connections, args.batch_requests, args.batch, 2))
+        asyncio.run(load(args.url, 8, 200, 1, 0)) if args.client == "aiohttp" else load_wrk(args.url, 8, 1, 1, 0)
+        if args.client == "wrk":
+            one = load_wrk(args.url, args.connections, args.seconds, 1, 1)
+            batch = load_wrk(args.url, args.connections, args.seconds, args.batch, 2)
+        else:
+            one = asyncio.run(load(args.url, args.connections, args.requests, 1, 1))
+            batch = asyncio.run(load(args.url, args.connections, args.batch_requests, args.batch, 2))
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=30)
     load1, load5, _ = os.getloadavg()
-    print(f"\n## evr1-rewards serve: {args.connections} concurrent keep-alive connections (load average {load1:.1f} / "
+    print(f"\n## evr1-rewards serve, client {args.client}: {args.connections} concurrent keep-alive connections (load average {load1:.1f} / "
           f"{load5:.1f}, {os.cpu_count()} CPUs shared by client and server)\n")  # fmt: skip
     print("| requests | samples/request | errors | p50 ms | p90 ms | p99 ms | max ms | requests/s | samples/s |")
     print("|---|---|---|---|---|---|---|---|---|")
