@@ -140,6 +140,17 @@ def collect(proc: subprocess.Popen[bytes], limits: SandboxLimits) -> tuple[bytes
     return bytes(bufs[out_fd]), bytes(bufs[err_fd]), timed_out, truncated
 
 
+def finish(proc: subprocess.Popen[bytes], limits: SandboxLimits) -> tuple[int | None, bytes, bytes, bool, bool]:
+    """(returncode, stdout, stderr, timed_out, truncated) of a started run: collect, kill what is left, reap."""
+    out, err, timed_out, truncated = collect(proc, limits)
+    kill_group(proc)
+    try:
+        rc: int | None = proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        rc = None
+    return rc, out, err, timed_out, truncated
+
+
 def split_probes(stdout: str, job: Job) -> tuple[str, str | None]:
     """(the program's own output, the probe values' JSON text or None) for a run's stdout."""
     if job.steps is None:

@@ -32,8 +32,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from evr1_rewards.sandbox._process import (
-    collect,
-    kill_group,
+    finish,
     payload,
     result,
     split_frames,
@@ -138,17 +137,6 @@ class BwrapBackend:
             start_new_session=True, close_fds=True, user=uid, group=uid, extra_groups=[] if uid is not None else None,
         )  # fmt: skip
 
-    def _finish(
-        self, proc: subprocess.Popen[bytes], limits: SandboxLimits
-    ) -> tuple[int | None, bytes, bytes, bool, bool]:
-        out, err, timed_out, truncated = collect(proc, limits)
-        kill_group(proc)
-        try:
-            rc: int | None = proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            rc = None
-        return rc, out, err, timed_out, truncated
-
     def run(self, job: Job, limits: SandboxLimits) -> RunResult:
         data = payload(job, limits).encode()
         with self._slot() as slot, _memfile(data) as pfd, _memfile(job.stdin.encode()) as sfd:
@@ -157,7 +145,7 @@ class BwrapBackend:
                 proc = self._spawn(self.command(limits, pfd), sfd, pfd, slot)
             except OSError as e:
                 return RunResult(None, "", "", False, False, 0.0, error=f"bwrap could not start: {e}")
-            rc, out, err, timed_out, truncated = self._finish(proc, limits)
+            rc, out, err, timed_out, truncated = finish(proc, limits)
             wall = time.monotonic() - start
         if rc is not None and rc != 0 and err.startswith(b"bwrap:"):
             return RunResult(rc, "", err.decode("utf-8", "replace"), False, False, wall, error=err.decode()[:500])
@@ -189,7 +177,7 @@ class BwrapBackend:
                     proc = self._spawn(self.command(limits, pfd, zygote=True), sfd, pfd, slots[0])
                 except OSError as e:
                     return [RunResult(None, "", "", False, False, 0.0, error=f"bwrap could not start: {e}")] * len(jobs)
-                rc, out, err, _, _ = self._finish(proc, outer)
+                rc, out, err, _, _ = finish(proc, outer)
                 wall = time.monotonic() - start
             text_err = err.decode("utf-8", "replace")
             if rc is not None and rc != 0 and text_err.startswith("bwrap:"):
