@@ -27,9 +27,11 @@ and two sizes, each in a fresh process: peak memory follows the in-flight limit,
 Run it in the vLLM engine venv (built, without running the tests, by `uvx nox -s eval_engines --install-only`):
     .nox/eval_engines/bin/python benchmarks/eval_pipeline.py --work .venvs/eval-pipeline
     .nox/eval_engines/bin/python benchmarks/eval_pipeline.py --work .venvs/eval-pipeline --workload long-tailed --repeats 1 --skip-rss
-About 45-60 minutes on a quiet 2-core machine with the defaults (3 repeats of 3 modes x 2 workloads, of which the (a)
-runs take most); the generated clips are written once into --work and reused. Options: --backend hf (transformers),
---skip-rss / --rss-only, --json FILE.
+With the defaults (3 repeats of 3 modes x 2 workloads; the six (a) runs take most of it) this took 76 minutes on a
+2-core machine shared with other jobs (load average 6-24); expect about half on a quiet one. The generated clips are
+written once into --work (~10 minutes) and reused. `--modes bc --workload long-tailed --repeats 5` measures the
+async-only ratio alone in ~10 minutes. Options: --backend hf (transformers), --skip-rss / --rss-only, --json FILE,
+--report FILE (print the tables of an earlier --json run).
 """
 
 from __future__ import annotations
