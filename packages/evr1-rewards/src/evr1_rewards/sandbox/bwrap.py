@@ -140,7 +140,9 @@ class BwrapBackend:
             start_new_session=True, close_fds=True, user=uid, group=uid, extra_groups=[] if uid is not None else None,
         )  # fmt: skip
 
-    def _watchdog(self, proc: subprocess.Popen[bytes], slot: int, limits: SandboxLimits, parallel: int, tests: int) -> Watchdog:
+    def _watchdog(
+        self, proc: subprocess.Popen[bytes], slot: int, limits: SandboxLimits, parallel: int, tests: int
+    ) -> Watchdog:
         """Budgets of the whole sandbox (`sandbox.watchdog`): `parallel` programs' memory at once, `tests` programs'
         CPU limits in all, and `parallel` + 0.5 CPUs at a time."""
         return Watchdog(

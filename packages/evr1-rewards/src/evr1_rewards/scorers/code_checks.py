@@ -563,10 +563,10 @@ def plan(source: str) -> tuple[list[Step], list[Check]]:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name = stmt.targets[0].id
             ok, value = _const(stmt.value, env)
-            if ok and stored.get(name) == 1 and _literal(value) is not None:
-                if len(ast.unparse(_literal(value))) <= MAX_LITERAL_CHARS:  # type: ignore[arg-type]
-                    candidates.add(name)
-                    env[name] = value
+            lit = _literal(value) if ok and stored.get(name) == 1 else None
+            if lit is not None and len(ast.unparse(lit)) <= MAX_LITERAL_CHARS:
+                candidates.add(name)
+                env[name] = value
     while True:
         steps, checks, sandbox_reads = _plan_with(body, {k: v for k, v in env.items() if k in candidates})
         leaked = candidates & sandbox_reads
