@@ -40,7 +40,10 @@ _ZH_HEDGE = frozenset({"是或否", "是否", "是或不是", "对或错", "是/
 
 def is_hedge(text: str) -> bool:
     """Both answers at once with nothing between them: "yes or no", "yes/no", "true, false", "是或否"."""
-    s = clean_payload(tail(text, 4096)).strip().strip("。.!！*")
+    return _cleaned_is_hedge(clean_payload(tail(text, 4096)).strip().strip("。.!！*"))
+
+
+def _cleaned_is_hedge(s: str) -> bool:
     if s in _ZH_HEDGE:
         return True
     m = _HEDGE.fullmatch(ascii_lower(s)) if len(s) <= 40 else None
@@ -52,7 +55,7 @@ def parse_yes_no(text: str) -> str | None:
     s = clean_payload(tail(text, 4096)).strip().strip("。.!！*")
     if s in _ZH:
         return _ZH[s]
-    if is_hedge(s):
+    if _cleaned_is_hedge(s):
         return None
     last = None
     for m in _WORDS.finditer(ascii_lower(s)):

@@ -10,10 +10,12 @@ set-up statements between asserts) into sandbox *steps* and parent-side *checks*
   the parent, on the decoded values. Expected literals never enter the sandbox; a program's object with a rigged
   `__eq__` never reaches a comparison (only built-in values come back).
 
-`assert all(f(x) == y for x, y in PAIRS)`: a comprehension is evaluated in the sandbox as a list of (left, right)
-pairs and compared here. Asserts nested in loops or functions other than HumanEval's `check` are run the same way,
-as recorded (left, right) pairs. In those two forms the right-hand side is computed inside the sandbox (it may
-depend on loop variables), so it is visible to the program; the comparison still happens here.
+The test's own constants (`PAIRS = [(1, 2), ...]`, bound once to a literal) and loops / comprehensions over them
+(`for x, y in PAIRS: assert f(x) == y`, `assert all(f(x) == y for x, y in PAIRS)`, HumanEval's `check` looping over
+a table) are evaluated here too: unrolled (at most MAX_UNROLL items) into one probe per call, so the expected value of
+each item never enters the sandbox. Only where a loop or comprehension depends on values the test computes at run
+time (set-up code the sandbox must run) is it evaluated in the sandbox as recorded (left, right) pairs: there the
+right-hand side is visible to the program; the comparison still happens here.
 """
 
 from __future__ import annotations
