@@ -210,3 +210,23 @@ def test_honest_programs_fit_the_whole_sandbox_budget() -> None:
     assert r.ok, r
     results = run_jobs([Job(ONE_PROCESS_100MB)] * 4, BUDGET)
     assert [x.stdout for x in results] == ["ok\n"] * 4, [x.stderr[-300:] for x in results]
+
+
+def test_only_the_size_limited_tmpfs_mounts_are_writable() -> None:
+    """bubblewrap's root and /dev are tmpfs sized at half the host's RAM and charged to no process: writable, they
+    let a program park gigabytes of host memory in files (16 MiB each under RLIMIT_FSIZE). Now only /tmp and
+    /dev/shm are writable, each at most `tmpfs_bytes`; `multiprocessing` (which needs /dev/shm) still works."""
+    program = (
+        "import os\nfor d in ('/', '/dev', '/dev/shm', '/tmp'):\n    n = 0\n    try:\n        while n < 160:\n"
+        "            with open(f'{d.rstrip(\"/\")}/f{n}', 'wb') as f:\n                f.write(b'x' * (4 << 20))\n"
+        "            n += 4\n    except OSError:\n        pass\n    print(d, n)\n"
+        "    for k in range(0, n, 4):\n        os.unlink(f'{d.rstrip(\"/\")}/f{k}')\n"
+        "import multiprocessing as mp\nq = mp.Queue(); q.put(7); lock = mp.Lock()\nwith lock:\n    print('mp', q.get())\n"
+    )
+    r = run_python(program, "", SandboxLimits(tmpfs_bytes=32 << 20, file_bytes=8 << 20, wall_seconds=30))
+    assert r.ok, r
+    written = dict(line.split() for line in r.stdout.splitlines())
+    assert written["/"] == written["/dev"] == "0"
+    assert int(written["/dev/shm"]) <= 32
+    assert int(written["/tmp"]) <= 32
+    assert written["mp"] == "7"

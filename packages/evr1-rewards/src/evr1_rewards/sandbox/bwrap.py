@@ -130,8 +130,14 @@ class BwrapBackend:
 
     def command(self, limits: SandboxLimits, fd: int, *, zygote: bool = False) -> list[str]:
         stub = stub_zygote_reading_fd(fd) if zygote else stub_reading_fd(fd)
-        return [self.exe, *self._fixed, "--proc", "/proc", "--dev", "/dev", "--size", str(int(limits.tmpfs_bytes)),
-                "--tmpfs", "/tmp", "--chdir", "/tmp", "--", self.python, "-I", "-S", "-B", "-c", stub]  # fmt: skip
+        size = str(int(limits.tmpfs_bytes))
+        # bubblewrap's own root and /dev are tmpfs without a size limit (half the host's RAM), writable by the
+        # sandbox's uid, and tmpfs pages are charged to no process: 16 MiB files (RLIMIT_FSIZE) in any number could
+        # fill the host's memory unseen by the watchdog. So both are remounted read-only once set up, and /dev/shm
+        # (POSIX semaphores and shared memory for `multiprocessing`) is a private tmpfs of the same size as /tmp.
+        return [self.exe, *self._fixed, "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp",
+                "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--remount-ro", "/",
+                "--chdir", "/tmp", "--", self.python, "-I", "-S", "-B", "-c", stub]  # fmt: skip
 
     def _spawn(self, cmd: list[str], stdin: int, pfd: int, slot: int) -> subprocess.Popen[bytes]:
         uid = self.uid_base + slot if self._as_root else None
