@@ -294,7 +294,7 @@ def header_deadline_protocol(base: type[Any], seconds: float) -> type[Any]:
     class HeaderDeadline(base):  # type: ignore[misc, valid-type]
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
-            self._evr1_seen: object = None
+            self._evr1_seen: Any = None
             self._evr1_timer: Any = self.loop.call_later(seconds, self._evr1_expire)
 
         def data_received(self, data: bytes) -> None:
@@ -314,7 +314,7 @@ def header_deadline_protocol(base: type[Any], seconds: float) -> type[Any]:
             super().connection_lost(exc)
 
         def _evr1_waiting(self) -> bool:
-            cycle = self.cycle
+            cycle: Any = self.cycle
             return cycle is None or (cycle is self._evr1_seen and bool(cycle.response_complete))
 
         def _evr1_expire(self) -> None:

@@ -269,6 +269,8 @@ def _eval(node: ast.expr, values: Sequence[object], env: Mapping[str, object] | 
         name = _dotted(node.func)
         if name == "type" and ast.unparse(node) == "type(None)":
             return type(None)
+        if name is None:
+            raise CheckError(f"call of {ast.unparse(node.func)[:80]}")
         trusted = env is not None and name in _TRUSTED_CALLS
         if name not in _SAFE_CALLS and not trusted:
             raise CheckError(f"call of {name}")
@@ -343,7 +345,7 @@ def _literal(v: object, depth: int = 0) -> ast.expr | None:
     if v is None or t in (bool, int, str, bytes):
         if t is int and abs(v) >= 10**4000:  # type: ignore[arg-type]
             return None
-        return ast.parse(repr(v), mode="eval").body if t is int and v < 0 else ast.Constant(v)  # type: ignore[operator]
+        return ast.parse(repr(v), mode="eval").body if t is int and v < 0 else ast.Constant(v)  # type: ignore[operator, arg-type]
     if t is float:
         f: float = v  # type: ignore[assignment]
         if math.isfinite(f):
