@@ -126,6 +126,14 @@ MATH_BLOWUPS = [
     ("\\boxed{\\sum_{k=1}^{10^{12}} k}", "exponent_too_large"),
     ("\\boxed{\\int_0^1 e^{x^{100}} dx}", "unevaluated"),
     ("\\boxed{\\lim_{n \\to \\infty} (1 + 1/n)^n}", "unevaluated"),
+    # blow-ups hidden in an operand: a factorial in a factorial, exponent or binomial, a power's factorial, Gamma, e
+    ("\\boxed{(1000!)!}", "factorial_too_large"),
+    ("\\boxed{10^{10}!}", "factorial_too_large"),
+    ("\\boxed{\\left(10^{10}\\right)!}", "factorial_too_large"),
+    ("\\boxed{\\Gamma(10^{10})}", "factorial_too_large"),
+    ("\\boxed{2^{1000!}}", "exponent_too_large"),
+    ("\\boxed{e^{e^{e^{10}}}}", "exponent_too_large"),
+    ("\\boxed{\\binom{1000!}{2}}", "binomial_too_large"),
 ]
 
 
@@ -146,6 +154,11 @@ def test_math_answers_that_make_sympy_blow_up_are_rejected_before_the_worker(ans
         ("\\boxed{\\frac{10!}{8!}}", "90"),
         ("\\boxed{\\binom{10}{3}}", "120"),
         ("\\boxed{3 \\cdot 10^{5}}", "300000"),
+        ("\\boxed{5!}", "120"),
+        ("\\boxed{3!+4!}", "30"),
+        ("\\boxed{\\Gamma(5)}", "24"),
+        ("\\boxed{e^{2}}", "e^2"),
+        ("\\boxed{\\pi^{2}/6}", "\\frac{\\pi^2}{6}"),
     ],
 )
 def test_honest_math_with_powers_and_factorials_still_scores_one(answer: str, gold: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import queue
 import re
@@ -198,27 +199,40 @@ def _depth(text: str) -> int:
 MAX_MAGNITUDE = 1e5
 """An exponent, factorial, binomial or sum bound above this is an integer blow-up for sympy (`10^{10^{10}}`,
 `(10^{100})!`, `\\sum_{k=1}^{10^{12}}`): seconds to minutes of CPU or memory inside math-verify, never an answer."""
-_NUMERIC = re.compile(r"[\d\s+\-*/().^{}]+")
+_NUMERIC = re.compile(r"[\d\s+\-*/().^{}FG]+")
+_CONSTANTS = re.compile(r"\\pi(?![A-Za-z])|\\mathrm\{e\}|(?<![A-Za-z\\])e(?![A-Za-z])")
+_NUMBER_BEFORE = re.compile(r"\d+(?:\.\d+)?$")
 _SCI = re.compile(r"\d[eE][-+]?\d{4,}")
-_FACT_OPERAND = re.compile(r"(\d+(?:\.\d+)?)\s*!$")
 _TEX_OPS = (("\\cdot", "*"), ("\\times", "*"), ("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""))
+
+
+_PAIRS = {"{": "}", "(": ")", "[": "]", "}": "{", ")": "(", "]": "["}
+
+
+def _match(text: str, at: int) -> int | None:
+    """Index of the bracket matching the one at `at` (searching forward from an opener, backward from a closer,
+    at most MAX_ANSWER_CHARS characters), or None."""
+    ch = text[at : at + 1]
+    if ch not in _PAIRS:
+        return None
+    step, inc, dec = (1, "{([", "})]") if ch in "{([" else (-1, "})]", "{([")
+    depth = 0
+    i = at
+    while 0 <= i < len(text) and abs(i - at) < MAX_ANSWER_CHARS:
+        if text[i] in inc:
+            depth += 1
+        elif text[i] in dec:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += step
+    return None
 
 
 def _group(text: str, start: int) -> tuple[str, int] | None:
     """(content, end) of the balanced {…} / (…) group opening at `start`."""
-    close = {"{": "}", "(": ")", "[": "]"}.get(text[start : start + 1])
-    if close is None:
-        return None
-    depth = 0
-    for i in range(start, min(len(text), start + MAX_ANSWER_CHARS)):
-        ch = text[i]
-        if ch in "{([":
-            depth += 1
-        elif ch in "})]":
-            depth -= 1
-            if depth == 0:
-                return text[start + 1 : i], i + 1
-    return None
+    j = _match(text, start)
+    return None if j is None else (text[start + 1 : j], j + 1)
 
 
 def _magnitude(text: str) -> float | None:
@@ -227,7 +241,9 @@ def _magnitude(text: str) -> float | None:
     t = text
     for tex, py in _TEX_OPS:
         t = t.replace(tex, py)
-    t = t.strip()
+    t = _CONSTANTS.sub("(2.72)", t.replace("\\Gamma", "G")).strip()  # e and pi: their size is what matters
+    if "!" in t and (t := _postfix_factorials(t)) is None:  # type: ignore[assignment]
+        return None
     if not t or not _NUMERIC.fullmatch(t) or not any(c.isdigit() for c in t):
         return None
     t = t.replace("{", "(").replace("}", ")").replace("^", "**")
@@ -241,6 +257,9 @@ def _magnitude(text: str) -> float | None:
     def ev(n: _ast.AST) -> float:
         if isinstance(n, _ast.Constant) and isinstance(n.value, (int, float)):
             return float(n.value)
+        if isinstance(n, _ast.Call) and isinstance(n.func, _ast.Name) and n.func.id in "FG" and len(n.args) == 1:
+            v = ev(n.args[0]) + (1.0 if n.func.id == "F" else 0.0)  # F(x) = x! = Gamma(x + 1)
+            return float("inf") if v > 171 else math.gamma(v) if v > 0 else 1.0
         if isinstance(n, _ast.UnaryOp) and isinstance(n.op, (_ast.USub, _ast.UAdd)):
             v = ev(n.operand)
             return -v if isinstance(n.op, _ast.USub) else v
@@ -262,6 +281,35 @@ def _magnitude(text: str) -> float | None:
         return abs(ev(tree.body))
     except (ValueError, RecursionError):
         return None
+
+
+def _operand_before(text: str, end: int) -> int | None:
+    """Start of the operand that ends just before `end`: a number, a balanced group, and a power `a^{b}` / `a^b`
+    whole (so `10^{10}!` is read as the factorial of 10^10, as sympy does)."""
+    if end <= 0:
+        return None
+    if text[end - 1] in ")}":
+        start = _match(text, end - 1)
+    else:
+        m = _NUMBER_BEFORE.search(text, 0, end)
+        start = m.start() if m else None
+    if start is not None and start > 0 and text[start - 1] == "^":
+        return _operand_before(text, start - 1)
+    return start
+
+
+def _postfix_factorials(t: str) -> str | None:
+    """`t` with every postfix `x!` written `F(x)` (nested ones too), or None when an operand is not numeric."""
+    for _ in range(64):
+        i = t.find("!")
+        if i < 0:
+            return t
+        before = t[:i].rstrip()
+        start = _operand_before(before, len(before))
+        if start is None:
+            return None
+        t = before[:start] + "F(" + before[start:] + ")" + t[i + 1 :]
+    return None
 
 
 def blowup(span: str) -> str | None:
@@ -288,26 +336,21 @@ def blowup(span: str) -> str | None:
     i = span.find("!")
     while i >= 0:
         before = span[:i].rstrip()
-        operand: str | None = None
-        if before.endswith((")", "}")):
-            opener = "(" if before.endswith(")") else "{"
-            depth = 0
-            for k in range(len(before) - 1, max(-1, len(before) - 1 - MAX_ANSWER_CHARS), -1):
-                ch = before[k]
-                if ch in ")}":
-                    depth += 1
-                elif ch in "({":
-                    depth -= 1
-                    if depth == 0:
-                        operand = before[k + 1 : -1] if before[k] == opener else None
-                        break
-        else:
-            m = _FACT_OPERAND.search(span[: i + 1])
-            operand = m.group(1) if m else None
-        mag = _magnitude(operand) if operand else None
+        start = _operand_before(before, len(before))
+        mag = _magnitude(before[start:]) if start is not None else None
         if mag is not None and mag > MAX_MAGNITUDE / 10:
             return "factorial_too_large"
         i = span.find("!", i + 1)
+    i = span.find("\\Gamma")
+    while i >= 0:
+        j = i + len("\\Gamma")
+        while span[j : j + 1] == " " or span.startswith("\\left", j):
+            j += 1 if span[j] == " " else len("\\left")
+        g = _group(span, j)
+        mag = _magnitude(g[0]) if g is not None else None
+        if mag is not None and mag > MAX_MAGNITUDE / 10:
+            return "factorial_too_large"
+        i = span.find("\\Gamma", i + 1)
     for cmd in ("\\binom", "\\dbinom", "\\tbinom"):
         i = span.find(cmd)
         while i >= 0:
