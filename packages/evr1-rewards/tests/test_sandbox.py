@@ -210,6 +210,12 @@ def test_honest_programs_fit_the_whole_sandbox_budget() -> None:
     assert r.ok, r
     results = run_jobs([Job(ONE_PROCESS_100MB)] * 4, BUDGET)
     assert [x.stdout for x in results] == ["ok\n"] * 4, [x.stderr[-300:] for x in results]
+    pool = (  # the program's functions pickle by name from __main__, and two busy processes fit the CPU budget
+        "from multiprocessing import Pool\ndef f(n):\n    return sum(i * i for i in range(n))\n"
+        "if __name__ == '__main__':\n    with Pool(2) as p:\n        print(sum(p.map(f, [400_000] * 4)))\n"
+    )
+    r = run_python(pool, "", BUDGET)
+    assert r.stdout == f"{4 * sum(i * i for i in range(400_000))}\n", r.stderr[-500:]
 
 
 def test_only_the_size_limited_tmpfs_mounts_are_writable() -> None:

@@ -150,11 +150,11 @@ class BwrapBackend:
         self, proc: subprocess.Popen[bytes], slot: int, limits: SandboxLimits, parallel: int, tests: int
     ) -> Watchdog:
         """Budgets of the whole sandbox (`sandbox.watchdog`): `parallel` programs' memory at once, `tests` programs'
-        CPU limits in all, and `parallel` + 0.5 CPUs at a time."""
+        CPU limits in all, and `parallel` + 1.5 CPUs at a time (an honest `multiprocessing.Pool(2)` fits)."""
         return Watchdog(
             proc.pid, self.uid_base + slot if self._as_root else os.getuid(),
             memory_bytes=int(limits.memory_bytes) * parallel + WATCHDOG_SLACK_BYTES,
-            cpu_seconds=(max(1, int(limits.cpu_seconds)) + 1.0) * tests + 1.0, cores=parallel + 0.5,
+            cpu_seconds=(max(1, int(limits.cpu_seconds)) + 1.0) * tests + 1.0, cores=parallel + 1.5,
         )  # fmt: skip
 
     def run(self, job: Job, limits: SandboxLimits) -> RunResult:
