@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def load_image(path: str | os.PathLike[str], image_spec: ImageSpec) -> np.ndarray:
-    """RGB uint8 `[H, W, 3]` resized to `resized_image_hw` (transparent pixels composited on white, like Qwen)."""
+    """RGB uint8 `[H, W, 3]` resized to `resized_image_hw` with the spec's resize rule (transparent pixels composited on
+    white, like Qwen; the default rule is `fetch_image`'s Pillow bicubic)."""
     import numpy as np
     from PIL import Image, UnidentifiedImageError
 
@@ -30,7 +31,9 @@ def load_image(path: str | os.PathLike[str], image_spec: ImageSpec) -> np.ndarra
         h, w = resized_image_hw(rgb.height, rgb.width, image_spec)
     except ValueError as exc:
         raise MediaError(str(p), f"cannot be resized under the image spec: {exc}", "crop or pad the image") from exc
-    out: np.ndarray = np.asarray(rgb.resize((w, h), Image.Resampling.BICUBIC), dtype=np.uint8).copy()
+    from evr1_cache.resample import resample
+
+    out: np.ndarray = resample([np.asarray(rgb, dtype=np.uint8)], h, w, image_spec.resize)[0]
     return out
 
 
