@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from evr1_cache.errors import MediaError
-from evr1_cache.probing import check_readable
+from evr1_cache.sources import media_file
 from evr1_cache.spec import ImageSpec, resized_image_hw
 
 if TYPE_CHECKING:
@@ -20,12 +20,12 @@ def load_image(path: str | os.PathLike[str], image_spec: ImageSpec) -> np.ndarra
     import numpy as np
     from PIL import Image, UnidentifiedImageError
 
-    p = check_readable(path)
+    p = media_file(path)
     try:
         with Image.open(p) as img:
             img.load()
             rgb = _to_rgb(img)
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
         raise MediaError(str(p), f"not a readable image ({type(exc).__name__}: {exc})", "re-save the image") from exc
     try:
         h, w = resized_image_hw(rgb.height, rgb.width, image_spec)
