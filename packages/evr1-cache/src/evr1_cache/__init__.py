@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from evr1_cache.image import load_image
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.reader import CacheReader
-    from evr1_cache.resample import register_resampler, resample
+    from evr1_cache.resampling import register_resampler, resample
     from evr1_cache.verify import VerifyReport, verify_cache
 
 __version__ = "0.1.0"
@@ -68,8 +68,8 @@ _LAZY = {
     "VideoInfo": "evr1_cache.probing",
     "probe": "evr1_cache.probing",
     "CacheReader": "evr1_cache.reader",
-    "register_resampler": "evr1_cache.resample",
-    "resample": "evr1_cache.resample",
+    "register_resampler": "evr1_cache.resampling",
+    "resample": "evr1_cache.resampling",
     "VerifyReport": "evr1_cache.verify",
     "verify_cache": "evr1_cache.verify",
 }

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from evr1_cache.decoders import get_decoder
 from evr1_cache.errors import DecodeMismatch, MediaError
 from evr1_cache.probing import VideoInfo, probe
-from evr1_cache.resample import resample
+from evr1_cache.resampling import resample
 from evr1_cache.spec import SamplingSpec, VideoMeta, resized_hw, sample_frame_indices
 
 if TYPE_CHECKING:

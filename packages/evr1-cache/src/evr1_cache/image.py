@@ -31,7 +31,7 @@ def load_image(path: str | os.PathLike[str], image_spec: ImageSpec) -> np.ndarra
         h, w = resized_image_hw(rgb.height, rgb.width, image_spec)
     except ValueError as exc:
         raise MediaError(str(p), f"cannot be resized under the image spec: {exc}", "crop or pad the image") from exc
-    from evr1_cache.resample import resample
+    from evr1_cache.resampling import resample
 
     out: np.ndarray = resample([np.asarray(rgb, dtype=np.uint8)], h, w, image_spec.resize)[0]
     return out

@@ -5,7 +5,7 @@ here reproduces qwen-vl-utils 0.0.14 exactly (`smart_nframes`, the `torch.linspa
 `fetch_video`'s video pixel budget and `smart_resize`); see docs/spec.md for every rounding rule. Where that library
 raises (or would hand back an unusable zero-sized frame), these functions raise `ValueError` saying what to change.
 Each spec also names the *resize rule* its pixels follow (`ResizeRule`, a small registry: which reference
-implementation cached pixels equal bit for bit); the pixel code itself lives in `evr1_cache.resample`.
+implementation cached pixels equal bit for bit); the pixel code itself lives in `evr1_cache.resampling`.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class ResizeRule:
     `name` is what a spec stores; `version` is bumped whenever the implementation's output changes (it is part of the
     spec key, so entries built by an older implementation are rebuilt, never served as exact). `reference` says
     which upstream code, at which version, the rule reproduces; `kernel` the filter in words. Implementations are
-    registered under the same name in `evr1_cache.resample` (numpy; this module stays standard-library only).
+    registered under the same name in `evr1_cache.resampling` (numpy; this module stays standard-library only).
     """
 
     name: str

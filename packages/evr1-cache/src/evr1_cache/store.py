@@ -44,7 +44,12 @@ def kind_of(spec: SamplingSpec | ImageSpec) -> str:
 
 
 def entry_key(identity: str, spec: SamplingSpec | ImageSpec) -> str:
-    return hashlib.blake2b(f"{kind_of(spec)}|{identity}|{spec.key()}".encode(), digest_size=16).hexdigest()
+    return key_for(kind_of(spec), identity, spec.key())
+
+
+def key_for(kind: str, identity: str, spec_key: str) -> str:
+    """The entry key (file name) of a source's content under a spec: what `verify` recomputes from a header."""
+    return hashlib.blake2b(f"{kind}|{identity}|{spec_key}".encode(), digest_size=16).hexdigest()
 
 
 def entry_relpath(spec: SamplingSpec | ImageSpec, key: str) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from evr1_cache.atomic import is_temp
 from evr1_cache.errors import CorruptEntry
-from evr1_cache.store import ENTRY_NAME
+from evr1_cache.store import ENTRY_NAME, key_for
 
 KINDS = ("videos", "images")
 
@@ -72,6 +72,8 @@ def check_entry(path: Path, root: Path) -> tuple[str, int]:
     entry = read_checked(path, mmap=True)
     if parts[0] != f"{entry.kind}s" or parts[1] != entry.spec_key:
         raise CorruptEntry(f"{rel}: path does not match its kind/spec key ({entry.kind}, {entry.spec_key})")
+    if parts[3] != f"{key_for(entry.kind, entry.source.identity, entry.spec_key)}.safetensors":
+        raise CorruptEntry(f"{rel}: file name does not match the source identity and spec key in its header")
     return entry.kind, path.stat().st_size
 
 

@@ -46,6 +46,8 @@ RESAMPLERS: dict[str, Resampler] = {}
 _BLOCK = 16
 #: Float32 input values held at once (frames are processed in chunks of about this many values).
 _CHUNK_VALUES = 1 << 23
+#: Above this share of values near a rounding tie, the whole chunk is computed exactly instead of pixel by pixel.
+_EXACT_SHARE = 0.02
 #: Taps accumulated per vectorised group (plain multiply + add) before the fused remainder, in torch's AVX2 kernels.
 _VECTOR_GROUP = 4
 
@@ -68,7 +70,7 @@ def resample(frames: Sequence[np.ndarray], height: int, width: int, rule: str, *
     fn = RESAMPLERS.get(rule)
     if fn is None:
         get_resize_rule(rule)  # unknown name: raises with the close matches
-        raise ValueError(f"resize rule {rule!r} has no implementation in evr1_cache.resample")
+        raise ValueError(f"resize rule {rule!r} has no implementation in evr1_cache.resampling")
     return fn(frames, height, width, threads)
 
 
@@ -284,6 +286,47 @@ def _exact_pixels(
     return _exact_pass(inter, wv, y)
 
 
+def _exact_axis(x: np.ndarray, aw: AxisWeights) -> np.ndarray:
+    """torch's float32 pass over axis 0 of `x` `[n_in, R]` -> `[n_out, R]` for every output, tap by tap."""
+    import numpy as np
+
+    n_in = x.shape[0]
+    w = aw.weights
+    acc: np.ndarray = x[aw.start] * w[:, :1]
+    for j in range(1, int(aw.size.max())):
+        t = x[np.minimum(aw.start + j, n_in - 1)]
+        wj = w[:, j : j + 1]
+        fused = j > aw.plain_taps
+        if not fused.any():
+            acc += t * wj
+        elif fused.all():
+            acc = fma32(t, np.broadcast_to(wj, t.shape), acc)
+        else:
+            plain = ~fused
+            acc[plain] += t[plain] * wj[plain]
+            acc[fused] = fma32(t[fused], np.broadcast_to(wj[fused], t[fused].shape), acc[fused])
+    return acc
+
+
+def _exact_chunk(frames: np.ndarray, wh: AxisWeights | None, wv: AxisWeights | None) -> np.ndarray:
+    """torch's float32 values of every output pixel of a chunk: `[T, h, w, C]` (the path for content where many
+    values sit on rounding ties, e.g. checkerboards, for which recomputing pixel by pixel would cost more)."""
+    import numpy as np
+
+    n, h_in, w_in, ch = frames.shape
+    if wh is not None:
+        x = np.ascontiguousarray(frames.transpose(2, 0, 1, 3), dtype=np.float32).reshape(w_in, -1)
+        x = _exact_axis(x, wh).reshape(-1, n, h_in, ch).transpose(2, 1, 0, 3)  # [H, T, w, C]
+    else:
+        x = frames.transpose(1, 0, 2, 3).astype(np.float32)
+    x = np.ascontiguousarray(x)
+    h_out = h_in
+    if wv is not None:
+        h_out = len(wv.start)
+        x = _exact_axis(x.reshape(h_in, -1), wv)
+    return x.reshape(h_out, n, -1, ch).transpose(1, 0, 2, 3)
+
+
 def _torchvision_bicubic_aa(frames: np.ndarray, height: int, width: int, fused: bool) -> np.ndarray:
     """One chunk `[T, H, W, 3]` uint8 -> `[T, height, width, 3]` uint8, bit-exact (see module docstring)."""
     import numpy as np
@@ -314,7 +357,9 @@ def _torchvision_bicubic_aa(frames: np.ndarray, height: int, width: int, fused: 
     np.clip(rounded, 0, 255, out=rounded)
     out = np.empty((n, height, width, ch), np.uint8)
     np.copyto(out, rounded.transpose(1, 0, 3, 2), casting="unsafe")
-    if len(near):
+    if len(near) > _EXACT_SHARE * approx.size:
+        np.copyto(out, np.clip(np.rint(_exact_chunk(frames, wh, wv)), 0, 255), casting="unsafe")
+    elif len(near):
         y, t, c, xs = np.unravel_index(near, approx.shape)
         exact = _exact_pixels(frames, t, y, xs, c, wh, wv)
         out[t, y, xs, c] = np.clip(np.rint(exact), 0, 255).astype(np.uint8)
