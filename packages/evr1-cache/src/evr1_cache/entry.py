@@ -84,15 +84,18 @@ class CacheEntry:
     def __post_init__(self) -> None:
         import numpy as np
 
-        f = self.frames
+        f: object = self.frames  # checked as untyped values: entries are built from files
+        key: object = self.spec_key
+        source: object = self.source
         where = f"cache entry {self.file}"
         if not isinstance(f, np.ndarray) or f.dtype != np.uint8:
             raise ValueError(f"{where}: frames must be a uint8 array, got {getattr(f, 'dtype', type(f).__name__)}")
-        if not isinstance(self.spec_key, str) or not _SPEC_KEY.match(self.spec_key):
-            raise ValueError(f"{where}: spec key {self.spec_key!r} is not 16 hex characters")
-        if not isinstance(self.source, Source):
-            raise ValueError(f"{where}: source must be a Source, got {type(self.source).__name__}")
-        meta = self.meta
+        if not isinstance(key, str) or not _SPEC_KEY.match(key):
+            raise ValueError(f"{where}: spec key {key!r} is not 16 hex characters")
+        if not isinstance(source, Source):
+            raise ValueError(f"{where}: source must be a Source, got {type(source).__name__}")
+        meta: object = self.meta
+        want: tuple[int, ...]
         if isinstance(meta, VideoMeta):
             want = (len(meta.frames_indices), meta.resized_height, meta.resized_width, 3)
             if meta.spec_key is not None and meta.spec_key != self.spec_key:

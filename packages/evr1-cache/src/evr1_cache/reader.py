@@ -139,7 +139,8 @@ class CacheReader:
 
     # -- internals --------------------------------------------------------------------------------------------------
     def _ref_path(self, ref: Ref) -> Path:
-        rel = ref if isinstance(ref, str) else ref.get("file") if isinstance(ref, Mapping) else None
+        given: object = ref  # a dataset value: any JSON may be there
+        rel = given if isinstance(given, str) else given.get("file") if isinstance(given, Mapping) else None
         if not isinstance(rel, str) or not rel or "\0" in rel:
             raise CacheMiss(f"not a cache reference: {str(ref)[:80]!r} (expected {{'file': ...}} or a relative path)")
         path = (self.root / rel).resolve()

@@ -30,15 +30,17 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
 
 from evr1_cache.spec import get_resize_rule
 
 if TYPE_CHECKING:
     import numpy as np
 
-#: An implementation: uint8 frames `[T, H, W, 3]` (or a list of `[H, W, 3]`) -> uint8 `[T, height, width, 3]`.
-Resampler = Callable[[Sequence["np.ndarray"], int, int, int], "np.ndarray"]
+#: uint8 frames: one `[T, H, W, 3]` array, or a sequence of `[H, W, 3]` arrays (as decoders hand them over).
+Frames = Union["np.ndarray", Sequence["np.ndarray"]]
+#: An implementation: (frames, height, width, threads) -> uint8 `[T, height, width, 3]`.
+Resampler = Callable[[Frames, int, int, int], "np.ndarray"]
 RESAMPLERS: dict[str, Resampler] = {}
 
 #: Output columns (rows) per BLAS block of the approximate pass: wider blocks waste multiplications on zero weights,
@@ -65,7 +67,7 @@ def register_resampler(name: str) -> Callable[[Resampler], Resampler]:
     return deco
 
 
-def resample(frames: Sequence[np.ndarray], height: int, width: int, rule: str, *, threads: int = 1) -> np.ndarray:
+def resample(frames: Frames, height: int, width: int, rule: str, *, threads: int = 1) -> np.ndarray:
     """Resize uint8 frames to `height` x `width` exactly as the resize rule `rule` says; `threads=0`: all cores."""
     fn = RESAMPLERS.get(rule)
     if fn is None:
@@ -254,7 +256,7 @@ def _exact_pass(vals: np.ndarray, aw: AxisWeights, idx: np.ndarray) -> np.ndarra
     w = aw.weights[idx]  # [N, K]
     plain = aw.plain_taps[idx]
     shape = (len(idx),) + (1,) * (vals.ndim - 2)
-    acc = (vals[..., 0] * w[:, 0].reshape(shape)).astype(np.float32)
+    acc: np.ndarray = (vals[..., 0] * w[:, 0].reshape(shape)).astype(np.float32)
     for j in range(1, int(aw.size[idx].max(initial=1))):
         t = vals[..., j]
         wj = np.broadcast_to(w[:, j].reshape(shape), t.shape)
@@ -324,7 +326,8 @@ def _exact_chunk(frames: np.ndarray, wh: AxisWeights | None, wv: AxisWeights | N
     if wv is not None:
         h_out = len(wv.start)
         x = _exact_axis(x.reshape(h_in, -1), wv)
-    return x.reshape(h_out, n, -1, ch).transpose(1, 0, 2, 3)
+    out: np.ndarray = x.reshape(h_out, n, -1, ch).transpose(1, 0, 2, 3)
+    return out
 
 
 def _torchvision_bicubic_aa(frames: np.ndarray, height: int, width: int, fused: bool) -> np.ndarray:
@@ -366,7 +369,7 @@ def _torchvision_bicubic_aa(frames: np.ndarray, height: int, width: int, fused: 
     return out
 
 
-def _as_array(frames: Sequence[np.ndarray]) -> np.ndarray:
+def _as_array(frames: Frames) -> np.ndarray:
     import numpy as np
 
     if isinstance(frames, np.ndarray):
@@ -374,7 +377,7 @@ def _as_array(frames: Sequence[np.ndarray]) -> np.ndarray:
     return np.stack(frames) if len(frames) else np.empty((0, 1, 1, 3), np.uint8)
 
 
-def _chunked(frames: Sequence[np.ndarray], height: int, width: int, fused: bool, threads: int) -> np.ndarray:
+def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int) -> np.ndarray:
     """Resize in chunks of frames (bounded memory), `threads` chunks at a time, each BLAS call single-threaded.
 
     Why single-threaded BLAS: OpenBLAS's worker threads spin while they wait, which on a busy machine costs several
@@ -409,19 +412,19 @@ def _chunked(frames: Sequence[np.ndarray], height: int, width: int, fused: bool,
 
 
 @register_resampler("torchvision-bicubic-aa")
-def torchvision_bicubic_aa(frames: Sequence[np.ndarray], height: int, width: int, threads: int = 1) -> np.ndarray:
+def torchvision_bicubic_aa(frames: Frames, height: int, width: int, threads: int = 1) -> np.ndarray:
     """qwen-vl-utils' video resize as torch's x86-64 AVX2 / AVX-512 kernels compute it (see module docstring)."""
     return _chunked(frames, height, width, True, threads)
 
 
 @register_resampler("torchvision-bicubic-aa-nofma")
-def torchvision_bicubic_aa_nofma(frames: Sequence[np.ndarray], height: int, width: int, threads: int = 1) -> np.ndarray:
+def torchvision_bicubic_aa_nofma(frames: Frames, height: int, width: int, threads: int = 1) -> np.ndarray:
     """The same resize as torch's portable kernel computes it (no fused multiply-adds)."""
     return _chunked(frames, height, width, False, threads)
 
 
 @register_resampler("pillow-bicubic")
-def pillow_bicubic(frames: Sequence[np.ndarray], height: int, width: int, threads: int = 1) -> np.ndarray:
+def pillow_bicubic(frames: Frames, height: int, width: int, threads: int = 1) -> np.ndarray:
     """Pillow's antialiased bicubic, frame by frame (qwen-vl-utils' `fetch_image`); Pillow releases the GIL, so
     `threads` > 1 resizes frames in parallel (the result does not depend on it)."""
     import numpy as np

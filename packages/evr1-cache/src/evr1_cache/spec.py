@@ -153,8 +153,8 @@ def register_resize_rule(rule: ResizeRule) -> ResizeRule:
     return rule
 
 
-def get_resize_rule(name: str) -> ResizeRule:
-    """The registered rule `name`; an unknown name is a ValueError naming the closest known ones."""
+def get_resize_rule(name: object) -> ResizeRule:
+    """The registered rule `name`; an unknown name (or not a string) is a ValueError naming the closest known ones."""
     rule = RESIZE_RULES.get(name) if isinstance(name, str) else None
     if rule is None:
         close = difflib.get_close_matches(str(name), list(RESIZE_RULES), n=2)
