@@ -11,8 +11,8 @@ Needs torch + torchvision + qwen-vl-utils (+ torchcodec 0.13 as its decoder) bes
 
 "Cold" drops the page cache of the files involved before each run (posix_fadvise DONTNEED): for fetch_video the video;
 for `load_torch(video, spec)` the cache entry and the video (whose first/middle/last MiB give its identity; the
-identity memo is cleared too); for "ref cold" only the entry, loaded by the reference `build` wrote into the output
-dataset (what training and evaluation use), which never touches the video.
+identity memo is cleared too); for "ref cold" only the entry, loaded with `CacheReader.entry_at` by the reference
+`build` wrote into the output dataset (what training uses), which never touches the video.
 """
 
 from __future__ import annotations
@@ -119,10 +119,9 @@ def build_set(
 def compare_loads(videos: list[Path], spec: Any, work: Path, runs: int) -> dict[str, Any]:
     """fetch_video vs CacheReader per video, warm and cold; returns rows + medians."""
     import numpy as np
-    import torch
 
     from evr1_cache import CacheReader
-    from evr1_cache.store import _identity_memo
+    from evr1_cache.sources import clear_identity_memo
 
     cache = work / "cache"
     build_set(videos, cache, spec, 1)
@@ -140,14 +139,14 @@ def compare_loads(videos: list[Path], spec: Any, work: Path, runs: int) -> dict[
             return reader.load_torch(p, spec)
 
         def cold(p: Path = path, e: Path = entry) -> None:
-            _identity_memo.clear()
+            clear_identity_memo()
             evict(p, e)
 
         cw, (frames, meta) = timed(load, runs)
         cc, _ = timed(load, runs, before=cold)
         # by the reference the build wrote into the output dataset: the source video is not touched at all
         ref_rel = entry.relative_to(cache).as_posix()
-        rc, _ = timed(lambda r=ref_rel: torch.from_numpy(reader.load_ref(r)[0]), runs, before=lambda e=entry: evict(e))
+        rc, _ = timed(lambda r=ref_rel: reader.entry_at(r, spec).torch(), runs, before=lambda e=entry: evict(e))
         ours = frames.permute(0, 3, 1, 2)
         same_shape = tuple(ref.shape) == tuple(ours.shape)
         diff = int((ref.round().clamp(0, 255) - ours.float()).abs().max()) if same_shape else -1
