@@ -8,32 +8,21 @@ fetch_video's decoder), where EVR1_SPEC_PARITY=1 turns a missing dependency into
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
 from evr1_cache import ImageSpec, SamplingSpec, decode_video, load_image, resample, resized_hw
-from evr1_cache.testing import make_synthetic_image, make_synthetic_video
+from evr1_cache.testing import make_synthetic_image, make_synthetic_video, reference_module
 
-
-def _need(name: str) -> ModuleType:
-    if os.environ.get("EVR1_SPEC_PARITY") == "1":
-        return importlib.import_module(name)
-    return pytest.importorskip(
-        name, reason=f"the pixel parity tests need {name} (a torch env): run `nox -s spec_parity`"
-    )
-
-
-torch = _need("torch")
-tvF = _need("torchvision.transforms.functional")
-vp = _need("qwen_vl_utils.vision_process")
+torch = reference_module("torch")
+tvF = reference_module("torchvision.transforms.functional")
+vp = reference_module("qwen_vl_utils.vision_process")
 
 #: torch's AVX2 / AVX-512 kernels fuse multiply-adds, its portable one does not: which one this CPU runs.
 FUSED = torch.backends.cpu.get_cpu_capability() != "DEFAULT"

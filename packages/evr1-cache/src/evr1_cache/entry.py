@@ -18,6 +18,17 @@ if TYPE_CHECKING:
 _SPEC_KEY = re.compile(r"^[0-9a-f]{16}$")
 
 
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    """A JSON object from a header field (ValueError naming `what` for anything else)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{what} is not JSON ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} must be a JSON object, got {type(data).__name__}")
+    return data
+
+
 @dataclass(frozen=True)
 class ImageMeta:
     """The size of a cached still image (it is already resized under its `ImageSpec`)."""
@@ -36,11 +47,8 @@ class ImageMeta:
 
     @classmethod
     def from_json(cls, text: str) -> ImageMeta:
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise ValueError(f"image metadata is not JSON ({type(exc).__name__})") from None
-        if not isinstance(data, dict) or set(data) != {"height", "width"}:
+        data = _json_object(text, "image metadata")
+        if set(data) != {"height", "width"}:
             raise ValueError(f"image metadata must be {{height, width}}, got {str(data)[:80]}")
         return cls(data["height"], data["width"])
 
@@ -55,11 +63,8 @@ class Source:
 
     @classmethod
     def from_json(cls, text: str) -> Source:
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise ValueError(f"source record is not JSON ({type(exc).__name__})") from None
-        if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("path", "identity")):
+        data = _json_object(text, "source record")
+        if not all(isinstance(data.get(k), str) for k in ("path", "identity")):
             raise ValueError(f"source record must hold string path and identity, got {str(data)[:80]}")
         return cls(data["path"], data["identity"])
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
+from evr1_cache.registry import registering
 from evr1_cache.spec import get_resize_rule
 
 if TYPE_CHECKING:
@@ -57,14 +58,7 @@ _VECTOR_GROUP = 4
 def register_resampler(name: str) -> Callable[[Resampler], Resampler]:
     """Add the implementation of the spec's resize rule `name` (which must be registered in `evr1_cache.spec`)."""
     get_resize_rule(name)  # an implementation without a declared rule would never reach a spec key
-
-    def deco(fn: Resampler) -> Resampler:
-        if name in RESAMPLERS:
-            raise ValueError(f"a resampler for {name!r} is already registered")
-        RESAMPLERS[name] = fn
-        return fn
-
-    return deco
+    return registering(RESAMPLERS, name, "a resampler for the rule")
 
 
 def resample(frames: Frames, height: int, width: int, rule: str, *, threads: int = 1) -> np.ndarray:

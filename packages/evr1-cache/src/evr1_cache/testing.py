@@ -18,6 +18,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -143,3 +144,16 @@ def _ffmpeg(args: list[str]) -> None:
     proc = subprocess.run([exe, "-v", "error", "-y", *args], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"ffmpeg {' '.join(args)} failed: {proc.stderr.strip()[-500:]}")
+
+
+def reference_module(name: str) -> ModuleType:
+    """Import a reference library for a parity test (torch, qwen-vl-utils, ...): required where `EVR1_SPEC_PARITY=1`
+    (the `spec_parity` nox session, so a broken install fails), else the calling test module is skipped."""
+    import importlib
+
+    import pytest
+
+    if os.environ.get("EVR1_SPEC_PARITY") == "1":
+        return importlib.import_module(name)
+    module: ModuleType = pytest.importorskip(name, reason=f"the parity tests need {name}: run `nox -s spec_parity`")
+    return module
