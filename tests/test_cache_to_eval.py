@@ -364,7 +364,7 @@ def test_a_malformed_annotation_line_is_reported_by_precompute_and_build(
     assert len(cache_files := list(cache.rglob("*.safetensors"))) == len(dataset.videos), cache_files
     # the same file through evr1-cache build (EasyVideoR1 rows: `path` is not a media key there, so add `videos`)
     train = tmp_path / "train.jsonl"
-    train.write_text("\n".join(lines[:2] + [lines[2]] + [json.dumps({**rows[2], "videos": [rows[2]["path"]]})]) + "\n")
+    train.write_text("\n".join([*lines[:3], json.dumps({**rows[2], "videos": [rows[2]["path"]]})]) + "\n")
     rc = cache_main(["build", str(train), "--out", str(tmp_path / "c2"), "--media-root", str(dataset.media)])
     out = capsys.readouterr()
     assert rc == 1
