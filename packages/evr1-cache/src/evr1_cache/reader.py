@@ -154,7 +154,7 @@ class CacheReader:
         entry = read_checked(path, mmap=mmap)
         if entry.kind != kind_of(spec) or entry.spec_key != spec.key():
             raise CacheMiss(
-                f"cache entry {path.name} was built for {entry.kind} spec {entry.spec_key}, not for the requested "
+                f"cache entry {path.name} was built for spec {entry.spec_key} ({entry.kind}), not for the requested "
                 f"{kind_of(spec)} spec {spec.key()} (the sampling settings differ from the `evr1-cache build` ones)"
             )
         return entry
