@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evr1_cache.atomic import atomic_open
-from evr1_cache.errors import CorruptEntry
+from evr1_cache.errors import CorruptEntry as CorruptEntry  # re-exported: it lived here before errors.py
 from evr1_cache.spec import ImageSpec, SamplingSpec
 
 if TYPE_CHECKING:
