@@ -48,7 +48,7 @@ RESAMPLERS: dict[str, Resampler] = {}
 #: narrower ones make BLAS calls too small to be fast.
 _BLOCK = 16
 #: Float32 input values held at once (frames are processed in chunks of about this many values).
-_CHUNK_VALUES = 1 << 23
+_CHUNK_VALUES = 1 << 21
 #: Above this share of values near a rounding tie, the whole chunk is computed exactly instead of pixel by pixel.
 _EXACT_SHARE = 0.02
 #: Taps accumulated per vectorised group (plain multiply + add) before the fused remainder, in torch's AVX2 kernels.
