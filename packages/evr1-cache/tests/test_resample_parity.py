@@ -29,7 +29,7 @@ FUSED = torch.backends.cpu.get_cpu_capability() != "DEFAULT"
 RULE = "torchvision-bicubic-aa" if FUSED else "torchvision-bicubic-aa-nofma"
 
 #: (H, W) inputs: tiny, odd, phone/SD/HD/FHD, extreme aspect ratios.
-INPUTS = ((28, 28), (33, 47), (144, 176), (240, 320), (272, 640), (480, 854), (720, 1280))
+INPUTS = ((28, 28), (33, 47), (144, 176), (272, 640), (720, 1280))
 INPUTS += ((40, 2000), (2000, 40))
 #: Targets per input: the spec's own sizes under several budgets (how the cache really resizes), plus fixed ones that
 #: enlarge, shrink, stretch one axis only, and change the aspect ratio from 1:4 to 4:1.
@@ -82,7 +82,7 @@ def test_the_grid_equals_torchvision_bit_for_bit() -> None:
             if bad:
                 mismatched += 1
                 worst.append(f"{h_in}x{w_in}->{h}x{w}: {bad} values differ")
-    assert checked >= 50, checked  # the grid really ran
+    assert checked >= 40, checked  # the grid really ran
     assert mismatched == 0, worst[:10]
 
 
@@ -123,14 +123,15 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     d = tmp_path_factory.mktemp("generated")
     return [
         make_synthetic_video(d / "gen_h264.mp4", 60, 30.0, (640, 360), crf=23),
-        make_synthetic_video(d / "gen_mpeg4.avi", 40, 25.0, (320, 240), codec="mpeg4"),
         make_synthetic_video(d / "gen_portrait.mkv", 30, 15.0, (272, 480), codec="mjpeg", pix_fmt="yuvj420p"),
     ]
 
 
 #: fetch_video's own decoder (torchcodec) returns other frames than a sequential decode on these awkward files (see
-#: docs/cache.md): their cached frames match the resize of the frames evr1 decodes, not fetch_video end to end.
+#: docs/cache.md): their cached frames equal torchvision's resize of the frames evr1 decodes, not fetch_video's. One
+#: of them (the cheapest) also goes through fetch_video to show that the decoders, not the resize, differ.
 DECODE_DIFFERS = {"tree.avi", "vtest.avi", "Megamind.avi", "Megamind_bugy.avi"}
+SHOWN_DIFFERENT = "tree.avi"
 FETCH_FAILS = {"blue.mpg"}  # torchcodec cannot seek in it, and torchvision 0.28 has no read_video to fall back to
 
 
@@ -160,6 +161,9 @@ def test_every_test_video_equals_fetch_video(
         assert np.array_equal(reference(mine, *ours.shape[1:3]), ours), f"{path.name}: resize differs from torchvision"
         ele = {"video": str(path), "fps": spec.fps, "max_frames": spec.max_frames}
         ele |= {"min_pixels": spec.min_pixels, "max_pixels": spec.max_pixels}
+        if path.name in DECODE_DIFFERS - {SHOWN_DIFFERENT}:
+            table.append((path.name, "resize of evr1's frames exact (fetch_video decodes other frames)"))
+            continue
         if path.name in FETCH_FAILS:
             with pytest.raises(Exception):
                 vp.fetch_video(ele)
