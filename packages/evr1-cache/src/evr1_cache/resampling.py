@@ -46,7 +46,7 @@ RESAMPLERS: dict[str, Resampler] = {}
 
 #: Output columns (rows) per BLAS block of the approximate pass: wider blocks waste multiplications on zero weights,
 #: narrower ones make BLAS calls too small to be fast (measured on 720p -> 336x588 and on enlargements).
-_BLOCK = 16
+_BLOCK = 8
 #: Float32 input values held at once (frames are processed in chunks of about this many values).
 _CHUNK_VALUES = 1 << 21
 #: Above this share of values near a rounding tie, the whole chunk is computed exactly instead of pixel by pixel.
