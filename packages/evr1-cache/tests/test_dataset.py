@@ -57,7 +57,9 @@ def test_json_arrays_keep_item_lines_and_json_lines_in_a_json_file(tmp_path: Pat
     arr.write_text('[\n  {"id": 1},\n  7,\n  {"id": 3,\n   "x": [1, 2]},\n  {"id": 4}\n]\n')
     got = read_dataset(arr)
     assert [(r.line, r.data["id"]) for r in got.rows] == [(2, 1), (4, 3), (6, 4)]
-    assert [(e.line, e.reason) for e in got.errors] == [(3, "a row must be a JSON object, got int")]
+    assert [(e.line, e.reason) for e in got.errors] == [
+        (3, "a row must be a JSON object, got int (fix: make every item of the array a {...} object)")
+    ]
     broken = tmp_path / "b.json"
     broken.write_text('[{"id": 1},\n {"id": 2} {"id": 3}]')
     got = read_dataset(broken)

@@ -94,6 +94,10 @@ def _first_char(fh: Any) -> bytes:
     return b""
 
 
+def _not_an_object(value: object, fix: str) -> str:
+    return f"a row must be a JSON object, got {type(value).__name__} (fix: {fix})"
+
+
 def _object(p: Path, line: int, text: str, errors: list[RowError]) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
@@ -102,7 +106,7 @@ def _object(p: Path, line: int, text: str, errors: list[RowError]) -> dict[str, 
         errors.append(RowError(str(p), line, f"not valid JSON ({detail}); fix or remove that line"))
         return None
     if not isinstance(value, dict):
-        errors.append(RowError(str(p), line, f"a row must be a JSON object, got {type(value).__name__}"))
+        errors.append(RowError(str(p), line, _not_an_object(value, "write one {...} object per line")))
         return None
     return value
 
@@ -176,7 +180,7 @@ def _json_array(p: Path, data: bytes) -> DatasetRows:
         if isinstance(value, dict):
             rows.append(Row(line, value))
         else:
-            errors.append(RowError(str(p), line, f"a row must be a JSON object, got {type(value).__name__}"))
+            errors.append(RowError(str(p), line, _not_an_object(value, "make every item of the array a {...} object")))
         pos = skip(end)
         if pos < n and text[pos] == ",":
             pos = skip(pos + 1)
