@@ -45,16 +45,21 @@ def evict(*paths: Path) -> None:
             os.close(fd)
 
 
-def timed(fn: Callable[[], Any], runs: int, before: Callable[[], None] | None = None) -> tuple[float, Any]:
-    """Median wall seconds of `runs` calls (one untimed warm-up call first), and the last result."""
+def timed(
+    fn: Callable[[], Any],
+    runs: int,
+    before: Callable[[], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, Any]:
+    """Median seconds (wall, or `clock`) of `runs` calls (one untimed warm-up call first), and the last result."""
     result = fn()
     times = []
     for _ in range(runs):
         if before is not None:
             before()
-        t0 = time.perf_counter()
+        t0 = clock()
         result = fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times), result
 
 
@@ -216,7 +221,8 @@ def compare_builds(videos: list[Path], spec: Any, work: Path, runs: int, configs
 def compare_resizes(videos: list[Path], spec: Any, runs: int) -> dict[str, Any]:
     """The resize alone, on the same decoded frames, one thread each: evr1's exact resampler (the spec's video rule)
     vs Pillow's 8-bit bicubic (what evr1 used before: not the reference's pixels) vs the reference itself
-    (torchvision's resize on the uint8 tensor, as `fetch_video` calls it). Also checks that evr1's frames equal it."""
+    (torchvision's resize on the uint8 tensor, as `fetch_video` calls it). Also checks that evr1's frames equal it.
+    Timed in CPU seconds of the calling thread (all three run in it), which other load on the machine disturbs least."""
     import numpy as np
     import torch
     from torchvision.transforms import InterpolationMode
@@ -240,9 +246,10 @@ def compare_resizes(videos: list[Path], spec: Any, runs: int) -> dict[str, Any]:
         def reference(t: Any = tensor, hw: tuple[int, int] = (h, w)) -> Any:
             return tvf.resize(t, list(hw), interpolation=InterpolationMode.BICUBIC, antialias=True)
 
-        te, ours = timed(lambda a=native, hw=(h, w): resample(a, *hw, spec.resize, threads=1), runs)
-        tp, _ = timed(lambda a=native, hw=(h, w): resample(a, *hw, "pillow-bicubic", threads=1), runs)
-        tt, ref = timed(reference, runs)
+        cpu = time.thread_time
+        te, ours = timed(lambda a=native, hw=(h, w): resample(a, *hw, spec.resize, threads=1), runs, clock=cpu)
+        tp, _ = timed(lambda a=native, hw=(h, w): resample(a, *hw, "pillow-bicubic", threads=1), runs, clock=cpu)
+        tt, ref = timed(reference, runs, clock=cpu)
         diff = int(np.abs(ref.permute(0, 2, 3, 1).numpy().astype(np.int16) - ours.astype(np.int16)).max())
         totals["evr1"] += te
         totals["pillow"] += tp
@@ -253,7 +260,9 @@ def compare_resizes(videos: list[Path], spec: Any, runs: int) -> dict[str, Any]:
         print(f"{path.name[:24]:24} {shape:>22} {te * 1e3:7.1f}ms {tp * 1e3:7.1f}ms {tt * 1e3:7.1f}ms "
               f"{te / tp:7.2f}x {te / tt:7.2f}x  maxdiff vs torchvision {diff}")  # fmt: skip
     ratio_p, ratio_t = totals["evr1"] / totals["pillow"], totals["evr1"] / totals["torch"]
-    print(f"resize time over all videos: evr1 {ratio_p:.2f}x Pillow's, {ratio_t:.2f}x torchvision's (1 thread each)")
+    print(
+        f"resize time over all videos: evr1 {ratio_p:.2f}x Pillow's, {ratio_t:.2f}x torchvision's (CPU time, 1 thread each)"
+    )
     return {"rows": rows, "totals_s": totals, "evr1_over_pillow": ratio_p, "evr1_over_torchvision": ratio_t}
 
 

@@ -387,18 +387,26 @@ def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int)
     import numpy as np
     from threadpoolctl import threadpool_limits
 
-    arr = _as_array(frames)
-    if arr.dtype != np.uint8 or arr.ndim != 4 or arr.shape[-1] != 3:
-        raise ValueError(f"expected uint8 frames [T, H, W, 3], got {arr.dtype} {arr.shape}")
-    n, h_in, w_in, _ = arr.shape
+    if isinstance(frames, np.ndarray):
+        if frames.ndim != 4:
+            raise ValueError(f"expected uint8 frames [T, H, W, 3], got {frames.dtype} {frames.shape}")
+        kinds = {(frames.dtype, frames.shape[1:])}
+    else:  # a decoder's list: stacked chunk by chunk below, never as a second full copy of the native-size video
+        kinds = {(f.dtype, f.shape) for f in frames} or {(np.dtype(np.uint8), (1, 1, 3))}
+    (dtype, shape), n = next(iter(kinds)), len(frames)
+    if len(kinds) > 1 or dtype != np.uint8 or len(shape) != 3 or shape[-1] != 3:
+        got = ", ".join(sorted(f"{d} {s}" for d, s in kinds))
+        raise ValueError(f"expected uint8 frames [T, H, W, 3] of one size, got {got}")
+    h_in, w_in, _ = shape
     if (h_in, w_in) == (height, width):
-        return arr
+        return _as_array(frames)
     out = np.empty((n, height, width, 3), np.uint8)
     workers = max(1, min(threads if threads > 0 else (os.cpu_count() or 1), n))
     step = max(1, min(_CHUNK_VALUES // (h_in * w_in * 3), -(-n // workers)))
 
     def one(i: int) -> None:
-        out[i : i + step] = _torchvision_bicubic_aa(arr[i : i + step], height, width, fused)
+        chunk = frames[i : i + step] if isinstance(frames, np.ndarray) else _as_array(frames[i : i + step])
+        out[i : i + step] = _torchvision_bicubic_aa(chunk, height, width, fused)
 
     with threadpool_limits(limits=1, user_api="blas"):
         if workers == 1:
