@@ -234,7 +234,7 @@ def compare_resizes(videos: list[Path], spec: Any, runs: int) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     print(
-        f"{'resize, one thread':24} {'in -> out':>22} {'evr1':>9} {'Pillow':>9} {'torch':>9} {'x Pillow':>8} {'x torch':>8}"
+        f"{'resize, CPU s, 1 thread':24} {'in -> out':>22} {'evr1':>9} {'Pillow':>9} {'torch':>9} {'x Pillow':>8} {'x torch':>8}"
     )
     rows, totals = [], {"evr1": 0.0, "pillow": 0.0, "torch": 0.0}
     for path in videos:
