@@ -12,12 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from evr1_train.data.options import DataOptions
+from evr1_train.errors import ConfigError
 from evr1_train.hybrid import HybridConfig
 from evr1_train.losses.offpolicy import LOSS_NAME
 
-
-class ConfigError(ValueError):
-    """A composed config that verl would accept but that cannot work with evr1; the message names the key."""
+__all__ = ["ConfigError", "prepare_verl_config"]
 
 
 def _node(cfg: Any, dotted: str) -> Any:

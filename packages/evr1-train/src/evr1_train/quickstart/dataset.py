@@ -14,7 +14,7 @@ import fractions
 import json
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -157,7 +157,7 @@ def generate_quickstart_data(
             continue
         rows = []
         n = spec.n_train if split == "train" else spec.n_heldout
-        scenes = iter_scenes(spec, split)
+        scenes: Iterable[tuple[str, Scene]] = iter_scenes(spec, split)
         if progress:
             from tqdm.auto import tqdm
 

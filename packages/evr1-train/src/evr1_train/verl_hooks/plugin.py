@@ -26,12 +26,14 @@ def _register_loss() -> None:
 def _register_agent_loop() -> None:
     from verl.experimental.agent_loop import agent_loop as al
 
-    target = "evr1_train.verl_hooks.agent_loop.Evr1HybridAgentLoop"
-    current = al._agent_loop_registry.get("evr1_hybrid")
+    from evr1_train.verl_hooks.agent_loop import AGENT_NAME, Evr1HybridAgentLoop
+
+    target = f"{Evr1HybridAgentLoop.__module__}.{Evr1HybridAgentLoop.__qualname__}"
+    current = al._agent_loop_registry.get(AGENT_NAME)  # read only: verl's `register` overwrites without a check
     if current is not None and current.get("_target_") != target:
-        raise ValueError(f"agent loop 'evr1_hybrid' is already registered to {current}")
-    al._agent_loop_registry["evr1_hybrid"] = {"_target_": target}  # resolved lazily by hydra.instantiate
-    REGISTERED["agent_loop:evr1_hybrid"] = target
+        raise ValueError(f"agent loop {AGENT_NAME!r} is already registered to {current}")
+    al.register(AGENT_NAME)(Evr1HybridAgentLoop)  # verl's public decorator
+    REGISTERED[f"agent_loop:{AGENT_NAME}"] = target
 
 
 def _register_trainer() -> None:
