@@ -15,55 +15,12 @@ import torch
 
 pytestmark = pytest.mark.verl  # needs verl (core_algos) installed: the `train` nox session
 
-SMALL = [
-    "engine.quickstart.data.n_train=48",
-    "engine.quickstart.data.n_heldout=24",
-    "engine.quickstart.progress=false",
-    "engine.num_threads=1",
-    "engine.loggers=[jsonl]",
-    "data.train_batch_size=8",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=8",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
-]
 
-
-def compose(out: Path, *overrides: str, experiment: str = "quickstart") -> Any:
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
-
-    with initialize_config_module(config_module="evr1_train.conf", version_base=None):
-        return hydra_compose(
-            "evr1_trainer", overrides=[f"+experiment={experiment}", f"engine.output_dir={out}", *SMALL, *overrides]
-        )
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Quickstart inputs (data, cache, tiny model) built once; runs point their output folders elsewhere."""
-    from evr1_train.engine.local import prepare_inputs
-
-    root = tmp_path_factory.mktemp("quickstart")
-    prepare_inputs(compose(root))
-    return root
-
-
-def _cfg(prepared: Path, out: Path, *overrides: str) -> Any:
-    """A config reading the prepared inputs but writing metrics/checkpoints to `out`."""
-    from omegaconf import OmegaConf
-
-    cfg = compose(prepared, *overrides)
-    OmegaConf.resolve(cfg)  # keep the data/model paths of `prepared` when the output folder moves
-    cfg.engine.output_dir = str(out)
-    cfg.engine.quickstart.enable = False
-    return cfg
-
-
-def test_short_quickstart_improves_held_out_reward(prepared: Path, tmp_path: Path) -> None:
+def test_short_quickstart_improves_held_out_reward(quickstart_cfg: Any, tmp_path: Path) -> None:
     from evr1_train.engine.local import run
     from evr1_train.engine.tracking import read_jsonl
 
-    cfg = _cfg(
-        prepared,
+    cfg = quickstart_cfg(
         tmp_path / "run",
         "trainer.total_training_steps=30",
         "trainer.test_freq=15",
@@ -86,11 +43,11 @@ def test_short_quickstart_improves_held_out_reward(prepared: Path, tmp_path: Pat
     assert (tmp_path / "run" / "checkpoints" / "latest.json").exists()  # the final step is always saved
 
 
-def test_resume_reproduces_the_next_step(prepared: Path, tmp_path: Path) -> None:
+def test_resume_reproduces_the_next_step(quickstart_cfg: Any, tmp_path: Path) -> None:
     from evr1_train.engine.config import LocalConfig
     from evr1_train.engine.trainer import LocalTrainer
 
-    lc = LocalConfig.from_cfg(_cfg(prepared, tmp_path / "a", "actor_rollout_ref.actor.optim.lr=3e-3"))
+    lc = LocalConfig.from_cfg(quickstart_cfg(tmp_path / "a", "actor_rollout_ref.actor.optim.lr=3e-3"))
     a = LocalTrainer(lc)
     a.step()
     folder = a.save(tmp_path / "ckpt")
@@ -124,12 +81,11 @@ PRESETS = ["grpo", "dapo", "gspo", "cispo", "rloo", "reinforce_pp", "remax", "gd
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-def test_every_algorithm_preset_runs_one_local_step(prepared: Path, tmp_path: Path, preset: str) -> None:
+def test_every_algorithm_preset_runs_one_local_step(quickstart_cfg: Any, tmp_path: Path, preset: str) -> None:
     from evr1_train.engine.config import LocalConfig
     from evr1_train.engine.trainer import LocalTrainer
 
-    cfg = _cfg(
-        prepared,
+    cfg = quickstart_cfg(
         tmp_path / preset,
         f"+evr1_algo={preset}",
         *ONE_STEP,
@@ -148,12 +104,12 @@ def test_every_algorithm_preset_runs_one_local_step(prepared: Path, tmp_path: Pa
         assert metrics["filter_groups/batches_drawn"] >= 1
 
 
-def test_qwen3_vl_quickstart_runs_a_step(tmp_path: Path) -> None:
+def test_qwen3_vl_quickstart_runs_a_step(quickstart_compose: Any, tmp_path: Path) -> None:
     """Qwen3-VL (patch 16, factor 32, `mm_token_type_ids` for its M-RoPE) through the same engine, from the shipped
     `quickstart_qwen3_vl` preset."""
     from evr1_train.engine.local import run
 
-    cfg = compose(
+    cfg = quickstart_compose(
         tmp_path / "q3",
         "engine.quickstart.data.n_train=16",
         "engine.quickstart.data.n_heldout=4",
@@ -172,15 +128,14 @@ def test_qwen3_vl_quickstart_runs_a_step(tmp_path: Path) -> None:
     assert '"model_type": "qwen3_vl"' in (tmp_path / "q3" / "model-init" / "config.json").read_text()
 
 
-def test_dapo_overlong_shaping_lowers_the_rewards_of_long_responses(prepared: Path, tmp_path: Path) -> None:
+def test_dapo_overlong_shaping_lowers_the_rewards_of_long_responses(quickstart_cfg: Any, tmp_path: Path) -> None:
     from types import SimpleNamespace
 
     from evr1_train.engine.algorithms import overlong_penalty
     from evr1_train.engine.config import LocalConfig
     from evr1_train.engine.trainer import LocalTrainer
 
-    cfg = _cfg(
-        prepared,
+    cfg = quickstart_cfg(
         tmp_path / "overlong",
         "+evr1_algo=dapo",
         "reward.reward_kwargs.overlong_buffer_cfg.enable=true",

@@ -2,8 +2,9 @@
 
 verl imports every `verl.plugins` entry point inside `import verl`, i.e. in the driver and in every Ray worker, so
 names used in YAML (`evr1_hybrid` loss and agent loop, `evr1` trainer mode) resolve everywhere. It also installs
-the version-guarded text-only-vision shim of `compat` (a verl 0.9.1 bug on mixed-modality batches). verl swallows plugin
-import errors at debug level, so each registration logs its own failure at WARNING.
+the version-guarded text-only-vision shim of `compat` (a verl 0.9.1 bug on mixed-modality batches) and, when
+`evr1.frozen_modules` is set (`EVR1_FROZEN_MODULES` in the worker's environment), the freezing wrapper of `freeze`.
+verl swallows plugin import errors at debug level, so each registration logs its own failure at WARNING.
 
 Names (stable): register() (idempotent), REGISTERED (names registered in this process)
 """
@@ -11,6 +12,7 @@ Names (stable): register() (idempotent), REGISTERED (names registered in this pr
 from __future__ import annotations
 
 import logging
+import os
 
 logger = logging.getLogger("evr1_train.verl_hooks.plugin")
 REGISTERED: dict[str, str] = {}
@@ -53,8 +55,15 @@ def _compat() -> None:
         REGISTERED["compat:qwen2_vl_text_only"] = "evr1_train.verl_hooks.compat"
 
 
+def _freeze() -> None:
+    from evr1_train.verl_hooks.freeze import ENV_VAR, install_freeze_patch
+
+    if install_freeze_patch():
+        REGISTERED["freeze:fsdp_build_module"] = os.environ[ENV_VAR]
+
+
 def register() -> dict[str, str]:
-    for step in (_register_loss, _register_agent_loop, _register_trainer, _compat):
+    for step in (_register_loss, _register_agent_loop, _register_trainer, _compat, _freeze):
         try:
             step()
         except Exception as exc:  # keep verl importable; say loudly what is missing
