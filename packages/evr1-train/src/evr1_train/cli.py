@@ -51,6 +51,7 @@ def register_command(name: str, target: str, summary: str) -> None:
 register_command(
     "merge", "evr1_train.engine.merge:main", "merge a LoRA checkpoint into a full Hugging Face model folder"
 )
+register_command("sft", "evr1_train.verl_sft:main", "supervised warm start on verl's SFT trainer (torchrun, FSDP)")
 
 
 def _with_default_experiment(argv: list[str]) -> list[str]:
@@ -85,9 +86,10 @@ def run_verl(cfg: Any) -> None:
     from verl.utils.config import validate_config
     from verl.utils.device import auto_set_device
 
-    from evr1_train.model_path import check_model_path
+    from evr1_train.model_path import check_model_path, resolve_model_path
     from evr1_train.verl_config import prepare_verl_config
 
+    cfg.actor_rollout_ref.model.path = resolve_model_path(str(cfg.actor_rollout_ref.model.path))
     check_model_path(str(cfg.actor_rollout_ref.model.path))
     prepare_verl_config(cfg)
     check_verl_folder(cfg)

@@ -33,8 +33,15 @@ def _looks_local(path: str) -> bool:
 
 
 def resolve_model_path(path: str) -> str:
-    """An evr1 run folder, checkpoints folder or `step_N` folder -> its newest `actor/` folder; anything else as is."""
+    """An evr1 run folder, checkpoints folder or `step_N` folder -> its newest `actor/` folder; a verl checkpoint folder
+    (`latest_checkpointed_iteration.txt`, e.g. of `evr1-train sft`) -> its newest `global_step_N/huggingface`;
+    anything else as is."""
     folder = Path(path).expanduser()
+    tracker = folder / "latest_checkpointed_iteration.txt"
+    if tracker.is_file():
+        hf = folder / f"global_step_{int(tracker.read_text().strip())}" / "huggingface"
+        if hf.is_dir():
+            return str(hf)
     for pointer in (folder / "checkpoints" / "latest.json", folder / "latest.json"):
         if pointer.is_file():
             step = json.loads(pointer.read_text())["path"]

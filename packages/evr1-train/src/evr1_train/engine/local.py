@@ -37,6 +37,8 @@ class RunSummary:
     first_step_reaching: dict[str, int | None] = field(default_factory=dict)
     curve_png: Path | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+    total_params: int = 0
+    trainable_params: int = 0
 
     def table(self) -> str:
         keys = sorted({k for k in (*self.first_val, *self.last_val) if k.startswith("val/accuracy")})
@@ -201,6 +203,8 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
         first_step_reaching=_first_reaching(history, (0.5, 0.8)),
         curve_png=_plot(out, lc, trainer.describe_short()) if lc.plot else None,
         history=list(history),
+        total_params=trainer.parameters_report.total,
+        trainable_params=trainer.parameters_report.trainable,
     )
     print("\n" + summary.table(), flush=True)
     return summary
