@@ -28,7 +28,7 @@ def _gpus(argv: Sequence[str]) -> int:
             return int(arg.split("=", 1)[1])
     import torch
 
-    return max(1, torch.cuda.device_count())
+    return max(1, int(torch.cuda.device_count()))
 
 
 def run_sft(cfg: Any) -> None:
@@ -65,7 +65,7 @@ def _hydra_main(argv: Sequence[str]) -> None:
     hydra.main(config_path="conf", config_name="evr1_sft", version_base=None)(_train)()
 
 
-def main(argv: Sequence[str]) -> int:
+def main(argv: Sequence[str]) -> int:  # returns only for --help and inside torchrun
     args = list(argv)
     if any(a in ("-h", "--help") for a in args):
         print(__doc__)
@@ -76,7 +76,6 @@ def main(argv: Sequence[str]) -> int:
     n = _gpus(args)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}"]
     os.execv(sys.executable, [*cmd, "-m", "evr1_train.verl_sft", *args])
-    return 0  # pragma: no cover - execv does not return
 
 
 if __name__ == "__main__":
