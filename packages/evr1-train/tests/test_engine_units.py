@@ -284,3 +284,36 @@ def test_verl_keys_default_like_verl_unless_listed() -> None:
         if converted is not None and converted != defaults[src.field]:
             differs.append(src.field)
     assert sorted(differs) == sorted(_DIFFERS_FROM_VERL - {"total_steps"}), differs
+
+
+def test_the_learning_curve_has_a_y_axis_label(tmp_path) -> None:
+    """Both renderers label the y axis (matplotlib when installed, the Pillow fallback always)."""
+    import numpy as np
+    from PIL import Image
+
+    from evr1_train.engine import plot
+
+    series = {"held-out accuracy": [(0.0, 0.1), (10.0, 0.6)], "train reward (all rollouts)": [(1.0, 0.2), (10.0, 0.5)]}
+    plot._pillow(series, tmp_path / "p.png", "t")
+    pixels = np.asarray(Image.open(tmp_path / "p.png").convert("L"))
+    label_box = pixels[50 - 18 : 50 - 6, 10:160]  # where `_pillow` writes Y_LABEL (above the plot frame)
+    assert (label_box < 128).sum() > 30
+    blank = pixels[50 - 18 : 50 - 6, 400:550]  # the same band further right holds nothing
+    assert (blank < 128).sum() == 0
+    try:
+        import matplotlib.axes
+    except ImportError:
+        return
+    labels: list[str] = []
+    original = matplotlib.axes.Axes.set_ylabel
+
+    def record(self, label, *a, **k):  # type: ignore[no-untyped-def]
+        labels.append(label)
+        return original(self, label, *a, **k)
+
+    matplotlib.axes.Axes.set_ylabel = record  # type: ignore[method-assign]
+    try:
+        plot._matplotlib(series, tmp_path / "m.png", "t")
+    finally:
+        matplotlib.axes.Axes.set_ylabel = original  # type: ignore[method-assign]
+    assert labels == [plot.Y_LABEL]

@@ -19,32 +19,19 @@ Names (stable): save_checkpoint, load_checkpoint, latest_checkpoint, prune_check
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from evr1_train.atomic import atomic_folder, atomic_json
 from evr1_train.engine.state import TrainerState, python_random_from_json, python_random_to_json
 
 LATEST = "latest.json"
 STATE_FILE = "trainer_state.json"
 FORMAT = 2  # 2: RNG keyed by device index, optimiser state as torch's state_dict
-
-
-def atomic_json(path: Path, data: Any) -> None:
-    """Write JSON next to `path` and rename it into place."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _optimizer_split(sd: Mapping[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -82,11 +69,9 @@ def save_checkpoint(
     """
     from safetensors.torch import save_file
 
-    root.mkdir(parents=True, exist_ok=True)
     step = int(state.trainer["step"])
     final = root / f"step_{step:06d}"
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
-    try:
+    with atomic_folder(final) as tmp:
         write_actor(tmp / "actor")
         tensors, meta = _optimizer_split(state.optimizer)
         save_file(tensors, str(tmp / "optimizer.safetensors"), metadata={"evr1": json.dumps(meta)})
@@ -100,12 +85,6 @@ def save_checkpoint(
         (tmp / STATE_FILE).write_text(json.dumps(record, indent=1))
         for name, data in (extra_files or {}).items():
             (tmp / name).write_text(json.dumps(data, indent=1))
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     atomic_json(root / LATEST, {"step": step, "path": final.name})
     return final
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +20,7 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path | None = None, base
     import torch
     from transformers import AutoProcessor
 
+    from evr1_train.atomic import atomic_folder
     from evr1_train.engine.lora import is_adapter_folder, load_merged
     from evr1_train.engine.protocol import PROTOCOL_FILE
     from evr1_train.model_path import resolve_model_path
@@ -36,9 +34,7 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path | None = None, base
     target = Path(out) if out is not None else actor.parent / "merged"
     model = load_merged(actor, torch.float32, base)
     processor = AutoProcessor.from_pretrained(str(actor))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with atomic_folder(target) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         processor.save_pretrained(tmp)
         protocol = actor.parent / PROTOCOL_FILE
@@ -46,12 +42,6 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path | None = None, base
             record = json.loads(protocol.read_text())
             record["adapter"] = {**(record.get("adapter") or {}), "merged_into": "this folder's weights"}
             (tmp / PROTOCOL_FILE).write_text(json.dumps(record, indent=1))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 

@@ -20,11 +20,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import torch
-
 from evr1_train.engine.base import BaseTrainer, Prompt, StepTimer
 from evr1_train.engine.policy import token_logprobs
-from evr1_train.hybrid.metrics import finite_mean as mean
 
 logger = logging.getLogger(__name__)
 
@@ -113,17 +110,3 @@ class SFTTrainer(BaseTrainer):
         loss = -(logp * mask).sum() / max(1, n_tokens)
         (loss + self._vision_zero_term(prompts)).backward()
         return float(loss.detach())
-
-    def nll(self, rows: list[dict[str, Any]]) -> float:
-        """Mean token NLL of the response column on `rows` (no update), e.g. to compare before and after."""
-        prompts = [self._prepare(i, r, f"nll-{i}", None) for i, r in enumerate(rows)]
-        prompts = [p for p in prompts if p.offline_ids]
-        with torch.no_grad():
-            per = []
-            for p in prompts:
-                target = list(p.offline_ids or ())
-                logp, _, mask = token_logprobs(
-                    self.model, [p.encoded], [target], pad_id=self.pad_id, temperature=1.0, runtime=self.runtime
-                )
-                per.append(float(-(logp * mask).sum() / mask.sum().clamp_min(1)))
-        return mean(per)

@@ -39,10 +39,10 @@ class JsonlSink:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def truncate_after(self, step: int) -> None:
+        from evr1_train.atomic import atomic_text
+
         rows = [r for r in read_jsonl(self.path) if int(r.get("step", 0)) <= step]
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        os.replace(tmp, self.path)
+        atomic_text(self.path, "".join(json.dumps(r) + "\n" for r in rows))
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
         row = {
