@@ -122,6 +122,15 @@ def test_help_is_short_and_imports_neither_hydra_nor_verl() -> None:
         assert needle in out, needle
 
 
+def test_sft_command_prints_its_usage_without_starting_torchrun(capsys: pytest.CaptureFixture[str]) -> None:
+    from evr1_train.cli import main
+
+    assert main(["sft", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "torchrun" in out
+    assert "+sft_experiment=" in out
+
+
 def test_unknown_command_is_refused_with_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
     from evr1_train.cli import COMMANDS, main, register_command
 

@@ -33,7 +33,10 @@ def training_protocol(
     adapter: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The protocol record of a local-engine run (`cfg`: LocalConfig, `data_opts`: DataOptions)."""
+    import os
+
     from evr1_train.data.prompt import describe_prompts
+    from evr1_train.model_path import resolve_model_path
 
     tokenizer = getattr(processor, "tokenizer", processor)
     video, image = data_opts.video_spec(), data_opts.image_spec()
@@ -43,7 +46,7 @@ def training_protocol(
         "version": PROTOCOL_FORMAT,
         "engine": "local",
         "mode": mode,
-        "base_model": cfg.model_path,
+        "base_model": os.path.abspath(base) if os.path.isdir(base := resolve_model_path(cfg.model_path)) else base,
         "adapter": adapter,
         "prompt": describe_prompts(data_opts),
         "answer": {
