@@ -139,6 +139,7 @@ SMALL_QUICKSTART = [
     "data.train_batch_size=8",
     "actor_rollout_ref.actor.ppo_mini_batch_size=8",
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
+    "evr1.rollout_dump.write_viewer=false",  # the quickstart's viewer is built by one test only (rollout dumps)
 ]
 
 

@@ -52,6 +52,7 @@ register_command(
     "merge", "evr1_train.engine.merge:main", "merge a LoRA checkpoint into a full Hugging Face model folder"
 )
 register_command("sft", "evr1_train.verl_sft:main", "supervised warm start on verl's SFT trainer (torchrun, FSDP)")
+register_command("view", "evr1_train.rollouts.view:main", "the rollout viewer (static HTML) of a run's rollout dumps")
 
 
 def _with_default_experiment(argv: list[str]) -> list[str]:
@@ -186,6 +187,7 @@ def usage() -> str:
         "  evr1-train +experiment=qwen2_5_vl_7b_grpo data.train_files=cache/train.evr1.jsonl \\",
         "      data.val_files=cache/val.evr1.jsonl data.evr1.cache_dir=cache/   # GRPO on verl",
         "  evr1-train +experiment=NAME --cfg job               # print the whole composed config",
+        "  evr1-train view runs/quickstart                     # browse what the model saw and said (rollout dumps)",
         "",
         "Commands:",
         *(f"  {name:<{width}}{cmd.summary}" for name, cmd in sorted(COMMANDS.items())),

@@ -50,6 +50,7 @@ NEUTRAL = (
     "engine.val_batch_size",
     "engine.quickstart.progress",
     "engine.quickstart.root",
+    "evr1.rollout_dump",
 )
 #: Last key components too generic to name a setting alone (`enable=false` -> `hybrid.enable=false`).
 _GENERIC = {"enable", "mode", "k", "n", "name", "path", "type", "len", "metric", "coef", "kl_coef"}

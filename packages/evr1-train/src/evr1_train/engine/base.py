@@ -46,6 +46,7 @@ class Prompt:
     problem_type: str
     extras: dict[str, Any]
     offline_ids: tuple[int, ...] | None = None
+    row: dict[str, Any] | None = None  # the dataset row (rollout dumps rebuild its media references from it)
 
 
 @dataclass
@@ -252,7 +253,8 @@ class BaseTrainer:
         else:  # validation prompts are encoded once; only the cheap reward inputs are rebuilt
             gt, extras = ground_truth_of(row, self.data_opts), row_extra_info(row, self.data_opts, index)
         kind = str(row.get("kind") or row.get("data_source") or extras["problem_type"])
-        return Prompt(uid, rid, kind, enc, gt, extras["problem_type"], extras, self._offline_ids(row, rid))
+        offline = self._offline_ids(row, rid)
+        return Prompt(uid, rid, kind, enc, gt, extras["problem_type"], extras, offline, row=row)
 
     def _response_text(self, row: Mapping[str, Any]) -> str | None:
         """The row's stored response this trainer uses: the hybrid trajectory (None when hybrid is off)."""

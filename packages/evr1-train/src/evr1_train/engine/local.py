@@ -186,6 +186,9 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
         config=plain(cfg) if not isinstance(cfg, dict) else cfg,
     )
     tracker.jsonl.truncate_after(trainer.state.step)
+    from evr1_train.rollouts.engines import attach_local, finish_local
+
+    dumps = attach_local(trainer, cfg, out) if hasattr(trainer, "on_rollout") else None  # evr1.rollout_dump
     t_start, wall_before = time.perf_counter(), trainer.state.wall_s
     try:
         _train_loop(trainer, lc, tracker, out / "checkpoints")
@@ -207,6 +210,7 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
         trainable_params=trainer.parameters_report.trainable,
     )
     print("\n" + summary.table(), flush=True)
+    finish_local(dumps, out)  # the quickstart builds the rollout viewer and prints its path
     return summary
 
 

@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import torch
@@ -39,6 +39,8 @@ class LocalTrainer(BaseTrainer):
             self.ref_model, _ = load_policy(ref_path or cfg.model_path, self.runtime)
             self.ref_model.eval().requires_grad_(False)
         self.actor_cfg = algorithms.actor_config(cfg)
+        #: Called as on_rollout(step, prompts, seqs, advantages, response_mask) each step (rollout dumps).
+        self.on_rollout: Callable[..., None] | None = None
 
     bar: ClassVar[Mapping[str, str]] = {
         "reward": "critic/score/mean",
@@ -156,6 +158,8 @@ class LocalTrainer(BaseTrainer):
         old_lp, ref_lp = self._old_and_ref_logprobs(prompts, seqs, width, timer)
         with timer.phase("advantage"):
             adv = self._advantages(prompts, seqs, resp_mask, old_lp, ref_lp, metrics, timer)
+        if self.on_rollout is not None:
+            self.on_rollout(step, prompts, seqs, adv, resp_mask)
         offline = torch.tensor([s.offline for s in seqs], dtype=torch.bool, device=self.runtime.device)
         with timer.phase("update"):
             metrics.update(self._update(prompts, seqs, width, resp_mask, adv, old_lp, ref_lp, offline))
