@@ -116,10 +116,10 @@ def _reward_answer(kwargs: dict[str, Any]) -> dict[str, Any]:
     weights = kwargs.get("weights")
     if isinstance(weights, dict):
         acc = float(weights.get("accuracy", 1.0 - float(weights.get("format", 0.1))))
-        fmt = float(weights.get("format", 1.0 - acc))
+        fmt = float(weights.get("format", round(1.0 - acc, 12)))
     else:
         acc = float(kwargs.get("accuracy_weight", 0.9))
-        fmt = float(kwargs.get("format_weight", 1.0 - acc))
+        fmt = float(kwargs.get("format_weight", round(1.0 - acc, 12)))
     return {"think": str(kwargs.get("think", "optional")), "reward_weights": {"accuracy": acc, "format": fmt}}
 
 
