@@ -44,6 +44,8 @@ class MediaLoader:
             if self._reader is None:
                 from evr1_cache import CacheReader
 
+                if self.opts.cache_dir is None:  # DataOptions requires it unless video_source=decode
+                    raise MediaMissError("data.evr1.cache_dir is not set; the frame cache cannot be read")
                 self._reader = CacheReader(self.opts.cache_dir)
             return self._reader
 
