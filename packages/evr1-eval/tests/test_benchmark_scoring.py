@@ -396,13 +396,13 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str | None], str, dict[st
                 "videos": ["4.mp4"],
                 "kind": "when",
             },
-        ],  # fmt: skip
+        ],
         {
             "h1": "<answer>B</answer>",
             "h2": "<answer>B</answer>",
             "h3": "<answer>2</answer>",
             "h4": '<answer>{"time": [3, 1]}</answer>',
-        },  # fmt: skip
+        },
         "accuracy",
         {"accuracy": 50.0, "kind/colour": 100.0, "kind/image_colour": 0.0, "kind/count": 100.0, "kind/when": 0.0},
         {"samples": 4},

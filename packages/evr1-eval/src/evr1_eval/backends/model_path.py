@@ -43,7 +43,28 @@ def check_model_path(model: str, backend: str) -> str:
         raise BackendError(f"{backend} backend: --model {model} is a file; pass the model folder (with config.json)")
     if looks_local(model):
         raise BackendError(f"{backend} backend: --model {model}: no such folder ({path.absolute()})")
+    if _offline() and not _in_hub_cache(model):
+        raise BackendError(
+            f"{backend} backend: --model {model} is no local folder ({path.absolute()}) and, with HF_HUB_OFFLINE "
+            "set, not a Hugging Face Hub id in the local cache either"
+        )
     return model
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def _in_hub_cache(model: str) -> bool:
+    """Whether a Hub id's config is in the local Hugging Face cache (True when that cannot be told)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return True
+    try:
+        return isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except Exception:  # not a valid repo id at all: transformers will say so when it loads
+        return False
 
 
 def load_error(backend: str, model: str, exc: BaseException) -> BackendError:
@@ -52,7 +73,7 @@ def load_error(backend: str, model: str, exc: BaseException) -> BackendError:
     path = Path(model).expanduser()
     if path.exists():
         return BackendError(f"{backend} backend: cannot load the model in {model}: {first}")
-    offline = ", HF_HUB_OFFLINE is set" if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true") else ""
+    offline = ", HF_HUB_OFFLINE is set" if _offline() else ""
     return BackendError(
         f"{backend} backend: --model {model} is no local folder ({path.absolute()}) and did not load as a Hugging "
         f"Face Hub id{offline}: {first}"

@@ -354,7 +354,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"evr1-eval run: {exc}", file=sys.stderr)
         return 2
     except BackendError as exc:
-        print(f"evr1-eval run: backend failed: {exc}\nFinished rows are kept; re-run to resume.", file=sys.stderr)
+        kept = any(Path(args.out).glob("*/results*.jsonl"))
+        tail = "\nFinished rows are kept; re-run to resume." if kept else ""
+        print(f"evr1-eval run: backend failed: {exc}{tail}", file=sys.stderr)
         return 1
     for res in results:
         metric = ""
