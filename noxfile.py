@@ -323,6 +323,9 @@ def train(session: nox.Session) -> None:
     session.install("--no-deps", "torchvision==0.28.0")  # Qwen-VL video processors need it; CPU torch has no match
     install_torchvision_shim(session)
     import_stays_light(session, "evr1_train", ("torch", "verl", "transformers", "ray", "vllm"))
+    # evr1-eval beside it, as a user who trains and evaluates in one environment has it (its `hf` extra's torch and
+    # transformers are evr1-train's): the cross-package prompt tests and the train -> eval round trip need both.
+    session.install("--no-deps", str(member("evr1-eval")))
     session.run(
         "pytest",
         str(member("evr1-train") / "tests"),
@@ -330,11 +333,32 @@ def train(session: nox.Session) -> None:
         str(member("evr1-cache") / "tests" / "test_store_reader.py"),  # incl. the zero-copy torch path (torch here)
         str(ROOT / "tests" / "test_cache_to_train.py"),  # cross-package: `evr1-cache build` output -> train rows
         str(ROOT / "tests" / "test_eval_train_prompt.py"),  # cross-package: evr1-eval's evr1 prompt == the trainer's
+        str(ROOT / "tests" / "test_roundtrip.py"),  # train the quickstart, evaluate it with evr1-eval (hf): equal
         "-m",
         "not gpu",
         *session.posargs,
-        env=TRAIN_ENV,
+        env={**TRAIN_ENV, "EVR1_ROUNDTRIP_DIR": str(roundtrip_dir(session))},
     )
+
+
+def roundtrip_dir(session: nox.Session) -> Path:
+    """Where the train session's round-trip test leaves its run, export and figures for `roundtrip_vllm`."""
+    return Path(session.cache_dir) / "roundtrip"
+
+
+@nox.session(python=HOST, venv_backend="none", requires=["train", "eval_engines"])
+def roundtrip_vllm(session: nox.Session) -> None:
+    """The round trip's vLLM half: the checkpoint the `train` session's round-trip test trained (and evaluated with
+    transformers), evaluated by `evr1-eval run --backend vllm` in the `eval_engines` venv — vLLM and verl cannot
+    share one (transformers pins) — and compared with the trainer's held-out accuracy per kind. Runs its two
+    required sessions first (nox `requires`); in the default run they have just run."""
+    venv = Path(session.cache_dir).parent / "eval_engines"
+    if not (venv / "bin" / "python").exists():
+        session.error(f"no eval_engines venv at {venv}: run `nox -s eval_engines` first")
+    env = {**EVAL_ENGINE_ENV, "EVR1_ROUNDTRIP_DIR": str(roundtrip_dir(session)), "SETUPTOOLS_USE_DISTUTILS": "stdlib",
+           "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
+    test = f"{ROOT / 'tests' / 'test_roundtrip.py'}::test_vllm_evaluation_equals_the_trainers_held_out_accuracy"
+    session.run(str(venv / "bin" / "python"), "-m", "pytest", test, "-s", *session.posargs, env=env, external=True)
 
 
 @nox.session(python=HOST, venv_backend="virtualenv")

@@ -15,7 +15,8 @@ RUN is a run folder or one of its `checkpoints/step_N` folders (the data are the
 folder (the file is `OUT/evr1_data.jsonl`) or a file named `evr1_data.jsonl` / `heldout.jsonl` (the names evr1-eval
 looks for). Exit codes: 0 written; 1 some rows could not be exported (named; the others are written); 2 bad arguments.
 
-Names (stable): export_heldout(run, out, split="heldout") -> ExportReport, main(argv) -> int, EVAL_BENCHMARK
+Names (stable): export_heldout(run, out, split="heldout") -> ExportReport, run_data(run, split) -> RunData,
+export_row(row, index, opts), main(argv) -> int, EVAL_BENCHMARK
 """
 
 from __future__ import annotations
@@ -87,7 +88,6 @@ def _files(value: Any, key: str) -> list[str]:
 def _usable_rows(rows: list[dict[str, Any]], opts: Any, settings: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The rows the trainer keeps (`BaseTrainer._usable`, the trainer's own check, on its own inputs)."""
     from evr1_rewards import RewardRouter
-
     from evr1_train.engine.base import BaseTrainer
 
     weights = _unflatten(settings, "engine.reward.weights.") or None
@@ -140,9 +140,18 @@ def _target(out: str | Path) -> Path:
     return p / EVAL_FILE_NAMES[0]
 
 
-def export_heldout(run: str | Path, out: str | Path, split: str = "heldout") -> ExportReport:
-    """Write the run's held-out rows (or `split="train"`: its training rows) to `out`; see the module docstring."""
-    from evr1_train.atomic import atomic_text
+@dataclass
+class RunData:
+    """A run's data as its trainer sees them: the recorded settings, the `DataOptions` and the usable rows."""
+
+    folder: Path
+    settings: dict[str, Any]
+    opts: Any  # DataOptions
+    rows: list[dict[str, Any]]
+
+
+def run_data(run: str | Path, split: str = "heldout") -> RunData:
+    """The rows the trainer of `run` validates on (`split="train"`: trains on), after its own usability filter."""
     from evr1_train.data import DataOptions
     from evr1_train.engine.rows import read_all
 
@@ -153,9 +162,17 @@ def export_heldout(run: str | Path, out: str | Path, split: str = "heldout") -> 
     files = train_files if split == "train" else _files(settings.get("data.val_files"), "data.val_files")
     # the trainer's own DataOptions: its base folder is the training file's (engine.base.BaseTrainer)
     opts = DataOptions.from_mapping(_unflatten(settings, "data.evr1."), base_dir=str(Path(train_files[0]).parent))
-    rows = _usable_rows(read_all(files), opts, settings)
+    return RunData(folder, settings, opts, _usable_rows(read_all(files), opts, settings))
+
+
+def export_heldout(run: str | Path, out: str | Path, split: str = "heldout") -> ExportReport:
+    """Write the run's held-out rows (or `split="train"`: its training rows) to `out`; see the module docstring."""
+    from evr1_train.atomic import atomic_text
+
+    data = run_data(run, split)
+    opts = data.opts
     lines, kinds, failed = [], {}, []
-    for index, row in enumerate(rows):
+    for index, row in enumerate(data.rows):
         try:
             exported = export_row(row, index, opts)
         except (ValueError, KeyError, TypeError) as exc:
@@ -178,7 +195,9 @@ def main(argv: Sequence[str]) -> int:
     )
     ap.add_argument("run", help="run folder, or one of its checkpoints/step_N folders")
     ap.add_argument("out", help="output folder (writes OUT/evr1_data.jsonl), or a file named evr1_data.jsonl")
-    ap.add_argument("--split", choices=("heldout", "train"), default="heldout", help="which data files (default heldout)")
+    ap.add_argument(
+        "--split", choices=("heldout", "train"), default="heldout", help="which data files (default heldout)"
+    )
     args = ap.parse_args(list(argv))
     try:
         report = export_heldout(args.run, args.out, args.split)
