@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -41,10 +42,16 @@ def _bin(name: str) -> str:
     return str(found) if found.exists() else name
 
 
+def _cpu_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(cmd: list[str], cwd: Path, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_children()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
-    print(f"$ {' '.join(cmd[:3])} ... -> {proc.returncode} in {time.perf_counter() - t0:.1f} s")
+    wall, cpu = time.perf_counter() - t0, _cpu_children() - c0
+    print(f"$ {' '.join(cmd[:3])} ... -> {proc.returncode} in {wall:.1f} s ({cpu:.1f} CPU-s)")
     assert proc.returncode == 0, f"{cmd}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
     return proc
 

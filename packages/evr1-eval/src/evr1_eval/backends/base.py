@@ -213,6 +213,8 @@ class BackendConfig:
     timeout_s: float = 600.0
     # hf
     device: str = "auto"
+    #: torch CPU threads (0: one for a model under 20 M parameters, else torch's default); speed only.
+    threads: int = 0
     #: The Jinja chat template prompts are rendered with (None: the tokenizer's own); a checkpoint trained by
     #: evr1-train records the one it was trained with.
     chat_template: str | None = None

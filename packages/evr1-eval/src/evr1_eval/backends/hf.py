@@ -77,6 +77,8 @@ class HfBackend:
         except (OSError, ValueError) as exc:  # not a model folder / hub id: one line naming it, not a traceback
             raise load_error("hf", self.config.model, exc) from None
         self._model = model.to(device).eval()
+        if device == "cpu":
+            torch.set_num_threads(cpu_threads(self.config.threads, model))
         self._eos = stop_token_ids_for(
             self._processor.tokenizer, model.generation_config.eos_token_id, chat_template=self.config.chat_template
         )
@@ -135,6 +137,22 @@ class HfBackend:
             "mm_processor_kwargs": dict(self.config.mm_processor_kwargs),
             **({"chat_template": template_record(self.config.chat_template)} if self.config.chat_template else {}),
         }
+
+
+#: Below this many parameters a CPU forward is a string of tiny matrix products: extra threads only wait on each other
+#: (measured: a 0.6 M-parameter Qwen2.5-VL answered 58x faster with 1 thread than with 2 on a busy 2-core machine).
+TINY_MODEL_PARAMS = 20_000_000
+
+
+def cpu_threads(requested: int, model: Any) -> int:
+    """torch's CPU threads for this model: `requested` when > 0, else 1 for a tiny model, else torch's default."""
+    import torch
+
+    if requested > 0:
+        return requested
+    if sum(p.numel() for p in model.parameters()) < TINY_MODEL_PARAMS:
+        return 1
+    return int(torch.get_num_threads())
 
 
 def generate_kwargs(params: GenerationParams, eos: list[int], tokenizer: Any) -> dict[str, Any]:

@@ -136,6 +136,9 @@ def add_parser(subparsers: Any) -> None:
     )
     e.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai backend: env var holding the key")
     e.add_argument("--device", default="auto", help="hf backend: cpu, cuda, auto")
+    e.add_argument(
+        "--threads", type=int, default=0, help="hf backend on CPU: torch threads (default: 1 for a tiny model)"
+    )
 
     j = p.add_argument_group("LLM judge (for judged benchmarks; without one those rows stay pending)")
     j.add_argument("--judge-base-url", default=None)
@@ -167,6 +170,7 @@ def backend_config(args: argparse.Namespace, settings: Any = None) -> Any:
         base_url=args.base_url,
         api_key_env=args.api_key_env,
         device=args.device,
+        threads=args.threads,
         **extra,
     )
 
