@@ -320,14 +320,11 @@ def train(session: nox.Session) -> None:
     of evr1-train exactly as a user gets it (verl + its trainer's small deps)."""
     session.install("--no-compile", "torch==2.13.0")  # the machine's CPU build, before anything pulls a CUDA one
     install(session, "evr1-train")
-    install(session, "evr1-eval")  # tests/test_eval_train_prompt.py: evr1-eval's evr1 prompt == the trainer's, live
+    install(session, "evr1-eval")  # the cross-package prompt test and the train -> eval round trip (tests/)
     session.install("trl==1.16.0")  # evr1-rewards' host tests (test_hosts.py): TRL 1.16 fits verl's transformers pin
     session.install("--no-deps", "torchvision==0.28.0")  # Qwen-VL video processors need it; CPU torch has no match
     install_torchvision_shim(session)
     import_stays_light(session, "evr1_train", ("torch", "verl", "transformers", "ray", "vllm"))
-    # evr1-eval beside it, as a user who trains and evaluates in one environment has it (its `hf` extra's torch and
-    # transformers are evr1-train's): the cross-package prompt tests and the train -> eval round trip need both.
-    session.install("--no-deps", str(member("evr1-eval")))
     session.run(
         "pytest",
         str(member("evr1-train") / "tests"),
