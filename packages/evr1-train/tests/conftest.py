@@ -1,6 +1,8 @@
 """Fixtures shared by evr1-train's tests: a small video/image dataset with its frame cache, and a tiny Qwen2.5-VL.
 
-Both are built once per session from the packages' own helpers (evr1_cache.testing, evr1_train.quickstart.model).
+Both are built once per session from the packages' own helpers (evr1_cache.testing, evr1_train.quickstart.model);
+so are the shortened quickstart's inputs (generated clips, their frame cache, the tiny model) that the local-engine
+tests train on (`quickstart_cfg`).
 """
 
 from __future__ import annotations
@@ -125,3 +127,60 @@ def make_opts(video_data: dict[str, Path]) -> Any:
         return DataOptions.from_mapping({**base, **kw})
 
     return make
+
+
+#: The quickstart shortened for tests: 48 training / 24 held-out rows, batches of 8.
+SMALL_QUICKSTART = [
+    "engine.quickstart.data.n_train=48",
+    "engine.quickstart.data.n_heldout=24",
+    "engine.quickstart.progress=false",
+    "engine.num_threads=1",
+    "engine.loggers=[jsonl]",
+    "data.train_batch_size=8",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
+    "evr1.rollout_dump.write_viewer=false",  # the quickstart's viewer is built by one test only (rollout dumps)
+]
+
+
+def compose_quickstart(out: Path, *overrides: str, experiment: str = "quickstart") -> Any:
+    """A shortened quickstart config (any `experiment=quickstart*` preset) writing to `out`."""
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module(config_module="evr1_train.conf", version_base=None):
+        return compose(
+            "evr1_trainer",
+            overrides=[f"+experiment={experiment}", f"engine.output_dir={out}", *SMALL_QUICKSTART, *overrides],
+        )
+
+
+@pytest.fixture(scope="session")
+def quickstart_inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Quickstart inputs (data, cache, tiny model) built once; runs point their output folders elsewhere."""
+    from evr1_train.engine.local import prepare_inputs
+
+    root = tmp_path_factory.mktemp("quickstart")
+    prepare_inputs(compose_quickstart(root))
+    return root
+
+
+@pytest.fixture(scope="session")
+def quickstart_cfg(quickstart_inputs: Path) -> Any:
+    """`quickstart_cfg(out, *overrides, experiment=...)`: a config reading the prepared inputs, writing to `out`."""
+
+    def make(out: Path, *overrides: str, experiment: str = "quickstart") -> Any:
+        from omegaconf import OmegaConf
+
+        cfg = compose_quickstart(quickstart_inputs, *overrides, experiment=experiment)
+        OmegaConf.resolve(cfg)  # keep the data/model paths of the prepared inputs when the output folder moves
+        cfg.engine.output_dir = str(out)
+        cfg.engine.quickstart.enable = False
+        return cfg
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def quickstart_compose() -> Any:
+    """`compose_quickstart` for tests that build their own inputs."""
+    return compose_quickstart

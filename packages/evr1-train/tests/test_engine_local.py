@@ -15,56 +15,12 @@ import torch
 
 pytestmark = pytest.mark.verl  # needs verl (core_algos) installed: the `train` nox session
 
-SMALL = [
-    "engine.quickstart.data.n_train=48",
-    "engine.quickstart.data.n_heldout=24",
-    "engine.quickstart.progress=false",
-    "engine.num_threads=1",
-    "engine.loggers=[jsonl]",
-    "data.train_batch_size=8",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=8",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
-    "evr1.rollout_dump.write_viewer=false",  # the quickstart's viewer is built by one test only (rollout dumps)
-]
 
-
-def compose(out: Path, *overrides: str, experiment: str = "quickstart") -> Any:
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
-
-    with initialize_config_module(config_module="evr1_train.conf", version_base=None):
-        return hydra_compose(
-            "evr1_trainer", overrides=[f"+experiment={experiment}", f"engine.output_dir={out}", *SMALL, *overrides]
-        )
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Quickstart inputs (data, cache, tiny model) built once; runs point their output folders elsewhere."""
-    from evr1_train.engine.local import prepare_inputs
-
-    root = tmp_path_factory.mktemp("quickstart")
-    prepare_inputs(compose(root))
-    return root
-
-
-def _cfg(prepared: Path, out: Path, *overrides: str) -> Any:
-    """A config reading the prepared inputs but writing metrics/checkpoints to `out`."""
-    from omegaconf import OmegaConf
-
-    cfg = compose(prepared, *overrides)
-    OmegaConf.resolve(cfg)  # keep the data/model paths of `prepared` when the output folder moves
-    cfg.engine.output_dir = str(out)
-    cfg.engine.quickstart.enable = False
-    return cfg
-
-
-def test_short_quickstart_improves_held_out_reward(prepared: Path, tmp_path: Path) -> None:
+def test_short_quickstart_improves_held_out_reward(quickstart_cfg: Any, tmp_path: Path) -> None:
     from evr1_train.engine.local import run
     from evr1_train.engine.tracking import read_jsonl
 
-    cfg = _cfg(
-        prepared,
+    cfg = quickstart_cfg(
         tmp_path / "run",
         "trainer.total_training_steps=30",
         "trainer.test_freq=15",
@@ -87,11 +43,11 @@ def test_short_quickstart_improves_held_out_reward(prepared: Path, tmp_path: Pat
     assert (tmp_path / "run" / "checkpoints" / "latest.json").exists()  # the final step is always saved
 
 
-def test_resume_reproduces_the_next_step(prepared: Path, tmp_path: Path) -> None:
+def test_resume_reproduces_the_next_step(quickstart_cfg: Any, tmp_path: Path) -> None:
     from evr1_train.engine.config import LocalConfig
     from evr1_train.engine.trainer import LocalTrainer
 
-    lc = LocalConfig.from_cfg(_cfg(prepared, tmp_path / "a", "actor_rollout_ref.actor.optim.lr=3e-3"))
+    lc = LocalConfig.from_cfg(quickstart_cfg(tmp_path / "a", "actor_rollout_ref.actor.optim.lr=3e-3"))
     a = LocalTrainer(lc)
     a.step()
     folder = a.save(tmp_path / "ckpt")
@@ -125,12 +81,11 @@ PRESETS = ["grpo", "dapo", "gspo", "cispo", "rloo", "reinforce_pp", "remax", "gd
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-def test_every_algorithm_preset_runs_one_local_step(prepared: Path, tmp_path: Path, preset: str) -> None:
+def test_every_algorithm_preset_runs_one_local_step(quickstart_cfg: Any, tmp_path: Path, preset: str) -> None:
     from evr1_train.engine.config import LocalConfig
     from evr1_train.engine.trainer import LocalTrainer
 
-    cfg = _cfg(
-        prepared,
+    cfg = quickstart_cfg(
         tmp_path / preset,
         f"+evr1_algo={preset}",
         *ONE_STEP,
@@ -149,12 +104,12 @@ def test_every_algorithm_preset_runs_one_local_step(prepared: Path, tmp_path: Pa
         assert metrics["filter_groups/batches_drawn"] >= 1
 
 
-def test_qwen3_vl_quickstart_runs_a_step(tmp_path: Path) -> None:
+def test_qwen3_vl_quickstart_runs_a_step(quickstart_compose: Any, tmp_path: Path) -> None:
     """Qwen3-VL (patch 16, factor 32, `mm_token_type_ids` for its M-RoPE) through the same engine, from the shipped
     `quickstart_qwen3_vl` preset."""
     from evr1_train.engine.local import run
 
-    cfg = compose(
+    cfg = quickstart_compose(
         tmp_path / "q3",
         "engine.quickstart.data.n_train=16",
         "engine.quickstart.data.n_heldout=4",
@@ -173,15 +128,14 @@ def test_qwen3_vl_quickstart_runs_a_step(tmp_path: Path) -> None:
     assert '"model_type": "qwen3_vl"' in (tmp_path / "q3" / "model-init" / "config.json").read_text()
 
 
-def test_dapo_overlong_shaping_lowers_the_rewards_of_long_responses(prepared: Path, tmp_path: Path) -> None:
+def test_dapo_overlong_shaping_lowers_the_rewards_of_long_responses(quickstart_cfg: Any, tmp_path: Path) -> None:
     from types import SimpleNamespace
 
     from evr1_train.engine.algorithms import overlong_penalty
     from evr1_train.engine.config import LocalConfig
     from evr1_train.engine.trainer import LocalTrainer
 
-    cfg = _cfg(
-        prepared,
+    cfg = quickstart_cfg(
         tmp_path / "overlong",
         "+evr1_algo=dapo",
         "reward.reward_kwargs.overlong_buffer_cfg.enable=true",
@@ -212,7 +166,7 @@ def test_dapo_overlong_shaping_lowers_the_rewards_of_long_responses(prepared: Pa
 
 
 def test_rollout_dumps_of_a_run_resume_without_duplicates_and_build_the_viewer(
-    prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+    quickstart_cfg: Any, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     """The quickstart's dumps (on in experiment=quickstart, off in every 7B/8B preset: test_presets): groups of n
     responses with rewards, advantages, offline flags and cached frames; a run resumed from an earlier checkpoint
@@ -226,7 +180,7 @@ def test_rollout_dumps_of_a_run_resume_without_duplicates_and_build_the_viewer(
     steps = ["trainer.total_training_steps=4", "trainer.test_freq=0", "trainer.save_freq=2",
              "evr1.rollout_dump.every_n_steps=2", "evr1.rollout_dump.write_viewer=true",
              "data.max_response_length=8"]  # fmt: skip
-    run(_cfg(prepared, out, *steps))
+    run(quickstart_cfg(out, *steps))
     viewer = out / "viewer" / "index.html"
     assert f"[evr1] rollout viewer: {viewer.resolve()}" in capsys.readouterr().out
     _, records, problems = read_dump(out / "rollouts")
@@ -249,7 +203,7 @@ def test_rollout_dumps_of_a_run_resume_without_duplicates_and_build_the_viewer(
 
     shutil.rmtree(out / "checkpoints" / "step_000004")
     (out / "checkpoints" / "latest.json").write_text(json.dumps({"path": "step_000002"}))
-    run(_cfg(prepared, out, *steps))
+    run(quickstart_cfg(out, *steps))
     _, again, _ = read_dump(out / "rollouts")
     assert [r["step"] for r in again] == [r["step"] for r in records]  # step 4 once, steps 1 and 2 kept
     after = {p.name: p.read_bytes() for p in (out / "rollouts").glob("step-*.jsonl")}

@@ -171,3 +171,149 @@ def test_overlong_settings_are_read_like_verls_dapo_reward_manager() -> None:
         LocalConfig.from_cfg(_dapo(overlong_buffer_cfg={"enable": True, "len": 128}))
     with pytest.raises(ValueError, match=r"must be > 0 when the overlong penalty is enabled"):
         LocalConfig.from_cfg(_dapo(overlong_buffer_cfg={"enable": True, "len": 0}))
+
+
+def test_rng_states_go_back_to_the_device_index_they_came_from() -> None:
+    """12 CUDA generators: `cuda.10` must return to device 10 (a sort by name would put it before `cuda.2`)."""
+    from evr1_train.engine.state import capture_rng, device_index, restore_rng
+
+    fake = [torch.full((8,), i, dtype=torch.uint8) for i in range(12)]
+    states = capture_rng(fake)
+    assert sorted(states, key=str) != [k for k in states if k != "torch_cpu"]  # names alone do not sort by index
+    assert {device_index(k) for k in states} == {None, *range(12)}
+    seen: dict[int, int] = {}
+    done = restore_rng(states, set_cuda=lambda st, i: seen.__setitem__(i, int(st[0])))
+    assert done == list(range(12))
+    assert seen == {i: i for i in range(12)}
+    # and a checkpoint round trip keeps the keys
+    import safetensors.torch as st
+
+    blob = st.load(st.save(states))
+    seen.clear()
+    restore_rng(blob, set_cuda=lambda s, i: seen.__setitem__(i, int(s[0])))
+    assert seen == {i: i for i in range(12)}
+
+
+def _compose_default(*overrides: str):
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module(config_module="evr1_train.conf", version_base=None):
+        return compose("evr1_trainer", overrides=list(overrides))
+
+
+def _flat(node: object, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in (node or {}).items():  # type: ignore[attr-defined]
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+#: engine.* keys that LocalConfig does not read: the engine switch, and what `engine.local.run` reads itself.
+_ENGINE_KEYS_READ_ELSEWHERE = {"engine.name", "engine.quickstart.", "engine.runs_dir"}
+
+
+@pytest.mark.verl
+def test_local_yaml_and_the_dataclass_defaults_agree() -> None:
+    """conf/engine/local.yaml and LocalConfig write the same defaults, and every engine.* key is read somewhere."""
+    import dataclasses
+
+    from omegaconf import OmegaConf
+
+    from evr1_train.engine.config import SOURCES
+
+    cfg = _compose_default("trainer.experiment_name=local")  # output_dir: runs/${trainer.experiment_name}
+    engine = _flat(OmegaConf.to_container(cfg.engine, resolve=True), "engine.")
+    defaults = {f.name: f.default for f in dataclasses.fields(LocalConfig)}
+    factories = {f.name: f.default_factory() for f in dataclasses.fields(LocalConfig) if callable(f.default_factory)}
+    read = set()
+    for src in SOURCES:
+        key = src.keys[0]
+        if not key.startswith("engine."):
+            continue
+        yaml_value = (
+            OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True)
+            if OmegaConf.is_config(OmegaConf.select(cfg, key))
+            else OmegaConf.select(cfg, key)
+        )
+        assert yaml_value is not None, f"{key} is read by LocalConfig.{src.field} but missing from local.yaml"
+        expected = factories.get(src.field, defaults[src.field])
+        assert src.convert(yaml_value) == expected, (key, yaml_value, expected)
+        read.update(k for k in engine if k == key or k.startswith(key + "."))
+    unread = sorted(
+        k for k in engine if k not in read and not any(k.startswith(p) for p in _ENGINE_KEYS_READ_ELSEWHERE)
+    )
+    assert not unread, f"engine keys nobody reads: {unread}"
+
+
+#: LocalConfig defaults that deliberately differ from verl's ppo_trainer.yaml (verl sizes for a cluster; the local
+#: engine's defaults are for one small machine; every quickstart/experiment preset sets these anyway).
+_DIFFERS_FROM_VERL = {
+    "train_batch_size",  # verl 1024
+    "max_response_length",  # verl 512
+    "n",  # verl 1: RL groups need n >= 2
+    "adv_estimator",  # verl gae needs a critic the local engine does not have
+    "ppo_mini_batch_size",  # verl 256
+    "test_freq",  # verl -1 (never)
+    "save_freq",  # verl -1 (never)
+    "experiment_name",  # verl gsm8k
+    "total_steps",  # verl null (epochs)
+}
+
+
+@pytest.mark.verl
+def test_verl_keys_default_like_verl_unless_listed() -> None:
+    import dataclasses
+
+    from omegaconf import OmegaConf
+
+    from evr1_train.engine.config import SOURCES
+
+    cfg = _compose_default()
+    defaults = {f.name: f.default for f in dataclasses.fields(LocalConfig)}
+    differs = []
+    for src in SOURCES:
+        key = src.keys[0]
+        if key.startswith("engine.") or src.field in ("train_files", "val_files", "model_path", "reward_weights"):
+            continue
+        value = OmegaConf.select(cfg, key)
+        value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+        converted = None if value is None else src.convert(value)
+        if converted is not None and converted != defaults[src.field]:
+            differs.append(src.field)
+    assert sorted(differs) == sorted(_DIFFERS_FROM_VERL - {"total_steps"}), differs
+
+
+def test_the_learning_curve_has_a_y_axis_label(tmp_path) -> None:
+    """Both renderers label the y axis (matplotlib when installed, the Pillow fallback always)."""
+    import numpy as np
+    from PIL import Image
+
+    from evr1_train.engine import plot
+
+    series = {"held-out accuracy": [(0.0, 0.1), (10.0, 0.6)], "train reward (all rollouts)": [(1.0, 0.2), (10.0, 0.5)]}
+    plot._pillow(series, tmp_path / "p.png", "t")
+    pixels = np.asarray(Image.open(tmp_path / "p.png").convert("L"))
+    label_box = pixels[50 - 18 : 50 - 6, 10:160]  # where `_pillow` writes Y_LABEL (above the plot frame)
+    assert (label_box < 128).sum() > 30
+    blank = pixels[50 - 18 : 50 - 6, 400:550]  # the same band further right holds nothing
+    assert (blank < 128).sum() == 0
+    try:
+        import matplotlib.axes
+    except ImportError:
+        return
+    labels: list[str] = []
+    original = matplotlib.axes.Axes.set_ylabel
+
+    def record(self, label, *a, **k):  # type: ignore[no-untyped-def]
+        labels.append(label)
+        return original(self, label, *a, **k)
+
+    matplotlib.axes.Axes.set_ylabel = record  # type: ignore[method-assign]
+    try:
+        plot._matplotlib(series, tmp_path / "m.png", "t")
+    finally:
+        matplotlib.axes.Axes.set_ylabel = original  # type: ignore[method-assign]
+    assert labels == [plot.Y_LABEL]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -24,15 +25,20 @@ def test_import_verl_registers_everything_in_a_fresh_process() -> None:
         "from verl.experimental.agent_loop.agent_loop import _agent_loop_registry\n"
         "from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY\n"
         "import verl.models.transformers.qwen2_vl as qv\n"
+        "from verl.workers.engine.fsdp.transformer_impl import FSDPEngine\n"
         "print(json.dumps({'loss': 'evr1_hybrid' in POLICY_LOSS_REGISTRY,"
         " 'agent': _agent_loop_registry.get('evr1_hybrid'), 'trainer': 'evr1' in TRAINER_REGISTRY,"
-        " 'compat': getattr(qv._get_input_embeds, '__evr1_compat__', False)}))\n"
+        " 'compat': getattr(qv._get_input_embeds, '__evr1_compat__', False),"
+        " 'freeze': getattr(FSDPEngine._build_module, '__evr1_freeze__', False)}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    # as in a Ray worker of a run with evr1.frozen_modules (prepare_verl_config puts this into the runtime env)
+    env = {**os.environ, "EVR1_FROZEN_MODULES": '["vision_tower", "merger"]'}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True, env=env)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {
         "loss": True,
         "agent": {"_target_": "evr1_train.verl_hooks.agent_loop.Evr1HybridAgentLoop"},
         "trainer": True,
         "compat": True,
+        "freeze": True,
     }

@@ -137,3 +137,114 @@ def test_unknown_engine_is_named() -> None:
 
     with pytest.raises(ValueError, match="did you mean 'verl'"):
         run(OmegaConf.create({"engine": {"name": "verk"}}))
+
+
+LORA_OPTIONS = ("language", "language_merger", "all")
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """A tiny random model folder per model preset's family (Qwen2.5-VL, Qwen3-VL)."""
+    from evr1_train.quickstart.model import TinyVLMSpec, save_tiny_vlm
+
+    root = tmp_path_factory.mktemp("lora_models")
+    return {
+        "qwen2_5_vl_7b": save_tiny_vlm(root / "q25", TinyVLMSpec(arch="qwen2_5_vl")),
+        "qwen3_vl_8b": save_tiny_vlm(root / "q3", TinyVLMSpec(arch="qwen3_vl")),
+    }
+
+
+@pytest.mark.parametrize("lora", LORA_OPTIONS)
+@pytest.mark.parametrize("model", MODELS)
+def test_lora_presets_configure_verls_own_lora_builder(model: str, lora: str, tiny_models: dict) -> None:
+    """Every model preset x LoRA option: verl's HFModelConfig takes the keys, verl's own `_build_lora_module` (the FSDP
+    actor's peft wrapping) puts adapters exactly where the option says, and the rollout mode is what verl's vLLM server
+    decides from the same config (adapters for the language model, merged weights otherwise)."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+    from transformers import AutoModelForImageTextToText
+    from verl.utils.config import omega_conf_to_dataclass
+    from verl.workers.engine.fsdp.transformer_impl import FSDPEngine
+
+    from evr1_train.verl_config import prepare_verl_config
+
+    cfg = _compose(
+        [
+            f"+experiment={model}_grpo",
+            f"+evr1_lora={lora}",
+            "data.evr1.cache_dir=c",
+            "data.train_files=t.jsonl",
+            f"actor_rollout_ref.model.path={tiny_models[model]}",
+        ]
+    )
+    prepare_verl_config(cfg)
+    prepare_verl_config(cfg)  # idempotent: the exclude regex is not appended twice
+    node = cfg.actor_rollout_ref.model
+    assert node.lora_rank == 32
+    assert node.target_modules == "all-linear"
+    hf_config = omega_conf_to_dataclass(OmegaConf.create(OmegaConf.to_container(node, resolve=True)))
+    assert type(hf_config).__name__ == "HFModelConfig"
+    assert hf_config.lora_rank == 32
+    assert hf_config.lora_alpha == 64
+    module = AutoModelForImageTextToText.from_pretrained(tiny_models[model])
+    peft_model = FSDPEngine._build_lora_module(SimpleNamespace(model_config=hf_config), module)
+    adapted = {n.split(".lora_A.")[0] for n, _ in peft_model.named_parameters() if ".lora_A." in n}
+    tower = {n for n in adapted if ".visual." in n and ".merger" not in n and "deepstack_merger" not in n}
+    merger = {n for n in adapted if ".merger" in n or "deepstack_merger" in n}
+    language = {n for n in adapted if ".language_model.layers." in n}
+    assert language, adapted
+    assert bool(merger) == (lora in ("language_merger", "all")), merger
+    assert bool(tower) == (lora == "all"), tower
+    assert not any("lm_head" in n for n in adapted)
+    trainable = {n for n, p in peft_model.named_parameters() if p.requires_grad}
+    assert trainable
+    assert all(".lora_" in n for n in trainable)
+    # verl's vLLM server: `lora_as_adapter = lora_rank > 0 and not model.lora.merge` (vllm_async_server.py)
+    as_adapter = hf_config.lora_rank > 0 and not hf_config.lora.get("merge", False)
+    assert as_adapter == (lora == "language")
+    assert cfg.actor_rollout_ref.rollout.load_format == ("safetensors" if lora == "language" else "dummy")
+
+
+def test_frozen_modules_reach_verls_workers() -> None:
+    """The patterns go into the Ray runtime env exactly as verl's main_ppo builds it for ray.init."""
+    from omegaconf import OmegaConf
+    from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
+
+    from evr1_train.verl_config import prepare_verl_config
+    from evr1_train.verl_hooks.freeze import ENV_VAR
+
+    cfg = _compose(
+        ["+experiment=qwen2_5_vl_7b_grpo", "data.evr1.cache_dir=c", "evr1.frozen_modules=[vision_tower,merger]"]
+    )
+    prepare_verl_config(cfg)
+    runtime_env = OmegaConf.merge(get_ppo_ray_runtime_env(cfg), cfg.ray_kwargs.ray_init.runtime_env)
+    assert runtime_env.env_vars[ENV_VAR] == '["vision_tower", "merger"]'
+    with pytest.raises(ValueError, match="did you mean 'merger'"):
+        prepare_verl_config(
+            _compose(["+experiment=qwen2_5_vl_7b_grpo", "data.evr1.cache_dir=c", "evr1.frozen_modules=[mergr]"])
+        )
+    with pytest.raises(ValueError, match="use_orig_params=true"):
+        prepare_verl_config(
+            _compose(
+                [
+                    "+experiment=qwen2_5_vl_7b_grpo",
+                    "data.evr1.cache_dir=c",
+                    "evr1.frozen_modules=[vision_tower]",
+                    "actor_rollout_ref.actor.strategy=fsdp",
+                ]
+            )
+        )
+
+
+def test_the_worker_side_freezing_wraps_the_module_verl_builds(tiny_vl) -> None:
+    """The wrapper the plugin installs on FSDPEngine._build_module, around a builder returning the tiny model."""
+    from transformers import AutoModelForImageTextToText
+
+    from evr1_train.verl_hooks.freeze import freezing
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_vl)
+    built = freezing(lambda self: model, ["vision_tower", "merger"])(object())
+    assert built is model
+    frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
+    assert frozen == {n for n, _ in model.named_parameters() if n.startswith("model.visual.")}

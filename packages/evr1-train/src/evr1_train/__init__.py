@@ -5,7 +5,9 @@ Importing the package is light (no torch, verl or transformers); the public name
     DataOptions, RowInputs, row_to_inputs                                (evr1_train.data, verl-free)
     hybrid_policy_loss, vision_zero_term                                 (evr1_train.losses, torch)
     Evr1Dataset                                                          (evr1_train.data.dataset, verl)
+    Evr1SFTDataset                                                       (evr1_train.data.sft_dataset, verl)
     prepare_verl_config                                                  (evr1_train.verl_config)
+    MODULE_GROUPS, freeze_modules                                        (evr1_train.modules, pure Python)
 Console script: `evr1-train` (evr1_train.cli, a Hydra app).
 """
 
@@ -27,6 +29,9 @@ _LAZY = {
     "hybrid_policy_loss": "evr1_train.losses",
     "vision_zero_term": "evr1_train.losses",
     "Evr1Dataset": "evr1_train.data.dataset",
+    "Evr1SFTDataset": "evr1_train.data.sft_dataset",
+    "MODULE_GROUPS": "evr1_train.modules",
+    "freeze_modules": "evr1_train.modules",
     "prepare_verl_config": "evr1_train.verl_config",
 }
 

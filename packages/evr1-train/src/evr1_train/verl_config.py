@@ -12,18 +12,55 @@ from __future__ import annotations
 from typing import Any
 
 from evr1_train.data.options import DataOptions
+from evr1_train.errors import ConfigError
 from evr1_train.hybrid import HybridConfig
 from evr1_train.losses.offpolicy import LOSS_NAME
 
-
-class ConfigError(ValueError):
-    """A composed config that verl would accept but that cannot work with evr1; the message names the key."""
+__all__ = ["ConfigError", "prepare_verl_config"]
 
 
 def _node(cfg: Any, dotted: str) -> Any:
     from omegaconf import OmegaConf
 
     return OmegaConf.select(cfg, dotted, throw_on_missing=False)
+
+
+def _lora_and_frozen(cfg: Any) -> None:
+    """`evr1.lora.exclude` -> verl's `actor_rollout_ref.model.exclude_modules` (one regex); `evr1.frozen_modules`
+    validated and handed to the Ray workers (`EVR1_FROZEN_MODULES` in verl's `ray_kwargs.ray_init.runtime_env`)."""
+    import json
+
+    from omegaconf import OmegaConf, open_dict
+
+    from evr1_train.engine.config import lora_exclude
+    from evr1_train.modules import exclude_regex, pattern_of
+    from evr1_train.verl_hooks.freeze import ENV_VAR
+
+    groups = list(_node(cfg, "evr1.lora.exclude") or [])
+    frozen = [str(s) for s in (_node(cfg, "evr1.frozen_modules") or [])]
+    for spec in [*groups, *frozen]:
+        try:
+            pattern_of(str(spec))
+        except ValueError as exc:
+            key = "evr1.lora.exclude" if spec in groups else "evr1.frozen_modules"
+            raise ConfigError(f"{key}: {exc}") from None
+    with open_dict(cfg):
+        current = _node(cfg, "actor_rollout_ref.model.exclude_modules")
+        wanted = exclude_regex([str(g) for g in groups])
+        if wanted and (not isinstance(current, str) or wanted not in current):  # idempotent
+            cfg.actor_rollout_ref.model.exclude_modules = lora_exclude(cfg)
+        if frozen:
+            actor = cfg.actor_rollout_ref.actor
+            if actor.get("strategy") == "fsdp" and not OmegaConf.select(actor, "fsdp_config.use_orig_params"):
+                raise ConfigError(
+                    "evr1.frozen_modules with actor_rollout_ref.actor.strategy=fsdp needs "
+                    "actor_rollout_ref.actor.fsdp_config.use_orig_params=true (FSDP1 flattens frozen and trainable "
+                    "weights together); or use strategy=fsdp2"
+                )
+            env = OmegaConf.select(cfg, "ray_kwargs.ray_init.runtime_env.env_vars", default=None)
+            if env is None:
+                cfg.ray_kwargs.ray_init.runtime_env.env_vars = {}
+            cfg.ray_kwargs.ray_init.runtime_env.env_vars[ENV_VAR] = json.dumps(frozen)
 
 
 def prepare_verl_config(cfg: Any, check_paths: bool = True) -> Any:
@@ -65,6 +102,7 @@ def prepare_verl_config(cfg: Any, check_paths: bool = True) -> Any:
                 f"actor_rollout_ref.actor.policy_loss.loss_mode={LOSS_NAME} is only meaningful with "
                 "evr1.hybrid.enable=true and evr1.hybrid.offline_handling=off_policy"
             )
+    _lora_and_frozen(cfg)
     if hybrid.enable and _node(cfg, "actor_rollout_ref.rollout.agent.default_agent_loop") != "evr1_hybrid":
         raise ConfigError(
             "evr1.hybrid.enable=true needs actor_rollout_ref.rollout.agent.default_agent_loop=evr1_hybrid "

@@ -38,8 +38,10 @@ def _options(config: Any, data_files: Any = None) -> DataOptions:
     return DataOptions.from_mapping(node, base_dir=base)
 
 
-class Evr1Dataset(RLHFDataset):
+class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
     """RLHFDataset whose prompts come from EasyVideoR1-style rows and whose pixels come from the evr1 frame cache."""
+
+    dataframe: Any  # set by RLHFDataset
 
     def __init__(self, data_files: Any, tokenizer: Any, config: Any, processor: Any = None, max_samples: int = -1):
         self.evr1 = _options(config, data_files)
@@ -62,7 +64,7 @@ class Evr1Dataset(RLHFDataset):
         loader = loader_for(self.evr1)
         mode = self.evr1.video_source
 
-        def reason(row: dict) -> str | None:
+        def reason(row: dict[str, Any]) -> str | None:
             try:
                 msgs = row_messages(row, self.evr1)
             except (ValueError, IndexError) as exc:
@@ -100,11 +102,11 @@ class Evr1Dataset(RLHFDataset):
         self.dropped_rows = list(bad)
         return kept
 
-    def _build_messages(self, example: dict, key: str) -> list[dict]:
+    def _build_messages(self, example: dict[str, Any], key: str) -> list[dict[str, Any]]:
         return row_messages(example, self.evr1)
 
     def __getitem__(self, item: int) -> dict[str, Any]:
-        row: dict = self.dataframe[item]
+        row: dict[str, Any] = self.dataframe[item]
         extra = row_extra_info(row, self.evr1, int(item))
         offline = row_offline_text(row, self._hybrid_keys)
         return {
@@ -123,7 +125,7 @@ class Evr1Dataset(RLHFDataset):
     # -- pixels (called by verl's agent loop and by the length filter) ----------------------------------------
     @classmethod
     def _process_multi_modal_info(
-        cls, messages: list[dict], image_patch_size: Any, config: Any
+        cls, messages: list[dict[str, Any]], image_patch_size: Any, config: Any
     ) -> tuple[list[Any] | None, list[Any] | None, None]:
         opts = _options(config)
         images, videos = load_media(messages, opts)

@@ -41,6 +41,8 @@ class MediaLoader:
             if self._reader is None:
                 from evr1_cache import CacheReader
 
+                if self.opts.cache_dir is None:  # DataOptions requires it unless video_source=decode
+                    raise MediaMissError("data.evr1.cache_dir is not set; the frame cache cannot be read")
                 self._reader = CacheReader(self.opts.cache_dir)
             return self._reader
 
@@ -102,7 +104,7 @@ class MediaLoader:
         reader = self._cache()
         spec = self._vspec if kind == "video" else self._ispec
         if ref and f"/{spec.key()}/" in f"/{ref}":  # entries live under their spec key: no stale serving
-            return (reader.root / ref).is_file()
+            return bool((reader.root / ref).is_file())
         try:
             return bool(reader.contains(path, spec))
         except OSError:
@@ -131,10 +133,6 @@ class MediaLoader:
             loaded = load_image(path, self._ispec)
         except Exception as exc:
             raise MediaMissError(f"row {row}: cannot read image {path!r}: {exc}") from exc
-        if isinstance(loaded, tuple):  # (pixels, meta) style return
-            loaded = loaded[0]
-        if isinstance(loaded, Image.Image):
-            return loaded.convert("RGB")
         return Image.fromarray(loaded).convert("RGB")
 
 

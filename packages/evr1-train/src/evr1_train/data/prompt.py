@@ -4,7 +4,8 @@ Why here and not copied per engine: the verl dataset and the local engine must r
 EasyVideoR1, a row whose text lacks `<video>` / `<image>` placeholders gets them prepended (one per media item) —
 without that the processor receives frames with no placeholder and fails the token/feature check.
 
-Names (stable): build_prompt_text(row, opts) -> str, answer_format(problem_type) -> str
+Names (stable): build_prompt_text(row, opts) -> str, answer_format(problem_type) -> str,
+describe_prompts(opts) -> dict (the template as data, for a checkpoint's self-description)
 """
 
 from __future__ import annotations
@@ -58,6 +59,35 @@ def answer_format(problem_type: str | None) -> str:
     return _FORMATS.get(normalise_problem_type(problem_type), "the final answer")
 
 
+def _instruction(fmt: str, think: bool) -> str:
+    if think:
+        return f"Think step by step inside <think></think>, then give {fmt} inside <answer></answer>."
+    return f"Give {fmt} inside <answer></answer>."
+
+
+def describe_prompts(opts: DataOptions) -> dict[str, Any]:
+    """How `build_prompt_text` renders a row under `opts`, as JSON-able data (what an evaluator must reproduce)."""
+    return {
+        "template": "{placeholders}{lead_in}\nQuestion: {question}{options}\n{instruction}",
+        "placeholders": "<video>/<image> prepended, one per media item the question text does not place itself",
+        "lead_in": {
+            "video+image": _lead(1, 1),
+            "video": _lead(0, 1),
+            "image": _lead(1, 0),
+            "text": _lead(0, 0),
+        },
+        "options": "\nOptions:\n" + "{one option per line, as given in the row}",
+        "instruction": _instruction("{answer_format}", opts.think),
+        "answer_format": {**_FORMATS, "default": "the final answer"},
+        "problem_type_aliases": dict(_ALIASES),
+        "think": opts.think,
+        "system_prompt": opts.system_prompt,
+        "prompt_key": opts.prompt_key,
+        "answer_key": opts.answer_key,
+        "answer_tag": "answer",
+    }
+
+
 def _lead(n_images: int, n_videos: int) -> str:
     if n_videos and n_images:
         return "Examine the video and the accompanying image carefully."
@@ -100,10 +130,6 @@ def build_prompt_text(row: Mapping[str, Any], opts: DataOptions) -> str:
             f"has {n_videos} videos / {n_images} images; remove the extra placeholders or add the media"
         )
     head = "<video>" * missing_v + "<image>" * missing_i
-    fmt = answer_format(row.get("problem_type"))
-    if opts.think:
-        tail = f"Think step by step inside <think></think>, then give {fmt} inside <answer></answer>."
-    else:
-        tail = f"Give {fmt} inside <answer></answer>."
+    tail = _instruction(answer_format(row.get("problem_type")), opts.think)
     lead = _lead(n_images, n_videos)
     return f"{head}{lead}\nQuestion: {question}{_options_text(row.get('options'))}\n{tail}"

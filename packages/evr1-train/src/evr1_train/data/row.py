@@ -55,7 +55,7 @@ class RowInputs:
 
 
 def resolve_media_path(path: Any, opts: DataOptions) -> str:
-    p = os.fspath(path)
+    p = str(os.fspath(path))
     if p.startswith("file://"):
         p = p[len("file://") :]
     if not os.path.isabs(p) and opts.media_root:

@@ -1,7 +1,8 @@
 """The single-process local engine: the verl recipe (same data code, rewards, hybrid mixer, verl's core_algos) on one
 CPU or GPU. `run(cfg)` is what `evr1-train engine=local` calls; `LocalTrainer` drives it step by step.
 
-Public API: run, RunSummary, LocalConfig, LocalTrainer. torch/transformers/verl load on first use, not on import.
+Public API: run, RunSummary, LocalConfig, LocalTrainer (RL), SFTTrainer (supervised warm start), TrainerState
+(`state_dict()` / `load_state_dict()`). torch/transformers/verl load on first use, not on import.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evr1_train.engine.config import LocalConfig
     from evr1_train.engine.local import RunSummary, run
+    from evr1_train.engine.sft import SFTTrainer
+    from evr1_train.engine.state import TrainerState
     from evr1_train.engine.trainer import LocalTrainer
 
 _LAZY = {
@@ -19,8 +22,10 @@ _LAZY = {
     "RunSummary": "evr1_train.engine.local",
     "LocalConfig": "evr1_train.engine.config",
     "LocalTrainer": "evr1_train.engine.trainer",
+    "SFTTrainer": "evr1_train.engine.sft",
+    "TrainerState": "evr1_train.engine.state",
 }
-__all__ = ["LocalConfig", "LocalTrainer", "RunSummary", "run"]
+__all__ = ["LocalConfig", "LocalTrainer", "RunSummary", "SFTTrainer", "TrainerState", "run"]
 
 
 def __getattr__(name: str) -> Any:

@@ -10,7 +10,7 @@ the same function the verl path registers.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,7 +55,7 @@ def compute_advantages(
     uids: Sequence[str],
     *,
     reward_baselines: torch.Tensor | None = None,
-    components: dict[str, Sequence[float]] | None = None,
+    components: Mapping[str, Sequence[float]] | None = None,
     prompt_width: int = 1,
 ) -> torch.Tensor:
     """Advantages `[B, R]` from verl's estimator `cfg.adv_estimator`, called as verl's `compute_advantage` does."""

@@ -34,19 +34,9 @@ def encode_prompt(
     processor: Any, messages: list[dict[str, Any]], images: Sequence[Any], videos: Sequence[Any]
 ) -> EncodedPrompt:
     """Chat template + processor for one prompt; videos are `(frames [T,H,W,3] uint8, metadata)` pairs (pre-sampled)."""
-    import numpy as np
-
     text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    kwargs: dict[str, Any] = {}
-    if images:
-        kwargs["images"] = list(images)
-    if videos:
-        kwargs["videos"] = [
-            torch.from_numpy(np.ascontiguousarray(f)) if isinstance(f, np.ndarray) else f for f, _ in videos
-        ]
-        kwargs["video_metadata"] = [_hf_meta(m) for _, m in videos]
-        kwargs["do_sample_frames"] = False
-    out = processor(text=[text], return_tensors="pt", **kwargs)
+    kwargs: dict[str, Any] = {"images": list(images)} if images else {}
+    out = processor(text=[text], return_tensors="pt", **kwargs, **video_kwargs(videos))
     vision: dict[str, torch.Tensor] = {}
     for key in VISION_KEYS:
         if key in out and out[key] is not None:
@@ -54,6 +44,20 @@ def encode_prompt(
             vision[key] = value if isinstance(value, torch.Tensor) else torch.tensor(value)
     types = out.get("mm_token_type_ids")
     return EncodedPrompt(input_ids=out["input_ids"][0], vision=vision, token_types=None if types is None else types[0])
+
+
+def video_kwargs(videos: Sequence[Any]) -> dict[str, Any]:
+    """Processor keyword arguments for pre-sampled `(frames [T,H,W,3] uint8, metadata)` videos: the frames as they
+    are (`do_sample_frames=False`) with their `VideoMetadata` (fps, frame indices -> Qwen3-VL's timestamps)."""
+    import numpy as np
+
+    if not videos:
+        return {}
+    return {
+        "videos": [torch.from_numpy(np.ascontiguousarray(f)) if isinstance(f, np.ndarray) else f for f, _ in videos],
+        "video_metadata": [_hf_meta(m) for _, m in videos],
+        "do_sample_frames": False,
+    }
 
 
 def _hf_meta(meta: Any) -> dict[str, Any]:

@@ -1,43 +1,41 @@
-"""Checkpoints of the local engine: safetensors for every tensor, JSON for everything else — never pickle.
+"""Checkpoints of the local engine on disk: safetensors for every tensor, JSON for everything else — never pickle.
 
 Layout of `step_000N/`:
-    actor/                      a complete Hugging Face model folder (weights, config, tokenizer, processor)
-    optimizer.safetensors       AdamW moments per parameter index (+ param-group settings in the JSON header)
-    rng.safetensors             torch CPU (and CUDA) generator states
+    actor/                      the weights as the model writes them: a complete Hugging Face model folder (weights,
+                                config, tokenizer, processor), or a PEFT adapter folder when LoRA is on
+    optimizer.safetensors       torch optimiser state tensors by `<param index>.<name>` (+ the rest in the JSON header)
+    rng.safetensors             torch CPU generator state (`torch_cpu`) and one per CUDA device index (`cuda.<i>`)
     trainer_state.json          step, epoch, data position, KL coefficient, LR schedule, Python RNG, history
+    evr1_train_protocol.json    how the model was prompted and sampled (see docs/train.md), for evaluation
 A folder is written under a temporary name and renamed when complete; `latest.json` is replaced atomically, so a
-killed save never leaves a checkpoint that looks valid. Resuming restores all of it, so the next step is the step
-the uninterrupted run would have taken.
+killed save never leaves a checkpoint that looks valid.
+
+This module does disk I/O only: it takes and returns `TrainerState` values (`LocalTrainer.state_dict()` /
+`load_state_dict()`), and the model writes and reads its own `actor/` folder through the callables it is given.
+
+Names (stable): save_checkpoint, load_checkpoint, latest_checkpoint, prune_checkpoints, LATEST, FORMAT
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
-import random
 import shutil
-import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-if TYPE_CHECKING:
-    from evr1_train.engine.trainer import LocalTrainer
+from evr1_train.atomic import atomic_folder, atomic_json
+from evr1_train.engine.state import TrainerState, python_random_from_json, python_random_to_json
 
 LATEST = "latest.json"
+STATE_FILE = "trainer_state.json"
+FORMAT = 2  # 2: RNG keyed by device index, optimiser state as torch's state_dict
 
 
-def _atomic_json(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, path)
-
-
-def _optimizer_tensors(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    sd = opt.state_dict()
+def _optimizer_split(sd: Mapping[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """torch optimiser state_dict -> (tensors by `<index>.<name>`, JSON-able rest)."""
     tensors: dict[str, torch.Tensor] = {}
     scalars: dict[str, dict[str, Any]] = {}
     for idx, st in sd["state"].items():
@@ -49,40 +47,78 @@ def _optimizer_tensors(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tens
     return tensors, {"param_groups": sd["param_groups"], "scalars": scalars}
 
 
-def save_checkpoint(trainer: LocalTrainer, root: Path) -> Path:
-    """Write `root/step_000N` for the trainer's current step and point `root/latest.json` at it."""
+def _optimizer_join(tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any]) -> dict[str, Any]:
+    state: dict[int, dict[str, Any]] = {}
+    for key, value in tensors.items():
+        idx, name = key.split(".", 1)
+        state.setdefault(int(idx), {})[name] = value
+    for idx, extra in meta["scalars"].items():
+        state.setdefault(int(idx), {}).update(extra)
+    return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def save_checkpoint(
+    root: Path,
+    state: TrainerState,
+    write_actor: Callable[[Path], None],
+    extra_files: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write `root/step_000N` for `state` and point `root/latest.json` at it.
+
+    `write_actor(folder)` writes the model's own folder; `extra_files` are JSON files written beside it.
+    """
     from safetensors.torch import save_file
 
-    root.mkdir(parents=True, exist_ok=True)
-    step = trainer.state.step
+    step = int(state.trainer["step"])
     final = root / f"step_{step:06d}"
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
-    try:
-        trainer.model.save_pretrained(tmp / "actor", safe_serialization=True)
-        trainer.processor.save_pretrained(tmp / "actor")
-        tensors, meta = _optimizer_tensors(trainer.optimizer)
+    with atomic_folder(final) as tmp:
+        write_actor(tmp / "actor")
+        tensors, meta = _optimizer_split(state.optimizer)
         save_file(tensors, str(tmp / "optimizer.safetensors"), metadata={"evr1": json.dumps(meta)})
-        rng = {"torch_cpu": torch.random.get_rng_state()}
-        if torch.cuda.is_available() and trainer.runtime.device.type == "cuda":
-            for i, st in enumerate(torch.cuda.get_rng_state_all()):
-                rng[f"torch_cuda_{i}"] = st
-        save_file(rng, str(tmp / "rng.safetensors"))
-        py_state = random.getstate()
-        state = {
-            "trainer": dataclasses.asdict(trainer.state),
-            "scheduler": trainer.scheduler.state_dict(),
-            "python_random": [py_state[0], list(py_state[1]), py_state[2]],
-            "format": 1,
+        save_file({k: v.contiguous() for k, v in state.rng.items()}, str(tmp / "rng.safetensors"))
+        record = {
+            "trainer": dict(state.trainer),
+            "scheduler": dict(state.scheduler),
+            "python_random": python_random_to_json(state.python_random),
+            "format": FORMAT,
         }
-        (tmp / "trainer_state.json").write_text(json.dumps(state, indent=1))
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _atomic_json(root / LATEST, {"step": step, "path": final.name})
+        (tmp / STATE_FILE).write_text(json.dumps(record, indent=1))
+        for name, data in (extra_files or {}).items():
+            (tmp / name).write_text(json.dumps(data, indent=1))
+    atomic_json(root / LATEST, {"step": step, "path": final.name})
     return final
+
+
+def load_checkpoint(folder: Path, read_actor: Callable[[Path], Mapping[str, torch.Tensor]]) -> TrainerState:
+    """Read `folder` back into a `TrainerState` (tensors on the CPU); `read_actor(folder / "actor")` gives weights."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    state_file = folder / STATE_FILE
+    if not state_file.exists():
+        raise FileNotFoundError(
+            f"{folder} is not a complete evr1 checkpoint (no {STATE_FILE}); pick another step_* folder or set "
+            "engine.resume=disable"
+        )
+    record = json.loads(state_file.read_text())
+    if record.get("format") != FORMAT:
+        raise ValueError(
+            f"{folder} was written by another evr1 version (checkpoint format {record.get('format')}, this one reads "
+            f"{FORMAT}); resume it with that version, or start over with engine.resume=disable"
+        )
+    opt_file = str(folder / "optimizer.safetensors")
+    with safe_open(opt_file, "pt") as f:
+        meta = json.loads((f.metadata() or {})["evr1"])
+    sched = dict(record["scheduler"])
+    sched.pop("lr_lambdas", None)  # a function of the config, rebuilt by the trainer
+    return TrainerState(
+        model=read_actor(folder / "actor"),
+        optimizer=_optimizer_join(load_file(opt_file), meta),
+        scheduler=sched,
+        trainer=record["trainer"],
+        rng=load_file(str(folder / "rng.safetensors")),
+        python_random=python_random_from_json(record["python_random"]),
+    )
 
 
 def latest_checkpoint(root: Path) -> Path | None:
@@ -91,7 +127,7 @@ def latest_checkpoint(root: Path) -> Path | None:
     if not pointer.exists():
         return None
     folder = root / json.loads(pointer.read_text())["path"]
-    return folder if (folder / "trainer_state.json").exists() else None
+    return folder if (folder / STATE_FILE).exists() else None
 
 
 def prune_checkpoints(root: Path, keep: int) -> None:
@@ -103,54 +139,3 @@ def prune_checkpoints(root: Path, keep: int) -> None:
     for old in folders[:-keep]:
         if latest is None or old.resolve() != latest.resolve():
             shutil.rmtree(old, ignore_errors=True)
-
-
-def load_checkpoint(trainer: LocalTrainer, folder: Path) -> None:
-    """Restore weights, optimiser, schedule, RNG and data position from `folder` into `trainer`."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
-    from evr1_train.engine.policy import load_policy
-    from evr1_train.engine.trainer import TrainState
-
-    state_file = folder / "trainer_state.json"
-    if not state_file.exists():
-        raise FileNotFoundError(
-            f"{folder} is not a complete evr1 checkpoint (no trainer_state.json); pick another step_* folder or set "
-            "engine.resume=disable"
-        )
-    state = json.loads(state_file.read_text())
-    model, _ = load_policy(str(folder / "actor"), trainer.runtime)
-    model.train()
-    trainer.model = model
-    trainer.optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad],
-        lr=trainer.cfg.lr,
-        betas=trainer.cfg.betas,
-        weight_decay=trainer.cfg.weight_decay,
-    )
-    with safe_open(str(folder / "optimizer.safetensors"), "pt") as f:
-        meta = json.loads((f.metadata() or {})["evr1"])
-    tensors = load_file(str(folder / "optimizer.safetensors"), device=str(trainer.runtime.device))
-    opt_state: dict[int, dict[str, Any]] = {}
-    for key, value in tensors.items():
-        idx, name = key.split(".", 1)
-        opt_state.setdefault(int(idx), {})[name] = value
-    for idx, extra in meta["scalars"].items():
-        opt_state.setdefault(int(idx), {}).update(extra)
-    for st in opt_state.values():  # AdamW keeps `step` on the CPU
-        if "step" in st and torch.is_tensor(st["step"]):
-            st["step"] = st["step"].cpu()
-    trainer.optimizer.load_state_dict({"state": opt_state, "param_groups": meta["param_groups"]})
-    trainer.scheduler = torch.optim.lr_scheduler.LambdaLR(trainer.optimizer, trainer._lr_factor)
-    sched = dict(state["scheduler"])
-    sched.pop("lr_lambdas", None)
-    trainer.scheduler.load_state_dict({**trainer.scheduler.state_dict(), **sched})
-    trainer.state = TrainState(**state["trainer"])
-    rng = load_file(str(folder / "rng.safetensors"))
-    torch.random.set_rng_state(rng["torch_cpu"])
-    cuda = [rng[k] for k in sorted(rng) if k.startswith("torch_cuda_")]
-    if cuda and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(cuda)
-    v, internal, gauss = state["python_random"]
-    random.setstate((v, tuple(internal), gauss))

@@ -8,9 +8,11 @@ validated here, before a model is loaded, with the key name in the message.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
+
+from evr1_train.errors import ConfigError
 
 #: advantage estimators the local engine cannot run, with the reason (everything else in verl's registry works).
 UNSUPPORTED_ESTIMATORS: dict[str, str] = {
@@ -62,6 +64,15 @@ class LocalConfig:
     seed: int = 0
     # model
     model_path: str = ""
+    frozen_modules: tuple[str, ...] = ()  # evr1.frozen_modules: module groups or regexes (evr1_train.modules)
+    lora_rank: int = 0  # > 0: LoRA through peft (verl's actor_rollout_ref.model.lora_* keys)
+    lora_alpha: int = 16
+    lora_target_modules: str | tuple[str, ...] = "all-linear"
+    lora_exclude_modules: str | None = None  # one regex (verl's exclude_modules + evr1.lora.exclude groups)
+    lora_adapter_path: str | None = None  # continue training this adapter
+    # supervised warm start (evr1.sft)
+    sft: bool = False
+    sft_response_key: str = "offline_output"
     # rollout
     n: int = 4
     temperature: float = 1.0
@@ -99,7 +110,7 @@ class LocalConfig:
     output_dir: str = "runs/local"
     experiment_name: str = "local"
     loggers: tuple[str, ...] = ("console", "jsonl", "tensorboard")
-    resume: str = "auto"  # auto | disable | <checkpoint folder>
+    resume: str = "auto"  # auto | true | disable | <checkpoint folder> (see evr1_train.runs)
     max_checkpoints: int = 2
     # engine
     device: str = "auto"
@@ -115,7 +126,7 @@ class LocalConfig:
     overlong_buffer_len: int = 0  # 0 = off
     overlong_penalty_factor: float = 1.0
     overlong_max_resp_len: int = 0
-    # raw nodes passed on to verl's functions / H6's helpers
+    # raw nodes passed on to verl's functions and evr1's data / hybrid helpers
     algorithm_node: Any = None
     actor_node: Any = None
     data_evr1_node: Any = None
@@ -123,40 +134,45 @@ class LocalConfig:
 
     def __post_init__(self) -> None:
         if not self.train_files:
-            raise ValueError("data.train_files is empty: give the dataset file(s) written by `evr1-cache build`")
+            raise ConfigError("data.train_files is empty: give the dataset file(s) written by `evr1-cache build`")
         for name in ("train_batch_size", "val_batch_size", "max_response_length", "n", "ppo_epochs", "total_steps"):
             if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.ppo_mini_batch_size < 1 or self.train_batch_size % self.ppo_mini_batch_size:
-            raise ValueError(
+            raise ConfigError(
                 f"actor_rollout_ref.actor.ppo_mini_batch_size ({self.ppo_mini_batch_size}) must divide "
                 f"data.train_batch_size ({self.train_batch_size})"
             )
         if self.micro_batch_size < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu must be >= 1, got {self.micro_batch_size}"
             )
         if self.adv_estimator in UNSUPPORTED_ESTIMATORS:
-            raise ValueError(
+            raise ConfigError(
                 f"algorithm.adv_estimator={self.adv_estimator} is not available in the local engine: "
                 f"{UNSUPPORTED_ESTIMATORS[self.adv_estimator]}"
             )
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
-            raise ValueError(f"engine.device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+            raise ConfigError(f"engine.device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         if self.dtype not in ("auto", "float32", "bfloat16"):
-            raise ValueError(f"engine.dtype must be auto, float32 or bfloat16, got {self.dtype!r}")
+            raise ConfigError(f"engine.dtype must be auto, float32 or bfloat16, got {self.dtype!r}")
         if self.lr_scheduler not in ("constant", "cosine"):
-            raise ValueError(
+            raise ConfigError(
                 f"actor_rollout_ref.actor.optim.lr_scheduler_type must be constant or cosine, got {self.lr_scheduler!r}"
             )
         if self.overlong_buffer_len and not 0 < self.overlong_buffer_len <= self.overlong_max_resp_len:
-            raise ValueError(
+            raise ConfigError(
                 "reward.reward_kwargs.overlong_buffer_cfg.len must be > 0 and <= reward.reward_kwargs.max_resp_len "
                 f"(default data.max_response_length); got len={self.overlong_buffer_len}, "
                 f"max_resp_len={self.overlong_max_resp_len}. To switch the penalty off set overlong_buffer_cfg.enable=false"
             )
+        if self.lora_rank < 0 or (self.lora_rank and self.lora_alpha <= 0):
+            raise ConfigError(
+                f"actor_rollout_ref.model.lora_rank must be >= 0 (0 = off) and lora_alpha > 0, got "
+                f"{self.lora_rank} / {self.lora_alpha}"
+            )
         if self.temperature <= 0:
-            raise ValueError(
+            raise ConfigError(
                 f"actor_rollout_ref.rollout.temperature must be > 0 for RL sampling, got {self.temperature}"
             )
 
@@ -166,103 +182,187 @@ class LocalConfig:
 
     @classmethod
     def from_cfg(cls, cfg: Any) -> LocalConfig:
-        """Read a composed `evr1-train` config (OmegaConf) or an equivalent nested dict."""
-        actor = _get(cfg, "actor_rollout_ref.actor")
-        rollout = _get(cfg, "actor_rollout_ref.rollout")
+        """Read a composed `evr1-train` config (OmegaConf) or an equivalent nested dict.
+
+        Every plain field comes from `SOURCES` (its dotted keys, first set one wins) and falls back to the field's own
+        default, so each default is written once: here in the dataclass (and, for `engine.*`, mirrored in
+        `conf/engine/local.yaml`, which a test keeps equal). Only settings derived from several keys are computed below.
+        """
+        defaults = {f.name: _default(f) for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for src in SOURCES:
+            raw = next((v for v in (plain(_get(cfg, k)) for k in src.keys) if v is not None), None)
+            value = None if raw is None else src.convert(raw)
+            values[src.field] = defaults[src.field] if value is None else value
+        total = values["total_steps"]
+        warmup = int(_get(cfg, "actor_rollout_ref.actor.optim.lr_warmup_steps", -1))
+        if warmup < 0:  # verl: a negative step count means "use lr_warmup_steps_ratio"
+            warmup = int(float(_get(cfg, "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio", 0.0)) * total)
+        values["warmup_steps"] = max(0, warmup)
         algo = _get(cfg, "algorithm")
-        engine = _get(cfg, "engine") or {}
-
-        def files(key: str) -> tuple[str, ...]:
-            v = plain(_get(cfg, key))
-            if v is None:
-                return ()
-            return (v,) if isinstance(v, str) else tuple(str(x) for x in v)
-
-        micro = _get(actor, "ppo_micro_batch_size_per_gpu") or _get(actor, "ppo_micro_batch_size") or 16
-        betas = plain(_get(actor, "optim.betas")) or (0.9, 0.999)
-        warmup = int(_get(actor, "optim.lr_warmup_steps", -1) or -1)
-        total = int(_get(cfg, "trainer.total_training_steps") or _get(engine, "total_steps") or 100)
-        if warmup < 0:
-            ratio = float(_get(actor, "optim.lr_warmup_steps_ratio", 0.0) or 0.0)
-            warmup = int(ratio * total)
-        loggers = plain(_get(engine, "loggers")) or plain(_get(cfg, "trainer.logger")) or ["console", "jsonl"]
-        loggers = [loggers] if isinstance(loggers, str) else list(loggers)
-        return cls(
-            train_files=files("data.train_files"),
-            val_files=files("data.val_files"),
-            train_batch_size=int(_get(cfg, "data.train_batch_size", 8)),
-            val_batch_size=int(_get(engine, "val_batch_size", 64)),
-            max_response_length=int(_get(cfg, "data.max_response_length", 16)),
-            shuffle=bool(_get(cfg, "data.shuffle", True)),
-            seed=int(_get(engine, "seed", _get(cfg, "data.seed", 0)) or 0),
-            model_path=str(_get(cfg, "actor_rollout_ref.model.path", "")),
-            n=int(_get(rollout, "n", 4)),
-            temperature=float(_get(rollout, "temperature", 1.0)),
-            top_p=float(_get(rollout, "top_p", 1.0)),
-            top_k=int(_get(rollout, "top_k", -1)),
-            val_do_sample=bool(_get(rollout, "val_kwargs.do_sample", False)),
-            adv_estimator=str(_get(algo, "adv_estimator", "grpo")),
-            norm_adv_by_std_in_grpo=bool(_get(algo, "norm_adv_by_std_in_grpo", True)),
-            use_kl_in_reward=bool(_get(algo, "use_kl_in_reward", False)),
-            kl_penalty=str(_get(algo, "kl_penalty", "kl")),
-            kl_ctrl_coef=float(_get(algo, "kl_ctrl.kl_coef", 0.001)),
-            lr=float(_get(actor, "optim.lr", 1e-6)),
-            weight_decay=float(_get(actor, "optim.weight_decay", 0.01)),
-            betas=(float(betas[0]), float(betas[1])),
-            warmup_steps=max(0, warmup),
-            lr_scheduler=str(_get(actor, "optim.lr_scheduler_type", "constant") or "constant"),
-            min_lr_ratio=float(_get(actor, "optim.min_lr_ratio", 0.0) or 0.0),
-            grad_clip=float(_get(actor, "optim.clip_grad", _get(actor, "grad_clip", 1.0))),
-            ppo_epochs=int(_get(actor, "ppo_epochs", 1)),
-            ppo_mini_batch_size=int(_get(actor, "ppo_mini_batch_size", _get(cfg, "data.train_batch_size", 8))),
-            micro_batch_size=int(micro),
-            loss_mode=str(_get(actor, "policy_loss.loss_mode", "vanilla")),
-            loss_agg_mode=str(_get(actor, "loss_agg_mode", "token-mean")),
-            entropy_coeff=float(_get(actor, "entropy_coeff", 0.0)),
-            use_kl_loss=bool(_get(actor, "use_kl_loss", False)),
-            kl_loss_coef=float(_get(actor, "kl_loss_coef", 0.001)),
-            kl_loss_type=str(_get(actor, "kl_loss_type", "low_var_kl")),
-            total_steps=total,
-            test_freq=int(_get(cfg, "trainer.test_freq", 10) or 0),
-            save_freq=int(_get(cfg, "trainer.save_freq", 50) or 0),
-            val_before_train=bool(_get(cfg, "trainer.val_before_train", True)),
-            output_dir=str(_get(engine, "output_dir", "runs/local")),
-            experiment_name=str(_get(cfg, "trainer.experiment_name", "local")),
-            loggers=tuple(str(x) for x in loggers),
-            resume=str(_get(engine, "resume", "auto")),
-            max_checkpoints=int(_get(engine, "max_checkpoints", 2)),
-            device=str(_get(engine, "device", "auto")),
-            dtype=str(_get(engine, "dtype", "auto")),
-            num_threads=int(_get(engine, "num_threads", 0) or 0),
-            plot=bool(_get(engine, "plot", True)),
-            reward_weights=dict(plain(_get(engine, "reward.weights")) or {"accuracy": 0.9, "format": 0.1}),
-            reward_think=str(_get(engine, "reward.think", "optional")),
-            gdpo_reward_keys=tuple(plain(_get(algo, "gdpo_reward_keys")) or ()),
-            filter_groups_metric=(
-                str(_get(algo, "filter_groups.metric", "accuracy"))
-                if _get(algo, "filter_groups.enable", False)
-                else None
-            ),
-            filter_groups_max_batches=int(_get(algo, "filter_groups.max_num_gen_batches", 10) or 10),
-            **_overlong(cfg),
+        if _get(algo, "filter_groups.enable", False):
+            values["filter_groups_metric"] = str(_get(algo, "filter_groups.metric", "accuracy"))
+        values.update(_overlong(cfg, values["max_response_length"]))
+        values["lora_exclude_modules"] = lora_exclude(cfg)
+        values.update(
             algorithm_node=algo,
-            actor_node=actor,
+            actor_node=_get(cfg, "actor_rollout_ref.actor"),
             data_evr1_node=_get(cfg, "data.evr1"),
             hybrid_node=_get(cfg, "evr1.hybrid"),
         )
+        return cls(**values)
 
 
-def _overlong(cfg: Any) -> dict[str, Any]:
+def _default(f: Any) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return ()  # train_files / val_files: "not given"
+
+
+def _files(value: Any) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(str(x) for x in value)
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return (str(value),) if isinstance(value, str) else tuple(str(x) for x in value)
+
+
+def _targets(value: Any) -> str | tuple[str, ...]:
+    """LoRA target modules: "all-linear" (peft's keyword) or a list of module names."""
+    return str(value) if isinstance(value, str) else tuple(str(x) for x in value)
+
+
+def _pair(value: Any) -> tuple[float, float]:
+    return (float(value[0]), float(value[1]))
+
+
+def _freq(value: Any) -> int:
+    """verl's test/save frequencies: <= 0 means never."""
+    return max(0, int(value))
+
+
+def _resume(value: Any) -> str:
+    """engine.resume: auto | true (resume even if the settings differ) | disable (false) | a checkpoint folder."""
+    if isinstance(value, bool):
+        return "true" if value else "disable"
+    text = str(value)
+    lowered = text.lower()
+    return {"false": "disable", "no": "disable", "yes": "true"}.get(
+        lowered, lowered if lowered in ("auto", "true", "disable") else text
+    )
+
+
+def _positive(value: Any) -> int | None:
+    """A count where verl writes 0 for "unset": None falls back to the field's default."""
+    return int(value) if int(value) > 0 else None
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one `LocalConfig` field is read from: dotted keys (the first one set wins) and a converter."""
+
+    field: str
+    keys: tuple[str, ...]
+    convert: Callable[[Any], Any]
+
+
+_A = "actor_rollout_ref.actor."
+_R = "actor_rollout_ref.rollout."
+
+#: The one table of (field, keys): verl's own keys for everything verl has, `engine.*` for the rest.
+SOURCES: tuple[Source, ...] = (
+    Source("train_files", ("data.train_files",), _files),
+    Source("val_files", ("data.val_files",), _files),
+    Source("train_batch_size", ("data.train_batch_size",), int),
+    Source("val_batch_size", ("engine.val_batch_size",), int),
+    Source("max_response_length", ("data.max_response_length",), int),
+    Source("shuffle", ("data.shuffle",), bool),
+    Source("seed", ("engine.seed", "data.seed"), int),
+    Source("model_path", ("actor_rollout_ref.model.path",), str),
+    Source("frozen_modules", ("evr1.frozen_modules",), _strings),
+    Source("lora_rank", ("actor_rollout_ref.model.lora_rank",), int),
+    Source("lora_alpha", ("actor_rollout_ref.model.lora_alpha",), int),
+    Source("lora_target_modules", ("actor_rollout_ref.model.target_modules",), _targets),
+    Source("lora_adapter_path", ("actor_rollout_ref.model.lora_adapter_path",), str),
+    Source("sft", ("evr1.sft.enable",), bool),
+    Source("sft_response_key", ("evr1.sft.response_key",), str),
+    Source("n", (_R + "n",), int),
+    Source("temperature", (_R + "temperature",), float),
+    Source("top_p", (_R + "top_p",), float),
+    Source("top_k", (_R + "top_k",), int),
+    Source("val_do_sample", (_R + "val_kwargs.do_sample",), bool),
+    Source("adv_estimator", ("algorithm.adv_estimator",), str),
+    Source("norm_adv_by_std_in_grpo", ("algorithm.norm_adv_by_std_in_grpo",), bool),
+    Source("use_kl_in_reward", ("algorithm.use_kl_in_reward",), bool),
+    Source("kl_penalty", ("algorithm.kl_penalty",), str),
+    Source("kl_ctrl_coef", ("algorithm.kl_ctrl.kl_coef",), float),
+    Source("lr", (_A + "optim.lr",), float),
+    Source("weight_decay", (_A + "optim.weight_decay",), float),
+    Source("betas", (_A + "optim.betas",), _pair),
+    Source("lr_scheduler", (_A + "optim.lr_scheduler_type",), str),
+    Source("min_lr_ratio", (_A + "optim.min_lr_ratio",), float),
+    Source("grad_clip", (_A + "optim.clip_grad", _A + "grad_clip"), float),
+    Source("ppo_epochs", (_A + "ppo_epochs",), int),
+    Source("ppo_mini_batch_size", (_A + "ppo_mini_batch_size", "data.train_batch_size"), int),
+    Source("micro_batch_size", (_A + "ppo_micro_batch_size_per_gpu", _A + "ppo_micro_batch_size"), int),
+    Source("loss_mode", (_A + "policy_loss.loss_mode",), str),
+    Source("loss_agg_mode", (_A + "loss_agg_mode",), str),
+    Source("entropy_coeff", (_A + "entropy_coeff",), float),
+    Source("use_kl_loss", (_A + "use_kl_loss",), bool),
+    Source("kl_loss_coef", (_A + "kl_loss_coef",), float),
+    Source("kl_loss_type", (_A + "kl_loss_type",), str),
+    Source("total_steps", ("trainer.total_training_steps", "engine.total_steps"), int),
+    Source("test_freq", ("trainer.test_freq",), _freq),
+    Source("save_freq", ("trainer.save_freq",), _freq),
+    Source("val_before_train", ("trainer.val_before_train",), bool),
+    Source("output_dir", ("engine.output_dir",), str),
+    Source("experiment_name", ("trainer.experiment_name",), str),
+    Source("loggers", ("engine.loggers", "trainer.logger"), _strings),
+    Source("resume", ("engine.resume",), _resume),
+    Source("max_checkpoints", ("engine.max_checkpoints",), int),
+    Source("device", ("engine.device",), str),
+    Source("dtype", ("engine.dtype",), str),
+    Source("num_threads", ("engine.num_threads",), int),
+    Source("plot", ("engine.plot",), bool),
+    Source("reward_weights", ("engine.reward.weights",), dict),
+    Source("reward_think", ("engine.reward.think",), str),
+    Source("gdpo_reward_keys", ("algorithm.gdpo_reward_keys",), _strings),
+    Source("filter_groups_max_batches", ("algorithm.filter_groups.max_num_gen_batches",), _positive),
+)
+
+
+def lora_exclude(cfg: Any) -> str | None:
+    """verl's `actor_rollout_ref.model.exclude_modules` (a regex, or a list of module names) joined with the module
+    groups of `evr1.lora.exclude`, as one regex (peft full-matches it against module names)."""
+    import re
+
+    from evr1_train.modules import exclude_regex
+
+    verl_value = plain(_get(cfg, "actor_rollout_ref.model.exclude_modules"))
+    parts: list[str] = []
+    if isinstance(verl_value, str) and verl_value:
+        parts.append(f"(?:{verl_value})")
+    elif verl_value:  # peft's list form: exact names or dotted suffixes
+        parts += [rf"(?:(?:.*\.)?{re.escape(str(x))})" for x in verl_value]
+    groups = exclude_regex(_strings(plain(_get(cfg, "evr1.lora.exclude")) or ()))
+    if groups:
+        parts.append(groups)
+    return "|".join(parts) or None
+
+
+def _overlong(cfg: Any, max_response_length: int) -> dict[str, Any]:
     """verl's `dapo` reward manager shapes rewards of responses longer than max_resp_len - len (a linear penalty up to
     -penalty_factor at max_resp_len); only that manager does, so the local engine follows the same switch."""
     kwargs = _get(cfg, "reward.reward_kwargs") or {}
     buffer = _get(kwargs, "overlong_buffer_cfg") or {}
     if str(_get(cfg, "reward.reward_manager.name", "naive")) != "dapo" or not _get(buffer, "enable", False):
         return {}
-    max_len = _get(kwargs, "max_resp_len") or _get(cfg, "data.max_response_length", 16)
+    max_len = _get(kwargs, "max_resp_len") or max_response_length
     length = int(_get(buffer, "len", 0) or 0)
     if length <= 0:
-        raise ValueError(
+        raise ConfigError(
             f"reward.reward_kwargs.overlong_buffer_cfg.len must be > 0 when the overlong penalty is enabled, got {length}"
         )
     return {

@@ -1,8 +1,10 @@
 """`run(cfg)`: the single-process engine behind `evr1-train engine=local` (and the no-argument quickstart).
 
-Order: (quickstart only) generate data -> build the frame cache -> build the tiny model; then train with progress
-bar, JSONL/TensorBoard/W&B metrics, validation every `trainer.test_freq` steps, checkpoints every
-`trainer.save_freq` steps (auto-resume from the newest), and finally a summary table and the learning-curve PNG.
+Order: name the run folder (a variant of a preset gets its own, see `evr1_train.runs`) -> (quickstart only) generate
+data, build the frame cache, build the tiny model -> check that the folder's checkpoints were made with the same
+settings -> train with progress bar, JSONL/TensorBoard/W&B metrics, validation every `trainer.test_freq` steps,
+checkpoints every `trainer.save_freq` steps (auto-resume from the newest), and finally a summary table and the
+learning-curve PNG. The run folder also gets `run_settings.json` and `evr1_train_protocol.json`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 import resource
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,14 +21,6 @@ from typing import Any
 from evr1_train.engine.config import LocalConfig, _get, plain
 
 logger = logging.getLogger(__name__)
-
-#: metrics shown on the progress bar (short name -> key)
-BAR = {
-    "reward": "critic/score/mean",
-    "acc": "critic/accuracy/mean",
-    "len": "response_length/mean",
-    "s/it": "timing_s/step",
-}
 
 
 @dataclass
@@ -42,6 +37,8 @@ class RunSummary:
     first_step_reaching: dict[str, int | None] = field(default_factory=dict)
     curve_png: Path | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+    total_params: int = 0
+    trainable_params: int = 0
 
     def table(self) -> str:
         keys = sorted({k for k in (*self.first_val, *self.last_val) if k.startswith("val/accuracy")})
@@ -86,18 +83,25 @@ def prepare_inputs(cfg: Any) -> None:
         video,
         image,
         progress=bool(_get(qs, "progress", True)),
+        build_model=bool(_get(qs, "build_model", True)),
     )
-    expect = {
-        "data.train_files": str(prepared.train_file),
-        "data.val_files": str(prepared.val_file),
-        "actor_rollout_ref.model.path": str(prepared.model_dir),
-    }
+    expect = {"data.train_files": str(prepared.train_file), "data.val_files": str(prepared.val_file)}
+    if prepared.model_dir is not None:
+        expect["actor_rollout_ref.model.path"] = str(prepared.model_dir)
     for key, value in expect.items():
         got = plain(_get(cfg, key))
         got = got[0] if isinstance(got, list) and len(got) == 1 else got
         if str(got) != value:
             raise ValueError(f"engine.quickstart: {key} is {got!r} but the quickstart wrote {value!r}; keep them equal")
     print(f"[evr1] quickstart inputs ready in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def write_protocol(folder: Path, files: dict[str, Any]) -> None:
+    """The run folder gets the same self-description files as every checkpoint in it."""
+    from evr1_train.atomic import atomic_json
+
+    for name, data in files.items():
+        atomic_json(folder / name, data)
 
 
 def _first_reaching(history: list[dict[str, float]], thresholds: tuple[float, ...]) -> dict[str, int | None]:
@@ -108,31 +112,72 @@ def _first_reaching(history: list[dict[str, float]], thresholds: tuple[float, ..
     return out
 
 
-def run(cfg: Any) -> RunSummary:
-    """Train with the local engine as configured; returns the run summary (also printed)."""
-    from tqdm.auto import tqdm
+def _set(cfg: Any, dotted: str, value: Any) -> None:
+    """`cfg.a.b = value` for OmegaConf nodes (struct mode included) and plain dicts."""
+    *parents, last = dotted.split(".")
+    node = cfg
+    for part in parents:
+        node = node[part]
+    node[last] = value
 
-    from evr1_train.engine.checkpoint import latest_checkpoint, prune_checkpoints
-    from evr1_train.engine.plot import curves_from_log, plot_curves
-    from evr1_train.engine.tracking import Tracker, read_jsonl
-    from evr1_train.engine.trainer import LocalTrainer
 
+def name_output_dir(cfg: Any, overrides: Sequence[str]) -> str:
+    """The run folder: `engine.output_dir` as given, or — for a variant of a preset (run-changing overrides on the
+    command line, no `engine.output_dir=` among them) — the preset's folder plus the variant's name."""
+    from evr1_train.runs import variant_name
+
+    base = str(_get(cfg, "engine.output_dir", "runs/local"))
+    explicit = any(o.lstrip("+").split("=", 1)[0] == "engine.output_dir" for o in overrides)
+    variant = "" if explicit else variant_name(overrides)
+    if variant:
+        base = f"{base.rstrip('/')}-{variant}"
+        _set(cfg, "engine.output_dir", base)
+    return base
+
+
+def _resume_folder(lc: LocalConfig, ckpt_root: Path, cfg: Any) -> Path | None:
+    """The checkpoint to resume (None: start fresh), after checking it was made with this run's settings."""
+    from evr1_train.engine.checkpoint import latest_checkpoint
+    from evr1_train.runs import check_resume, run_settings, write_settings
+
+    out = Path(lc.output_dir)
+    settings = run_settings(cfg)
+    folder = None
+    if lc.resume not in ("auto", "true", "disable"):
+        folder = Path(lc.resume)
+    elif lc.resume != "disable":
+        folder = latest_checkpoint(ckpt_root)
+    if lc.resume in ("auto", "true"):
+        diff = check_resume(out, settings, lc.resume, folder is not None)
+        if diff:
+            logger.warning("resuming %s although its settings differ (engine.resume=true): %s", out, "; ".join(diff))
+    write_settings(out, settings)
+    return folder
+
+
+def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
+    """Train with the local engine as configured; returns the run summary (also printed).
+
+    `overrides`: the command line's Hydra overrides (the CLI passes them); a preset variant gets its own folder.
+    """
+    from evr1_train.engine.tracking import Tracker
+    from evr1_train.quiet import quiet_third_party
+
+    quiet_third_party()
+    name_output_dir(cfg, overrides)
     prepare_inputs(cfg)
     lc = LocalConfig.from_cfg(cfg)
     out = Path(lc.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    ckpt_root = out / "checkpoints"
-    trainer = LocalTrainer(lc)
-    print(
-        f"[evr1] local engine on {trainer.runtime.label}: {len(trainer.train_rows)} train / {len(trainer.val_rows)} "
-        f"held-out rows, {lc.adv_estimator} + {lc.loss_mode}, n={lc.n}, hybrid={'on' if trainer.hybrid.enable else 'off'}",
-        flush=True,
-    )
-    if lc.resume != "disable":
-        folder = latest_checkpoint(ckpt_root) if lc.resume == "auto" else Path(lc.resume)
-        if folder is not None:
-            trainer.load(folder)
-            print(f"[evr1] resumed from {folder} (step {trainer.state.step})", flush=True)
+    print(f"[evr1] run folder: {out}", flush=True)
+    resume_from = _resume_folder(lc, out / "checkpoints", cfg)
+    trainer = make_trainer(lc)
+    print(f"[evr1] {trainer.describe()}", flush=True)
+    print(f"[evr1] {trainer.parameters_line()}", flush=True)
+    write_protocol(out, trainer.checkpoint_files())
+    if resume_from is not None:
+        trainer.load(resume_from)
+        print(f"[evr1] resumed from {resume_from} (step {trainer.state.step})", flush=True)
     tracker = Tracker(
         out,
         lc.loggers,
@@ -143,52 +188,13 @@ def run(cfg: Any) -> RunSummary:
     tracker.jsonl.truncate_after(trainer.state.step)
     from evr1_train.rollouts.engines import attach_local, finish_local
 
-    dumps = attach_local(trainer, cfg, out)  # evr1.rollout_dump: drops dumps past the resumed step
-    history = trainer.state.history
-    t_start = time.perf_counter()
-    wall_before = trainer.state.wall_s
-
-    def validate() -> dict[str, float]:
-        v = trainer.validate()
-        if v:
-            entry = {"step": float(trainer.state.step), **v}
-            history.append(entry)
-            tracker.log(trainer.state.step, v)
-            per_kind = "  ".join(
-                f"{k.rsplit('/', 1)[-1]}={x:.2f}" for k, x in v.items() if k.startswith("val/accuracy/")
-            )
-            tqdm.write(f"[evr1] step {trainer.state.step:>4} held-out accuracy {v['val/accuracy']:.3f}  ({per_kind})")
-        return v
-
-    if trainer.state.step == 0 and lc.val_before_train and trainer.val_rows:
-        validate()
-    bar = tqdm(total=lc.total_steps, initial=trainer.state.step, desc="evr1 local", unit="step", dynamic_ncols=True)
+    dumps = attach_local(trainer, cfg, out) if hasattr(trainer, "on_rollout") else None  # evr1.rollout_dump
+    t_start, wall_before = time.perf_counter(), trainer.state.wall_s
     try:
-        while trainer.state.step < lc.total_steps:
-            metrics = trainer.step()
-            step = trainer.state.step
-            tracker.log(step, metrics)
-            bar.update(1)
-            bar.set_postfix({k: f"{metrics.get(v, float('nan')):.3g}" for k, v in BAR.items()}, refresh=False)
-            last = step == lc.total_steps
-            if trainer.val_rows and ((lc.test_freq and step % lc.test_freq == 0) or last):
-                validate()
-            if (lc.save_freq and step % lc.save_freq == 0) or last:
-                trainer.save(ckpt_root)
-                prune_checkpoints(ckpt_root, lc.max_checkpoints)
+        _train_loop(trainer, lc, tracker, out / "checkpoints")
     finally:
-        bar.close()
         tracker.close()
-    png = None
-    if lc.plot:
-        try:
-            png = plot_curves(
-                curves_from_log(read_jsonl(out / "metrics.jsonl")),
-                out / "learning_curve.png",
-                title=f"{lc.experiment_name}: {lc.adv_estimator}, hybrid={'on' if trainer.hybrid.enable else 'off'}",
-            )
-        except Exception as exc:  # the plot is a convenience; never fail a finished run over it
-            logger.warning("learning-curve plot failed: %s", exc)
+    history = trainer.state.history
     summary = RunSummary(
         output_dir=out,
         steps=trainer.state.step,
@@ -198,9 +204,78 @@ def run(cfg: Any) -> RunSummary:
         last_val=dict(history[-1]) if history else {},
         best_val_accuracy=max((h.get("val/accuracy", float("nan")) for h in history), default=float("nan")),
         first_step_reaching=_first_reaching(history, (0.5, 0.8)),
-        curve_png=png,
+        curve_png=_plot(out, lc, trainer.describe_short()) if lc.plot else None,
         history=list(history),
+        total_params=trainer.parameters_report.total,
+        trainable_params=trainer.parameters_report.trainable,
     )
     print("\n" + summary.table(), flush=True)
     finish_local(dumps, out)  # the quickstart builds the rollout viewer and prints its path
     return summary
+
+
+def make_trainer(lc: LocalConfig) -> Any:
+    """The trainer for `lc`: the RL trainer, or the supervised warm start when `evr1.sft.enable`."""
+    if lc.sft:
+        from evr1_train.engine.sft import SFTTrainer
+
+        return SFTTrainer(lc)
+    from evr1_train.engine.trainer import LocalTrainer
+
+    return LocalTrainer(lc)
+
+
+def _validate(trainer: Any, tracker: Any) -> None:
+    """Held-out evaluation: appended to the trainer's history, logged, and printed per question kind."""
+    from tqdm.auto import tqdm
+
+    v = trainer.validate()
+    if not v:
+        return
+    trainer.state.history.append({"step": float(trainer.state.step), **v})
+    tracker.log(trainer.state.step, v)
+    per_kind = "  ".join(f"{k.rsplit('/', 1)[-1]}={x:.2f}" for k, x in v.items() if k.startswith("val/accuracy/"))
+    tqdm.write(f"[evr1] step {trainer.state.step:>4} held-out accuracy {v['val/accuracy']:.3f}  ({per_kind})")
+
+
+def _train_loop(trainer: Any, lc: LocalConfig, tracker: Any, ckpt_root: Path) -> None:
+    """Steps until `total_steps`, with a progress bar, validation every `test_freq` and checkpoints every `save_freq`
+    (and both at the last step)."""
+    from tqdm.auto import tqdm
+
+    from evr1_train.engine.checkpoint import prune_checkpoints
+
+    if trainer.state.step == 0 and lc.val_before_train and trainer.val_rows:
+        _validate(trainer, tracker)
+    bar = tqdm(total=lc.total_steps, initial=trainer.state.step, desc="evr1 local", unit="step", dynamic_ncols=True)
+    try:
+        while trainer.state.step < lc.total_steps:
+            metrics = trainer.step()
+            step = trainer.state.step
+            tracker.log(step, metrics)
+            bar.update(1)
+            bar.set_postfix({k: f"{metrics.get(v, float('nan')):.3g}" for k, v in trainer.bar.items()}, refresh=False)
+            last = step == lc.total_steps
+            if trainer.val_rows and ((lc.test_freq and step % lc.test_freq == 0) or last):
+                _validate(trainer, tracker)
+            if (lc.save_freq and step % lc.save_freq == 0) or last:
+                trainer.save(ckpt_root)
+                prune_checkpoints(ckpt_root, lc.max_checkpoints)
+    finally:
+        bar.close()
+
+
+def _plot(out: Path, lc: LocalConfig, what: str) -> Path | None:
+    """learning_curve.png from the run's metrics log (a convenience: a failure is a warning, never an error)."""
+    from evr1_train.engine.plot import curves_from_log, plot_curves
+    from evr1_train.engine.tracking import read_jsonl
+
+    try:
+        return plot_curves(
+            curves_from_log(read_jsonl(out / "metrics.jsonl")),
+            out / "learning_curve.png",
+            title=f"{lc.experiment_name}: {what}",
+        )
+    except Exception as exc:
+        logger.warning("learning-curve plot failed: %s", exc)
+        return None

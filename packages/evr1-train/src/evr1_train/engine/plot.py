@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 Series = Mapping[str, Sequence[tuple[float, float]]]
+#: Every curve is a mean accuracy or reward in [0, 1].
+Y_LABEL = "accuracy / reward (0-1)"
 
 
 def curves_from_log(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[float, float]]]:
@@ -55,6 +57,7 @@ def _matplotlib(series: Series, path: Path, title: str) -> None:
         xs, ys = zip(*pts, strict=True) if pts else ((), ())
         ax.plot(xs, ys, marker="o" if "held-out" in label else None, markersize=3, label=label)
     ax.set_xlabel("step")
+    ax.set_ylabel(Y_LABEL)
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.set_title(title)
@@ -99,4 +102,5 @@ def _pillow(series: Series, path: Path, title: str) -> None:
     d.text((m - 5, h - m + 5), f"{x0:g}", fill="gray")
     d.text((w - m - 15, h - m + 5), f"{x1:g}", fill="gray")
     d.text((w // 2, h - m + 15), "step", fill="black")
+    d.text((10, m - 18), Y_LABEL, fill="black")
     img.save(path, format="PNG")

@@ -8,6 +8,7 @@ CUDA GPU with fp32 master weights) must be made once.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,14 +51,32 @@ def pick_runtime(device: str = "auto", dtype: str = "auto") -> Runtime:
     return Runtime(dev, torch.bfloat16 if dtype == "bfloat16" else None)
 
 
-def load_policy(path: str, runtime: Runtime) -> tuple[Any, Any]:
-    """`(model, processor)` from a Hugging Face folder; weights stay fp32 (the optimiser's master copy)."""
+def load_policy(path: str, runtime: Runtime, key: str = "actor_rollout_ref.model.path") -> tuple[Any, Any]:
+    """`(model, processor)` from a Hugging Face folder (or Hub id); weights stay fp32 (the optimiser's master copy).
+
+    `path` may also be an evr1 run folder or checkpoint (its newest `actor/` is used, e.g. RL from an SFT run), and
+    an adapter folder (LoRA: merged into its base model). A path that is neither an existing folder nor a loadable
+    Hub id is an error naming `key` and the path.
+    """
     from transformers import AutoModelForImageTextToText, AutoProcessor
     from transformers.utils import logging as hf_logging
 
+    from evr1_train.engine.lora import is_adapter_folder, load_merged
+    from evr1_train.model_path import check_model_path, explain_load_error, resolve_model_path
+
+    path = resolve_model_path(path)
+    check_model_path(path, key)
+    if os.path.isdir(path):  # recorded as the base of LoRA adapters and in the protocol: keep it valid from anywhere
+        path = os.path.abspath(path)
     hf_logging.disable_progress_bar()  # "Loading weights" / "Writing model shards" bars drown the training bar
-    processor = AutoProcessor.from_pretrained(path)
-    model = AutoModelForImageTextToText.from_pretrained(path, dtype=torch.float32)
+    try:
+        processor = AutoProcessor.from_pretrained(path)
+        if is_adapter_folder(path):
+            model = load_merged(path, torch.float32)
+        else:
+            model = AutoModelForImageTextToText.from_pretrained(path, dtype=torch.float32)
+    except OSError as exc:
+        raise explain_load_error(path, key, exc) from exc
     model.to(runtime.device)
     model.config.use_cache = True
     return model, processor
@@ -85,7 +104,6 @@ def eos_ids(model: Any, tokenizer: Any) -> list[int]:
     return [int(i) for i in ids]
 
 
-@torch.no_grad()
 def generate(
     model: Any,
     prompts: Sequence[EncodedPrompt],
@@ -122,7 +140,7 @@ def generate(
                 kwargs["suppress_tokens"] = list(suppress)
             if do_sample:
                 kwargs.update(temperature=temperature, top_p=top_p, top_k=top_k if top_k > 0 else 0)
-            with runtime.autocast():
+            with torch.no_grad(), runtime.autocast():
                 seqs = model.generate(**batch, **kwargs)
             width = batch["input_ids"].shape[1]
             out += [cut_at_eos(row.tolist(), eos, pad_id) for row in seqs[:, width:]]

@@ -24,14 +24,15 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        return [dict(r) for r in pq.read_table(p).to_pylist()]
+        table: list[dict[str, Any]] = pq.read_table(p).to_pylist()
+        return [dict(r) for r in table]
     text = p.read_text(encoding="utf-8")
     if suffix == ".json" and text.lstrip().startswith("["):
-        rows = json.loads(text)
-        if not all(isinstance(r, dict) for r in rows):
+        array = json.loads(text)
+        if not all(isinstance(r, dict) for r in array):
             raise ValueError(f"{p}: a JSON dataset must be an array of objects")
-        return rows
-    rows = []
+        return [dict(r) for r in array]
+    rows: list[dict[str, Any]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

@@ -39,15 +39,15 @@ class JsonlSink:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def truncate_after(self, step: int) -> None:
+        from evr1_train.atomic import atomic_text
+
         rows = [r for r in read_jsonl(self.path) if int(r.get("step", 0)) <= step]
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        os.replace(tmp, self.path)
+        atomic_text(self.path, "".join(json.dumps(r) + "\n" for r in rows))
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
         row = {
             "step": step,
-            **{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()},
+            **{k: (v if math.isfinite(v) else None) for k, v in metrics.items()},
         }
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
@@ -65,7 +65,7 @@ class TensorBoardSink:
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
         for k, v in metrics.items():
-            if isinstance(v, int | float) and math.isfinite(v):
+            if math.isfinite(v):
                 self.writer.add_scalar(k, v, step)
         self.writer.flush()
 
@@ -80,7 +80,7 @@ class WandbSink:
         self.run = wandb.init(project=project, name=name, dir=str(folder), config=dict(config), resume="allow")
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
-        self.run.log({k: v for k, v in metrics.items() if isinstance(v, int | float)}, step=step)
+        self.run.log(dict(metrics), step=step)
 
     def close(self) -> None:
         self.run.finish()

@@ -3,12 +3,12 @@
 Public API (stable; the local engine uses the same functions as the verl agent loop):
     HybridConfig, GateDecision, OfflineResponse,
     row_offline_text, offline_slots, gate, plan_group, fit_offline_response, hybrid_metrics,
-    hybrid_metrics_from_extra_fields
+    hybrid_metrics_from_extra_fields, finite_mean
 Per-sample marker field written by both engines: OFFLINE_FIELD ("evr1_offline", 1 = stored trajectory, 0 = sampled).
 """
 
 from evr1_train.hybrid.config import HybridConfig
-from evr1_train.hybrid.metrics import hybrid_metrics, hybrid_metrics_from_extra_fields
+from evr1_train.hybrid.metrics import finite_mean, hybrid_metrics, hybrid_metrics_from_extra_fields
 from evr1_train.hybrid.select import (
     GateDecision,
     OfflineResponse,
@@ -26,6 +26,7 @@ __all__ = [
     "GateDecision",
     "HybridConfig",
     "OfflineResponse",
+    "finite_mean",
     "fit_offline_response",
     "gate",
     "hybrid_metrics",

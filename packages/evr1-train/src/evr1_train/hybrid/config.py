@@ -63,7 +63,7 @@ class HybridConfig:
         _choice("offline_handling", self.offline_handling, _HANDLING)
         _choice("off_policy_method", self.off_policy_method, _METHODS)
         _choice("overlong", self.overlong, _OVERLONG)
-        if not isinstance(self.k, int) or self.k < 1:
+        if type(self.k) is not int or self.k < 1:  # YAML may hand over a float or a bool
             raise ValueError(f"evr1.hybrid.k must be an integer >= 1, got {self.k!r}")
         if self.mode == "below_accuracy":
             t = self.accuracy_threshold

@@ -48,7 +48,7 @@ class GateDecision:
     online_accuracy: float | None = None
 
 
-def gate(cfg: HybridConfig, online_accuracies: Sequence[float] | None) -> GateDecision:
+def gate(cfg: HybridConfig, online_accuracies: Sequence[float | None] | None) -> GateDecision:
     """Decide for one group. In "below_accuracy" mode the decision uses the mean of the finite online accuracies."""
     if not cfg.enable:
         return GateDecision(False, "hybrid disabled")
@@ -58,7 +58,9 @@ def gate(cfg: HybridConfig, online_accuracies: Sequence[float] | None) -> GateDe
     if not accs:
         return GateDecision(False, "below_accuracy: no scored online rollout in this group; kept online")
     mean = sum(accs) / len(accs)
-    threshold = float(cfg.accuracy_threshold)  # validated non-None in this mode
+    if cfg.accuracy_threshold is None:  # HybridConfig refuses this combination; keep the type checker informed
+        raise ValueError("evr1.hybrid.mode=below_accuracy needs evr1.hybrid.accuracy_threshold")
+    threshold = float(cfg.accuracy_threshold)
     if mean < threshold:
         return GateDecision(True, f"online accuracy {mean:.3f} < {threshold:.3f}", mean)
     return GateDecision(False, f"online accuracy {mean:.3f} >= {threshold:.3f}", mean)

@@ -110,9 +110,9 @@ def hybrid_policy_loss(
     base_fn = get_policy_loss_fn(hybrid.base_loss_mode)
     resp = response_mask.to(torch.bool)
 
-    def base_loss(mask: Any) -> tuple[Any, dict[str, Any]]:
+    def base_loss(mask: Any) -> tuple[torch.Tensor, dict[str, Any]]:
         """verl's configured policy loss over the tokens of `mask` (on-policy tokens)."""
-        return base_fn(
+        loss, metrics = base_fn(
             old_log_prob=old_log_prob,
             log_prob=log_prob,
             advantages=advantages,
@@ -121,11 +121,11 @@ def hybrid_policy_loss(
             config=config,
             rollout_is_weights=rollout_is_weights,
         )
+        return loss, dict(metrics)
 
     if offline_mask is None or not hybrid.off_policy:
-        loss, metrics = base_loss(resp)
-        metrics = {**metrics, "actor/evr1_offline_token_frac": 0.0}
-        return loss, metrics
+        loss, base_metrics = base_loss(resp)
+        return loss, {**base_metrics, "actor/evr1_offline_token_frac": 0.0}
 
     off = _token_mask(offline_mask, log_prob) & resp
     on = resp & ~off

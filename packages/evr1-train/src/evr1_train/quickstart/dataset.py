@@ -14,11 +14,12 @@ import fractions
 import json
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from evr1_train.atomic import atomic_text
 from evr1_train.quickstart.shapes import TASK_MIX, Scene, make_scene, sample_kinds
 
 SPLITS = ("train", "heldout")
@@ -148,7 +149,7 @@ def generate_quickstart_data(
                 f"{out} holds quickstart data made with other settings ({have}); delete it or choose another folder"
             )
     else:
-        _atomic_text(manifest, json.dumps(want, indent=1))
+        atomic_text(manifest, json.dumps(want, indent=1))
     files: dict[str, Path] = {}
     for split in SPLITS:
         target = out / f"{split}.jsonl"
@@ -157,7 +158,7 @@ def generate_quickstart_data(
             continue
         rows = []
         n = spec.n_train if split == "train" else spec.n_heldout
-        scenes = iter_scenes(spec, split)
+        scenes: Iterable[tuple[str, Scene]] = iter_scenes(spec, split)
         if progress:
             from tqdm.auto import tqdm
 
@@ -170,11 +171,5 @@ def generate_quickstart_data(
                 (write_video if scene.modality == "video" else write_image)(path, scene)
             offline = split == "train" and offline_rng.random() < spec.offline_fraction
             rows.append(make_row(row_id, scene, f"media/{path.name}", offline))
-        _atomic_text(target, "".join(json.dumps(r) + "\n" for r in rows))
+        atomic_text(target, "".join(json.dumps(r) + "\n" for r in rows))
     return files
-
-
-def _atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)

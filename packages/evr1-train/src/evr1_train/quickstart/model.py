@@ -9,8 +9,6 @@ model, and any other tool can too.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -212,17 +210,11 @@ def save_tiny_vlm(out_dir: str | os.PathLike[str], spec: TinyVLMSpec, extra_corp
                 "another output directory"
             )
         return out
+    from evr1_train.atomic import atomic_folder
+
     model, processor = build_tiny_vlm(spec, extra_corpus)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_folder(out) as tmp:  # replaces an incomplete folder from a killed build
         model.save_pretrained(tmp, safe_serialization=True)
         processor.save_pretrained(tmp)
         (tmp / "evr1_tiny_vlm.json").write_text(json.dumps(asdict(spec), indent=1))
-        if out.exists():  # an incomplete folder from a killed build
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out

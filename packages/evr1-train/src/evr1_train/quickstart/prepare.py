@@ -27,7 +27,7 @@ class PreparedQuickstart:
     val_file: Path
     cache_dir: Path
     media_root: Path
-    model_dir: Path
+    model_dir: Path | None  # None when the run starts from another model (e.g. RL from an SFT checkpoint)
 
 
 def corpus_from(files: dict[str, Path]) -> list[str]:
@@ -54,8 +54,10 @@ def prepare_quickstart(
     image: dict[str, Any],
     *,
     progress: bool = True,
+    build_model: bool = True,
 ) -> PreparedQuickstart:
-    """Generate data, build the frame cache with `evr1_cache.build_cache`, and build the tiny model, under `root`."""
+    """Generate data, build the frame cache with `evr1_cache.build_cache`, and (unless `build_model` is false)
+    build the tiny model, under `root`."""
     from evr1_cache import ImageSpec, SamplingSpec, build_cache
 
     root = Path(root)
@@ -76,5 +78,5 @@ def prepare_quickstart(
         if not report.ok:
             logger.warning("quickstart cache: %d media failed: %s", report.failed, "; ".join(report.errors[:3]))
         built[split] = target
-    model_dir = save_tiny_vlm(root / "model-init", model, corpus_from(raw))
+    model_dir = save_tiny_vlm(root / "model-init", model, corpus_from(raw)) if build_model else None
     return PreparedQuickstart(built["train"], built["heldout"], cache_dir, data_dir, model_dir)

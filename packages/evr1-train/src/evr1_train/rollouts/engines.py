@@ -129,10 +129,10 @@ _CORE_FIELDS = ["uid", "responses", "advantages", "extra_fields", "raw_prompt"]
 
 
 def _verl_writer(trainer: Any, step: int) -> RolloutDumpWriter | None:
-    writer = getattr(trainer, "_evr1_rollout_dump", False)
-    if writer is not False:
-        return writer  # type: ignore[no-any-return]
-    writer = None
+    cached: RolloutDumpWriter | bool | None = getattr(trainer, "_evr1_rollout_dump", False)
+    if cached is not False:
+        return cached if isinstance(cached, RolloutDumpWriter) else None
+    writer: RolloutDumpWriter | None = None
     try:
         config = dump_config(trainer.config)
         if config.enable:
@@ -208,7 +208,8 @@ def verl_groups(data: Any, tokenizer: Any, writer: RolloutDumpWriter) -> list[di
             ids = responses[i]
             ids = ids.tolist() if hasattr(ids, "tolist") else list(ids or [])
             ef = extra_fields[i] if isinstance(extra_fields[i], dict) else {}
-            rinfo = ef.get("reward_extra_info") if isinstance(ef.get("reward_extra_info"), dict) else {}
+            raw_info = ef.get("reward_extra_info")
+            rinfo: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
             adv = advantages[i]
             adv_value = float(adv.float().mean()) if hasattr(adv, "float") and adv.numel() else None
             reward = {"overall": rinfo.get("score"), **{k: v for k, v in rinfo.items() if k != "score"}}

@@ -330,7 +330,7 @@ def extracted_answer(text: str, ground_truth: Any, problem_type: str, extras: Ma
     try:
         from evr1_rewards import score
 
-        options = extras.get("options") if isinstance(extras, Mapping) else None
+        options = extras.get("options")
         res = score(text, ground_truth, problem_type, options=list(options) if options else None, mode="metric")
     except Exception:  # display only: an unscorable answer simply has no highlight
         return None
@@ -356,8 +356,8 @@ def group_record(
 ) -> dict[str, Any]:
     """One dump line (without `schema`/`step`, which `write_step` adds). `responses[i]` holds text, offline,
     reward (a dict of components), advantage, tokens and optional details; the extracted answer is added here."""
-    prompt, system = prompt_text(messages)
-    prompt, _ = cut(prompt, max_chars)
+    prompt_full, system = prompt_text(messages)
+    prompt = cut(prompt_full, max_chars)[0] or ""
     out_responses = []
     for r in responses:
         text = r.get("text")

@@ -36,7 +36,7 @@ def hybrid_config_of(config: Any) -> HybridConfig:
     return HybridConfig.from_mapping(node)
 
 
-class Evr1HybridAgentLoop(SingleTurnAgentLoop):
+class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl is untyped
     """Single-turn rollouts with stored trajectories mixed into k of n slots."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -132,9 +132,8 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):
             result = await fn(**call)
         else:  # rule rewards can be CPU-heavy (code, math): keep the event loop free
             result = await self.loop.run_in_executor(None, lambda: fn(**call))
-        if isinstance(result, dict):
-            return float(result.get("accuracy", result.get("score", 0.0)))
-        return float(result)
+        value: Any = result.get("accuracy", result.get("score", 0.0)) if isinstance(result, dict) else result
+        return float(value)
 
     def _reward(self) -> Any:
         if self._reward_fn is None:

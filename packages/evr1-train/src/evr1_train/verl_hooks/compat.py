@@ -4,9 +4,10 @@ verl 0.9.1 patches Qwen2/2.5-VL's forward so a text-only micro-batch still runs 
 guard). Its text-only branch does `model.visual(...).mean()`, but with the transformers versions verl itself
 requires (>= 5.5) the vision tower returns a `BaseModelOutputWithPooling`, so every text-only micro-batch raises
 `AttributeError: 'BaseModelOutputWithPooling' object has no attribute 'mean'` (image/video batches are unaffected).
-The shim replaces only that branch with `evr1_train.losses.vision_zero_term` (same zero-gradient dummy pass,
-ModelOutput-aware) and leaves every batch with pixels to verl's own code. It disables itself when verl's function
-works on a probe, so a fixed verl needs no change here; `EVR1_VERL_COMPAT=0` turns it off.
+The shim replaces only that branch with `evr1_train.losses.add_dummy_vision` (same zero-gradient dummy pass,
+ModelOutput-aware) and leaves every batch with pixels to verl's own code. It is installed only on verl 0.9.x (a
+version check: a later verl is left alone, and must be checked again when evr1 supports it), once per process (a
+marker attribute on the replaced function); `EVR1_VERL_COMPAT=0` turns it off.
 
 Names (stable): patch_qwen2_vl_text_only() -> bool (True when installed)
 """
@@ -42,10 +43,9 @@ def patch_qwen2_vl_text_only() -> bool:
             return original(
                 model, input_ids, attention_mask, pixel_values, pixel_values_videos, image_grid_thw, video_grid_thw
             )
-        from evr1_train.losses.dummy_vision import vision_zero_term
+        from evr1_train.losses.dummy_vision import add_dummy_vision
 
-        embeds = model.get_input_embeddings()(input_ids)
-        embeds = embeds + vision_zero_term(model).to(embeds.dtype)
+        embeds = add_dummy_vision(model.get_input_embeddings()(input_ids), model)
         if attention_mask is not None:
             attention_mask = attention_mask.to(embeds.device)
         return embeds, attention_mask

@@ -2,8 +2,9 @@
 
 verl imports every `verl.plugins` entry point inside `import verl`, i.e. in the driver and in every Ray worker, so
 names used in YAML (`evr1_hybrid` loss and agent loop, `evr1` trainer mode) resolve everywhere. It also installs
-the version-guarded text-only-vision shim of `compat` (a verl 0.9.1 bug on mixed-modality batches). verl swallows plugin
-import errors at debug level, so each registration logs its own failure at WARNING.
+the version-guarded text-only-vision shim of `compat` (a verl 0.9.1 bug on mixed-modality batches) and, when
+`evr1.frozen_modules` is set (`EVR1_FROZEN_MODULES` in the worker's environment), the freezing wrapper of `freeze`.
+verl swallows plugin import errors at debug level, so each registration logs its own failure at WARNING.
 
 Names (stable): register() (idempotent), REGISTERED (names registered in this process)
 """
@@ -11,6 +12,7 @@ Names (stable): register() (idempotent), REGISTERED (names registered in this pr
 from __future__ import annotations
 
 import logging
+import os
 
 logger = logging.getLogger("evr1_train.verl_hooks.plugin")
 REGISTERED: dict[str, str] = {}
@@ -26,12 +28,14 @@ def _register_loss() -> None:
 def _register_agent_loop() -> None:
     from verl.experimental.agent_loop import agent_loop as al
 
-    target = "evr1_train.verl_hooks.agent_loop.Evr1HybridAgentLoop"
-    current = al._agent_loop_registry.get("evr1_hybrid")
+    from evr1_train.verl_hooks.agent_loop import AGENT_NAME, Evr1HybridAgentLoop
+
+    target = f"{Evr1HybridAgentLoop.__module__}.{Evr1HybridAgentLoop.__qualname__}"
+    current = al._agent_loop_registry.get(AGENT_NAME)  # read only: verl's `register` overwrites without a check
     if current is not None and current.get("_target_") != target:
-        raise ValueError(f"agent loop 'evr1_hybrid' is already registered to {current}")
-    al._agent_loop_registry["evr1_hybrid"] = {"_target_": target}  # resolved lazily by hydra.instantiate
-    REGISTERED["agent_loop:evr1_hybrid"] = target
+        raise ValueError(f"agent loop {AGENT_NAME!r} is already registered to {current}")
+    al.register(AGENT_NAME)(Evr1HybridAgentLoop)  # verl's public decorator
+    REGISTERED[f"agent_loop:{AGENT_NAME}"] = target
 
 
 def _register_trainer() -> None:
@@ -51,8 +55,15 @@ def _compat() -> None:
         REGISTERED["compat:qwen2_vl_text_only"] = "evr1_train.verl_hooks.compat"
 
 
+def _freeze() -> None:
+    from evr1_train.verl_hooks.freeze import ENV_VAR, install_freeze_patch
+
+    if install_freeze_patch():
+        REGISTERED["freeze:fsdp_build_module"] = os.environ[ENV_VAR]
+
+
 def register() -> dict[str, str]:
-    for step in (_register_loss, _register_agent_loop, _register_trainer, _compat):
+    for step in (_register_loss, _register_agent_loop, _register_trainer, _compat, _freeze):
         try:
             step()
         except Exception as exc:  # keep verl importable; say loudly what is missing

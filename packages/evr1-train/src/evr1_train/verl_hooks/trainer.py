@@ -25,7 +25,7 @@ TRAINER_MODE = "evr1"
 
 
 @register_trainer(TRAINER_MODE)
-class Evr1Trainer(PPOTrainerSync):
+class Evr1Trainer(PPOTrainerSync):  # type: ignore[misc]  # verl is untyped
     """PPOTrainerSync + `evr1_ppo_loss` (when hybrid off-policy handling is on) + `evr1/hybrid/*` metrics."""
 
     def on_init_end(self) -> None:
@@ -38,7 +38,9 @@ class Evr1Trainer(PPOTrainerSync):
             self.actor_rollout_wg.set_loss_fn(partial(evr1_ppo_loss, config=actor_cfg, hybrid=hybrid))
             logger.info("evr1: off-policy loss for stored trajectories (%s)", hybrid.off_policy_method)
 
-    def _compute_metrics(self, batch: Any, metrics: dict, timing_raw: dict, global_steps: int, epoch: int) -> Any:
+    def _compute_metrics(
+        self, batch: Any, metrics: dict[str, Any], timing_raw: dict[str, Any], global_steps: int, epoch: int
+    ) -> Any:
         out = super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
         if hybrid_config_of(self.config).enable:
             import transfer_queue as tq
