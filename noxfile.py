@@ -346,7 +346,7 @@ def train(session: nox.Session) -> None:
 
 def roundtrip_dir(session: nox.Session) -> Path:
     """Where the train session's round-trip test leaves its run, export and figures for `roundtrip_vllm`."""
-    return Path(session.cache_dir) / "roundtrip"
+    return (Path(session.cache_dir) / "roundtrip").absolute()  # the test runs its commands inside it
 
 
 @nox.session(python=HOST, venv_backend="none", requires=["train", "eval_engines"])

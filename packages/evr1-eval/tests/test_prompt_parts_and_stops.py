@@ -214,7 +214,7 @@ def test_the_end_of_turn_token_comes_from_the_chat_template(tiny: Path, tmp_path
 @pytest.mark.hf
 def test_presence_penalty_has_vllms_meaning() -> None:
     """Each token already in the answer (not the prompt) loses the penalty once, however often it occurred."""
-    import torch
+    torch = pytest.importorskip("torch", reason="needs the hf extra: nox -s eval_engines")
 
     from evr1_eval.backends.hf import _PresencePenalty
 
