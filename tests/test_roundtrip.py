@@ -142,7 +142,9 @@ def test_the_export_is_the_trainers_held_out_split(trained: Path) -> None:
     counts = _kinds(trained)
     assert sum(counts.values()) == len(data.rows) == 64  # the quickstart's held-out rows, none dropped
     assert set(counts) == set(KINDS)
-    record = json.loads((trained / "run" / "checkpoints" / f"step_{STEPS:06d}" / "evr1_train_protocol.json").read_text())
+    record = json.loads(
+        (trained / "run" / "checkpoints" / f"step_{STEPS:06d}" / "evr1_train_protocol.json").read_text()
+    )
     assert record["step"] == STEPS
     from evr1_eval.train_protocol import load_trained
 
