@@ -8,6 +8,8 @@ Needs torch + torchvision + qwen-vl-utils (+ torchcodec 0.13 as its decoder) bes
     .venvs/cache-bench/bin/pip install qwen-vl-utils==0.0.14 -e packages/evr1-cache
 (on a CPU-only torch add the torchvision shim of testenv/, see noxfile.install_torchvision_shim). Example:
     .venvs/cache-bench/bin/python benchmarks/cache_vs_decode.py --runs 5 --json bench.json
+or, in one command that builds that venv (shim included) and runs the script with the arguments after `--`:
+    uvx nox -s bench_cache -- --runs 5 --json bench.json
 
 "Cold" drops the page cache of the files involved before each run (posix_fadvise DONTNEED): for fetch_video the video;
 for `load_torch(video, spec)` the cache entry and the video (whose first/middle/last MiB give its identity; the

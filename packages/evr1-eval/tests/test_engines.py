@@ -304,6 +304,42 @@ def test_video_metadata_reaches_the_model(engine, dataset: Path) -> None:
         assert a.prompt_tokens == b.prompt_tokens  # Qwen2.5-VL: time enters the position ids, not the text
 
 
+def test_forced_answer_lengths_run_past_the_end_of_the_answer(engine, dataset: Path) -> None:
+    """min_tokens + ignore_eos (benchmarks/eval_pipeline.py forces each answer's length with them): an answer that
+    would end after its first token runs to exactly max_tokens. The end is made to come at once: vLLM gets a stop
+    string out of its own first token (vLLM checks stop strings only past min_tokens); transformers gets that token
+    as its EOS (min_new_tokens suppresses EOS, not stop strings)."""
+    name, kind, backend, loop = engine
+    from evr1_eval.runner import sampling_for
+
+    job = _job(dataset)
+    config = _config(Path("unused"), kind)
+    sample = job.samples[0]
+    media = _media(config, job).load(sample, sampling_for(job.benchmark, config.sampling_overrides))
+    req = Request(id="forced", prompt=sample.prompt, videos=media.videos)
+    n = 12
+    free = loop.run(backend.generate(req, GenerationParams(max_tokens=n)))
+    assert free.text, "the greedy answer decodes to text (needed to make a stop string of it)"
+    forced = GenerationParams(max_tokens=n, min_tokens=n, ignore_eos=True)
+    if name == "vllm":
+        stop = (free.text[0],)
+        early = loop.run(backend.generate(req, GenerationParams(max_tokens=n, stop=stop)))
+        full = loop.run(backend.generate(req, dataclasses.replace(forced, stop=stop)))
+    else:
+        hf = backend.inner
+        first = hf._processor.tokenizer(free.text, add_special_tokens=False)["input_ids"][0]
+        saved = hf._model.generation_config.eos_token_id
+        hf._model.generation_config.eos_token_id = first
+        try:
+            early = loop.run(backend.generate(req, GenerationParams(max_tokens=n)))
+            full = loop.run(backend.generate(req, forced))
+        finally:
+            hf._model.generation_config.eos_token_id = saved
+    assert early.completion_tokens < n  # the end really came early without the forcing
+    assert full.completion_tokens == n
+    assert full.finish_reason == "length"
+
+
 # -- a real `vllm serve` behind the openai backend --------------------------------------------------------------------
 
 SERVED = "tiny-qwen2.5-vl"

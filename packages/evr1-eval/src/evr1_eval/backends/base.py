@@ -115,12 +115,18 @@ class GenerationParams:
     #: `repetition_penalty` divides (multiplies, when negative) the logits of tokens in the prompt or the answer.
     presence_penalty: float = 0.0
     repetition_penalty: float = 1.0
+    #: Load testing only (forced answer lengths, e.g. `benchmarks/eval_pipeline.py`): no EOS before `min_tokens`, and
+    #: with `ignore_eos` none at all, so the answer runs to `max_tokens` (vLLM's `min_tokens` / `ignore_eos`).
+    min_tokens: int = 0
+    ignore_eos: bool = False
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
         if self.temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 <= self.min_tokens <= self.max_tokens:
+            raise ValueError(f"min_tokens must be in [0, max_tokens={self.max_tokens}], got {self.min_tokens}")
         if self.repetition_penalty <= 0:
             raise ValueError(f"repetition_penalty must be > 0, got {self.repetition_penalty}")
         for name in ("stop", "stop_token_ids", "suppress_token_ids"):
@@ -142,6 +148,8 @@ _QUIET_DEFAULTS: dict[str, Any] = {
     "suppress_token_ids": (),
     "presence_penalty": 0.0,
     "repetition_penalty": 1.0,
+    "min_tokens": 0,
+    "ignore_eos": False,
 }
 
 

@@ -165,6 +165,9 @@ def generate_kwargs(params: GenerationParams, eos: list[int], tokenizer: Any) ->
     out: dict[str, Any] = {"max_new_tokens": params.max_tokens, "do_sample": not greedy, "eos_token_id": eos}
     if tokenizer.pad_token_id is not None:
         out["pad_token_id"] = tokenizer.pad_token_id
+    floor = params.max_tokens if params.ignore_eos else params.min_tokens  # EOS suppressed up to here
+    if floor:
+        out["min_new_tokens"] = floor
     if not greedy:
         torch.manual_seed(params.seed)
         out.update(temperature=params.temperature, top_p=params.top_p)

@@ -107,6 +107,8 @@ def sampling_extensions(params: GenerationParams, chat_template: str | None) -> 
         out["repetition_penalty"] = params.repetition_penalty
     if chat_template is not None:
         out["chat_template"] = chat_template
+    if params.min_tokens or params.ignore_eos:  # vLLM's server extensions for forced answer lengths
+        out.update(min_tokens=params.min_tokens, ignore_eos=params.ignore_eos)
     return out
 
 

@@ -120,6 +120,8 @@ class VllmBackend:
             logit_bias={int(t): -100.0 for t in params.suppress_token_ids} or None,
             presence_penalty=params.presence_penalty,
             repetition_penalty=params.repetition_penalty,
+            min_tokens=params.min_tokens,
+            ignore_eos=params.ignore_eos,
             output_kind=self._final_only,
         )
 
