@@ -28,9 +28,11 @@ from typing import Any
 
 import pytest
 
-#: Long enough that the model answers in the trained format and above chance (docs/quickstart.md: well-formed answers
-#: within ~20 steps, held-out accuracy 0.34 at step 20), short enough for the test budget (~0.6 s per step on one core).
-STEPS = int(os.environ.get("EVR1_ROUNDTRIP_STEPS", "20"))
+#: Long enough that the model reads the frames (held-out accuracy 0.59 at step 40; at step 20 it still answers every
+#: colour question with one letter, a near-tie between two letters that engines' float sums break differently),
+#: short enough for the test budget (the run's start-up, not its steps, is most of its cost: 60 CPU-s for 20 steps,
+#: 68 for 40, on the loaded 2-core machine).
+STEPS = int(os.environ.get("EVR1_ROUNDTRIP_STEPS", "40"))
 KINDS = ("colour", "count", "direction", "image_colour", "when")
 FIGURES = "trainer_heldout.json"
 
@@ -99,7 +101,7 @@ def _evaluate(root: Path, backend: str, *extra: str) -> tuple[dict[str, Any], st
         cwd=root,
     )  # fmt: skip
     assert "with its training settings" in proc.stderr  # nothing differs from training
-    assert "warning" not in proc.stderr
+    assert "differ from how" not in proc.stderr  # (engines print warnings of their own: only evr1's is checked)
     return json.loads((out / "evr1_data" / "summary.json").read_text()), proc.stderr
 
 

@@ -105,7 +105,8 @@ def export_row(row: Mapping[str, Any], index: int, opts: Any) -> dict[str, Any]:
     from evr1_train.engine.rows import row_id
 
     extras = row_extra_info(row, opts, index)
-    videos, images = [], []
+    videos: list[str] = []
+    images: list[str] = []
     for item in media_items(row_messages(row, opts)):
         ref = item.get(item["type"])
         if not isinstance(ref, str):
@@ -171,7 +172,9 @@ def export_heldout(run: str | Path, out: str | Path, split: str = "heldout") -> 
 
     data = run_data(run, split)
     opts = data.opts
-    lines, kinds, failed = [], {}, []
+    lines: list[str] = []
+    kinds: dict[str, int] = {}
+    failed: list[str] = []
     for index, row in enumerate(data.rows):
         try:
             exported = export_row(row, index, opts)
