@@ -142,15 +142,17 @@ SPEC_PARITY_REQS = ["torch==2.13.0", "torchvision==0.28.0", "qwen-vl-utils==0.0.
 
 @nox.session(python=HOST, venv_backend="virtualenv")
 def spec_parity(session: nox.Session) -> None:
-    """evr1_cache.spec vs the real qwen-vl-utils 0.0.14 and transformers over generated grids (pip venv: CPU torch)."""
+    """evr1_cache.spec vs the real qwen-vl-utils 0.0.14 and transformers over generated grids, and cached pixels vs
+    torchvision's resize and `fetch_video` itself on every real and generated test video (pip venv: CPU torch)."""
     session.install("--no-compile", *SPEC_PARITY_REQS, *TEST_DEPS)  # skip the .pyc pass over all of torch
     install_torchvision_shim(session)
-    # The spec is stdlib only (proven in test_spec.py), so evr1-cache's decoding deps are not needed here.
-    session.install("--no-deps", str(member("evr1-cache")))
+    # fetch_video's decoder as EasyVideoR1 runs it; 0.13 is the CPU build (later ones are CUDA-linked, see the shim)
+    session.install("--no-deps", "torchcodec==0.13.0")
+    session.install(str(member("evr1-cache")))  # with its decoding deps: the pixel tests decode real videos
     tests = member("evr1-cache") / "tests"
     session.run(
-        "pytest", str(tests / "test_spec_parity.py"), str(tests / "test_spec.py"), *session.posargs,
-        env={"EVR1_SPEC_PARITY": "1"},
+        "pytest", str(tests / "test_spec_parity.py"), str(tests / "test_spec.py"), str(tests / "test_resample_parity.py"),
+        *session.posargs, env={"EVR1_SPEC_PARITY": "1"},
     )  # fmt: skip
 
 

@@ -100,7 +100,11 @@ def engine_environment() -> None:
 # -- data -------------------------------------------------------------------------------------------------------------
 def make_dataset(work: Path, questions: int, generated: int, seconds: int) -> Path:
     """Annotation JSON (EasyVideoR1 layout) over real + generated videos; returns the annotations dir."""
-    from evr1_cache.testing import make_synthetic_video, real_test_videos
+    import runpy  # testenv/ is the test environment's, not an installed package
+
+    from evr1_cache.testing import make_synthetic_video
+
+    real_test_videos = runpy.run_path(str(Path(__file__).parents[1] / "testenv" / "real_videos.py"))["real_test_videos"]
 
     media = work / "media"
     media.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 Same model, data, seed and steps; only `data.evr1.video_source` differs (`cache_only` vs `decode`). Two datasets:
   * real: real videos made by others (Big Buck Bunny 720p, bikes, cockatoo 720p 4:4:4, carphone, realshort; fetched
-    from registry packages by `evr1_cache.testing.real_test_videos`), multiple-choice rows;
+    from registry packages by `testenv/real_videos.py`), multiple-choice rows;
   * generated: the quickstart's moving-shape clips (tiny 112x112 H.264, where decoding is cheap).
 Per step: data (rows -> frames -> processor), rollout (generate), log_prob (old/ref passes), update (PPO) and total;
 medians over the timed steps after one warm-up step. EasyVideoR1 reported 1.47x for cached steps on 32 GPUs; on a
@@ -37,7 +37,9 @@ def compose(out: Path, overrides: list[str]) -> Any:
 
 def real_dataset(work: Path, videos_dir: Path) -> Path:
     """A multiple-choice dataset over real videos (several rows per video, as real datasets have)."""
-    from evr1_cache.testing import real_test_videos
+    import runpy  # testenv/ is the test environment's, not an installed package
+
+    real_test_videos = runpy.run_path(str(Path(__file__).parents[1] / "testenv" / "real_videos.py"))["real_test_videos"]
 
     videos = real_test_videos(videos_dir)  # fetched from the registries once, unless DIR already holds them
     rows = []

@@ -45,8 +45,8 @@ PARAMS = GenerationParams(max_tokens=6)
 N_VIDEO = 8
 
 
-def _tiny_qwen() -> Any:
-    spec = importlib.util.spec_from_file_location("evr1_testenv_tiny_qwen", ROOT / "testenv" / "tiny_qwen.py")
+def _testenv(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"evr1_testenv_{name}", ROOT / "testenv" / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -57,7 +57,7 @@ def _tiny_qwen() -> Any:
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     pytest.importorskip("transformers", reason="needs the hf extra (torch + transformers): nox -s eval_engines")
-    tiny = _tiny_qwen()
+    tiny = _testenv("tiny_qwen")
     out = tmp_path_factory.mktemp("tiny-qwen")
     tok = tiny.build_tokenizer()
     return {kind: tiny.build_tiny_qwen(out, kind, head_dim=32, tokenizer=tok) for kind in KINDS}
@@ -66,7 +66,9 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """EasyVideoR1-style MVBench annotations over generated clips, one real clip, one image and one missing file."""
-    from evr1_cache.testing import make_synthetic_image, make_synthetic_video, real_test_videos
+    from evr1_cache.testing import make_synthetic_image, make_synthetic_video
+
+    real_test_videos = _testenv("real_videos").real_test_videos
 
     root = tmp_path_factory.mktemp("engine-data")
     media = root / "media"
