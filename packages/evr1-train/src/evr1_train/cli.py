@@ -194,7 +194,7 @@ def usage() -> str:
         "  evr1-train export-heldout runs/quickstart runs/quickstart/heldout   # evaluate it: evr1-eval run --from-train",
         "",
         "Commands:",
-        *(f"  {name:<{width}}{cmd.summary}" for name, cmd in sorted(COMMANDS.items())),
+        *(f"  {name:<{max(width, len(name) + 2)}}{cmd.summary}" for name, cmd in sorted(COMMANDS.items())),
         "",
         "Docs: docs/train.md (verl), docs/quickstart.md (local engine). Hydra's own help: evr1-train --hydra-help",
     ]
