@@ -331,7 +331,7 @@ def train(session: nox.Session) -> None:
     of evr1-train exactly as a user gets it (verl + its trainer's small deps)."""
     session.install("--no-compile", "torch==2.13.0")  # the machine's CPU build, before anything pulls a CUDA one
     install(session, "evr1-train")
-    install(session, "evr1-eval")  # tests/test_eval_train_prompt.py: evr1-eval's evr1 prompt == the trainer's, live
+    install(session, "evr1-eval")  # the cross-package prompt test and the train -> eval round trip (tests/)
     session.install("trl==1.16.0")  # evr1-rewards' host tests (test_hosts.py): TRL 1.16 fits verl's transformers pin
     session.install("--no-deps", "torchvision==0.28.0")  # Qwen-VL video processors need it; CPU torch has no match
     install_torchvision_shim(session)
@@ -343,11 +343,33 @@ def train(session: nox.Session) -> None:
         str(member("evr1-cache") / "tests" / "test_store_reader.py"),  # incl. the zero-copy torch path (torch here)
         str(ROOT / "tests" / "test_cache_to_train.py"),  # cross-package: `evr1-cache build` output -> train rows
         str(ROOT / "tests" / "test_eval_train_prompt.py"),  # cross-package: evr1-eval's evr1 prompt == the trainer's
+        str(ROOT / "tests" / "test_roundtrip.py"),  # train the quickstart, evaluate it with evr1-eval (hf): equal
         "-m",
         "not gpu",
         *session.posargs,
-        env=TRAIN_ENV,
+        env={**TRAIN_ENV, "EVR1_ROUNDTRIP_DIR": str(roundtrip_dir(session))},
     )
+
+
+def roundtrip_dir(session: nox.Session) -> Path:
+    """Where the train session's round-trip test leaves its run, export and figures for `roundtrip_vllm`."""
+    return (Path(session.cache_dir) / "roundtrip").absolute()  # the test runs its commands inside it
+
+
+@nox.session(python=HOST, venv_backend="none", requires=["train", "eval_engines"], default=False)
+def roundtrip_vllm(session: nox.Session) -> None:
+    """The round trip's vLLM half: the checkpoint the `train` session's round-trip test trained (and evaluated with
+    transformers), evaluated by `evr1-eval run --backend vllm` in the `eval_engines` venv — vLLM and verl cannot
+    share one (transformers pins) — and compared with the trainer's held-out accuracy per kind. Runs its two
+    required sessions first (nox `requires`). Not a default session yet: vLLM's answers on the video rows differ
+    from the trainer's (image rows agree), see docs/testing.md."""
+    venv = Path(session.cache_dir).parent / "eval_engines"
+    if not (venv / "bin" / "python").exists():
+        session.error(f"no eval_engines venv at {venv}: run `nox -s eval_engines` first")
+    env = {**EVAL_ENGINE_ENV, "EVR1_ROUNDTRIP_DIR": str(roundtrip_dir(session)), "SETUPTOOLS_USE_DISTUTILS": "stdlib",
+           "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
+    test = f"{ROOT / 'tests' / 'test_roundtrip.py'}::test_vllm_evaluation_equals_the_trainers_held_out_accuracy"
+    session.run(str(venv / "bin" / "python"), "-m", "pytest", test, "-s", *session.posargs, env=env, external=True)
 
 
 @nox.session(python=HOST, venv_backend="virtualenv")

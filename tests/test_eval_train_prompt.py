@@ -38,3 +38,52 @@ def test_rendered_prompt_matches_the_trainer(think: bool, videos: int, images: i
     ours = Evr1Settings(think=think).render("multiple_choice", "What is shown?", OPTIONS, n_videos=videos,
                                             n_images=images)  # fmt: skip
     assert trained == placeholders + ours
+
+
+ROWS = [  # the row shapes evr1-train trains on: inline and missing markers, several media, text only, option maps
+    {"problem": "<video>What colour is the moving square?", "options": ["A. red", "B. blue"],
+     "problem_type": "multiple choice", "videos": ["v.mp4"]},
+    {"problem": "Does the <image> appear in the <video>?", "answer": "yes", "problem_type": "boolean",
+     "images": ["i.png"], "videos": ["v.mp4"]},
+    {"problem": "Which clip is longer, the first or the second?", "options": ["A. first", "B. second"],
+     "problem_type": "multiple choice", "videos": ["a.mp4", "b.mp4"]},
+    {"problem": "What is 2+2?\\nThink.", "answer": "4", "problem_type": "numerical"},
+    {"problem": "<image>How many squares?", "answer": "3", "problem_type": "numerical", "images": ["i.png"]},
+    {"problem": "Pick one.", "options": {"A": "left", "B": "right"}, "problem_type": "mcq", "videos": ["v.mp4"]},
+    {"problem": "When is the square visible? ", "answer": '{"time": [1, 2]}', "problem_type": "temporal grounding",
+     "videos": ["v.mp4"]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("think", [True, False])
+@pytest.mark.parametrize("row", ROWS, ids=[str(i) for i in range(len(ROWS))])
+def test_the_chat_prompt_is_the_trainers(row: dict, think: bool) -> None:
+    """What reaches the chat template — text segments and media in order — is the trainer's (`row_messages`),
+    rendered with the quickstart's real Qwen2.5-VL template; evr1-eval loads the row as its `evr1_data` benchmark."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from evr1_eval.backends.base import ImageInput, Request, VideoInput
+    from evr1_eval.benchmarks import get_benchmark
+    from evr1_eval.protocol import ProtocolSettings
+    from evr1_train.data.row import row_messages
+    from evr1_train.quickstart.tokenizer import QWEN2_5_VL_CHAT_TEMPLATE, train_tiny_tokenizer
+
+    tok = train_tiny_tokenizer(vocab_size=300)
+    opts = DataOptions(video_source="decode", think=think, media_root="/data")
+    ours_row = {"problem_id": "r", "answer": "A", **row}
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "evr1_data.jsonl").write_text(json.dumps(ours_row) + "\n")
+        loaded = get_benchmark("evr1_data").load(Path(tmp) / "evr1_data.jsonl", Path("/data"),
+                                                 protocol=ProtocolSettings(protocol="evr1", evr1=Evr1Settings(think=think)))  # fmt: skip
+    assert not loaded.errors, loaded.errors
+    sample = loaded.samples[0]
+    import numpy as np
+
+    request = Request(id="r", prompt=sample.prompt, inline_media=True,
+                      videos=tuple(VideoInput(np.zeros((2, 4, 4, 3), np.uint8), {}) for _ in sample.videos),
+                      images=tuple(ImageInput(np.zeros((4, 4, 3), np.uint8)) for _ in sample.images))  # fmt: skip
+    render = lambda msgs: tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True,  # noqa: E731
+                                                  chat_template=QWEN2_5_VL_CHAT_TEMPLATE)  # fmt: skip
+    assert render(request.messages()) == render(row_messages(ours_row, opts))

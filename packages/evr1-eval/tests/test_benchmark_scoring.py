@@ -356,6 +356,58 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str | None], str, dict[st
         {"samples": 5, "judge_pending": 1},
     ),
     (
+        # evr1-train rows (`evr1-train export-heldout`): any type, image-only rows, scored as the trainer validates
+        # (reward mode: the reversed span of row 4 scores 0, where the evr1 protocol's metric mode swaps it: IoU 1)
+        "evr1_data",
+        [
+            {
+                "problem_id": "h1",
+                "problem": "<video>What colour?",
+                "options": ["A. red", "B. green"],
+                "answer": "B",
+                "problem_type": "multiple choice",
+                "videos": ["1.mp4"],
+                "images": [],
+                "kind": "colour",
+            },
+            {
+                "problem_id": "h2",
+                "problem": "<image>What colour?",
+                "options": ["A. red", "B. green"],
+                "answer": "A",
+                "problem_type": "multiple choice",
+                "videos": [],
+                "images": ["2.png"],
+                "kind": "image_colour",
+            },
+            {
+                "problem_id": "h3",
+                "problem": "<video>How many?",
+                "answer": "2",
+                "problem_type": "numerical",
+                "videos": ["3.mp4"],
+                "kind": "count",
+            },
+            {
+                "problem_id": "h4",
+                "problem": "<video>When?",
+                "answer": '{"time": [1, 3]}',
+                "problem_type": "temporal grounding",
+                "videos": ["4.mp4"],
+                "kind": "when",
+            },
+        ],
+        {
+            "h1": "<answer>B</answer>",
+            "h2": "<answer>B</answer>",
+            "h3": "<answer>2</answer>",
+            "h4": '<answer>{"time": [3, 1]}</answer>',
+        },
+        "accuracy",
+        {"accuracy": 50.0, "kind/colour": 100.0, "kind/image_colour": 0.0, "kind/count": 100.0, "kind/when": 0.0},
+        {"samples": 4},
+    ),
+    (
         "vcrbench",
         [mc("1", "A"), typed("2", "open-ended", "<answer>because it rained</answer>")],
         {"1": "A", "2": "it rained"},
@@ -379,6 +431,8 @@ def test_official_scoring_and_aggregation(
     summary = evaluate(tmp_path, bench, rows, preds)
     assert summary.benchmark == bench
     assert summary.primary == primary
+    if bench == "evr1_data":
+        assert summary.evr1_metrics["accuracy"] == pytest.approx(75.0)  # metric mode: the swapped span counts
     approx(summary.metrics, metrics)
     for key, value in counts.items():
         assert summary.counts[key] == value, key

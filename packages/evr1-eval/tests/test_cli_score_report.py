@@ -60,7 +60,7 @@ def test_command_modules_expose_the_interface() -> None:
 def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert len(rows) == 22
+    assert len(rows) == 23  # the 22 benchmarks and evr1_data
     by_name = {r["name"]: r for r in rows}
     assert by_name["videoreasonbench"]["needs_judge"] == ["open_ended"]
     assert by_name["video_holmes"]["aliases"] == ["holmes"]

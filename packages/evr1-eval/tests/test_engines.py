@@ -258,6 +258,28 @@ async def _fresh_answer(backend: Counting, job: Job, config: RunConfig, sample_i
     return await backend.generate(request, PARAMS)
 
 
+def test_stop_ids_suppressed_ids_and_end_of_turn_apply_in_every_engine(engine, models: dict[str, Path]) -> None:
+    """Suppressing every token but one makes greedy decoding deterministic: "A A A ..." to max_tokens; a stop id
+    on that token ends the answer after it; the chat template's end-of-turn token ends it by itself."""
+    from transformers import AutoTokenizer
+
+    name, kind, backend, loop = engine
+    tok = AutoTokenizer.from_pretrained(models[kind])
+    vocab = json.loads((models[kind] / "config.json").read_text())["text_config"]["vocab_size"]
+    a = tok.encode("A", add_special_tokens=False)[0]
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    only = lambda keep: tuple(i for i in range(vocab) if i != keep)  # noqa: E731
+    request = Request(id="stops", prompt="Which option?")
+    free = loop.run(backend.generate(request, GenerationParams(max_tokens=5, suppress_token_ids=only(a))))
+    assert (free.completion_tokens, free.finish_reason) == (5, "length")
+    assert free.text.replace(" ", "") == "AAAAA"
+    stopped = loop.run(backend.generate(request, GenerationParams(max_tokens=5, suppress_token_ids=only(a),
+                                                                  stop_token_ids=(a,))))  # fmt: skip
+    assert (stopped.completion_tokens, stopped.finish_reason) == (1, "stop"), name
+    turn = loop.run(backend.generate(request, GenerationParams(max_tokens=5, suppress_token_ids=only(end))))
+    assert (turn.completion_tokens, turn.finish_reason, turn.text) == (1, "stop", ""), name
+
+
 def test_video_metadata_reaches_the_model(engine, dataset: Path) -> None:
     """Same frames, different source timing: Qwen3-VL renders timestamps from the metadata into the prompt."""
     _name, kind, backend, loop = engine

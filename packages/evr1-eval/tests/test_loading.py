@@ -314,8 +314,10 @@ def test_ovobench_forward_truths_and_videommmu_image(tmp_path: Path) -> None:
 def test_evr1_protocol_asks_in_the_training_format(tmp_path: Path) -> None:
     protocol = ProtocolSettings(protocol="evr1")
     result = get_benchmark("lvbench").load(write_json(tmp_path / "a.json", [mc_row(1)]), None, protocol=protocol)
+    # the row's question is "<video>What happens first?": the trainer keeps that marker where it is (the frames then
+    # follow "Question: "), and so does the evr1 protocol
     assert result.samples[0].prompt == (
-        "Watch the video carefully.\nQuestion: What happens first?\nOptions:\nA. a cat jumps\nB. a dog runs\n"
+        "Watch the video carefully.\nQuestion: <video>What happens first?\nOptions:\nA. a cat jumps\nB. a dog runs\n"
         "C. a bird sings\nD. nothing\nThink step by step inside <think></think>, then give the option letter inside "
         "<answer></answer>."
     )

@@ -96,11 +96,12 @@ def sampling_overrides(spec: Any, overrides: Mapping[str, Any], model: str | Non
     return out
 
 
-def image_spec_for(spec: Any) -> Any:
-    """Images use their own budget, with the same patch geometry as the videos."""
+def image_spec_for(spec: Any, overrides: Mapping[str, Any] | None = None) -> Any:
+    """Images use their own budget, with the same patch geometry as the videos; `overrides` are `ImageSpec` fields
+    (a checkpoint's training record gives all of them)."""
     from evr1_cache import ImageSpec
 
-    return ImageSpec(size_factor=getattr(spec, "size_factor", 28))
+    return ImageSpec(**{"size_factor": getattr(spec, "size_factor", 28), **dict(overrides or {})})
 
 
 def load_job(bench: Any, annotations_dir: Path, media_root: Path | None, protocol: Any = None) -> Any:
@@ -131,19 +132,35 @@ class RunSettings:
     preset: Any = None  # Preset | None
     response_filter: str = "none"
     system_prompt: str | None = None
+    #: The checkpoint the settings come from (`--from-train`; a `train_protocol.TrainedCheckpoint`), else None.
+    trained: Any = None
+
+    @property
+    def evr1(self) -> Any:
+        """The evr1 protocol's settings when the run uses that protocol, else None."""
+        return self.protocol.evr1 if self.protocol.protocol == "evr1" else None
 
     def sampling_for(self, benchmark: str) -> dict[str, Any]:
-        evr1 = dict(self.protocol.evr1.sampling) if self.protocol.protocol == "evr1" else {}
+        evr1 = dict(self.evr1.sampling) if self.evr1 is not None else {}
         return {**evr1, **(self.preset.sampling_for(benchmark) if self.preset else {})}
+
+    def image_sampling(self) -> dict[str, Any]:
+        """`ImageSpec` fields from the evr1 settings (a checkpoint's training record), else none."""
+        return dict(self.evr1.image_sampling) if self.evr1 is not None else {}
+
+    def chat_template(self) -> str | None:
+        """The chat template the evr1 settings name (the text), else None (the tokenizer's own)."""
+        return self.evr1.resolved_chat_template() if self.evr1 is not None else None
 
     def generation(self, explicit: Mapping[str, Any]) -> dict[str, Any]:
         """GenerationParams keyword arguments."""
-        evr1 = self.protocol.evr1 if self.protocol.protocol == "evr1" else None
+        evr1 = self.evr1
         out: dict[str, Any] = {}
         if evr1 is not None:
             out.update(evr1.generation)
-            if evr1.stop:
-                out["stop"] = tuple(evr1.stop)
+            for name in ("stop", "stop_token_ids", "suppress_token_ids"):
+                if getattr(evr1, name):
+                    out[name] = tuple(getattr(evr1, name))
         if self.preset is not None:
             out.update(self.preset.generation)
         out.update(explicit)
@@ -160,30 +177,42 @@ class RunSettings:
                 f"preset {self.preset.name} publishes {shown}, which evr1-eval's backends do not apply yet "
                 "(recorded in the manifest)"
             )
-        evr1 = self.protocol.evr1
-        if self.protocol.protocol == "evr1" and evr1.stop_token_ids:
-            lines.append(f"evr1 settings stop_token_ids {list(evr1.stop_token_ids)} are recorded; backends stop on EOS")
-        if self.protocol.protocol == "evr1" and evr1.chat_template:
-            lines.append(f"evr1 settings chat_template {evr1.chat_template} is recorded; backends use the tokenizer's")
         return lines
 
 
 def resolve_settings(
     *,
-    protocol: str = "official",
+    protocol: str | None = "official",
     preset: str | None = None,
     prompt_variant: str | None = None,
     evr1_settings: Path | None = None,
     response_filter: str | None = None,
     system_prompt: str | None = None,
+    from_train: Path | None = None,
 ) -> RunSettings:
-    """The run settings of `run` (and `precompute`, so both use the same frames)."""
+    """The run settings of `run` (and `precompute`, so both use the same frames). `protocol=None` means the default:
+    evr1 with `from_train` (a checkpoint is asked in its training format), else official."""
     from evr1_eval.presets import get_preset
     from evr1_eval.protocol import Evr1Settings, ProtocolSettings
 
+    trained = None
+    if from_train is not None:
+        from evr1_eval.train_protocol import load_trained
+
+        if evr1_settings:
+            raise ValueError("--from-train and --evr1-settings both give the evr1 settings: pass one of them")
+        if protocol == "official":
+            raise ValueError(
+                "--from-train asks in the checkpoint's training format (the evr1 protocol); drop --protocol official "
+                "(both protocols' scores are computed for every answer anyway)"
+            )
+        trained = load_trained(from_train)
+    protocol = protocol or ("evr1" if trained is not None else "official")
     chosen = get_preset(preset) if preset else None
     variant = prompt_variant or (chosen.prompt_variant if chosen and protocol == "official" else "official")
-    evr1 = Evr1Settings.from_file(evr1_settings) if evr1_settings else Evr1Settings()
+    evr1 = trained.settings if trained is not None else Evr1Settings()
+    if evr1_settings:
+        evr1 = Evr1Settings.from_file(evr1_settings)
     if evr1_settings and protocol != "evr1":
         raise ValueError("--evr1-settings applies to --protocol evr1 only")
     system = system_prompt
@@ -196,4 +225,5 @@ def resolve_settings(
         preset=chosen,
         response_filter=response_filter or (chosen.response_filter if chosen else "none"),
         system_prompt=system,
+        trained=trained,
     )

@@ -7,10 +7,11 @@ Two protocols exist for every benchmark (see docs/eval-benchmarks.md):
 - `evr1`: the answer format evr1-train trains (`<think>…</think><answer>…</answer>`), rendered by `Evr1Settings`.
 
 `Evr1Settings` is the one typed object that says how a trained checkpoint expects to be asked: prompt template,
-answer formats, system prompt, chat template, frame sampling and stop / EOS settings. Today the CLI fills it
-(`evr1-eval run --protocol evr1 --evr1-settings FILE`); a training run can fill it the same way (`from_dict` of the
-trainer's recorded settings), so evaluation asks the question exactly as training did. Every field is recorded in
-the run manifest and its `key()` is part of the run fingerprint: a resume never mixes two prompt formats.
+answer formats, system prompt, chat template, frame sampling and stop / EOS settings. The CLI fills it from a
+file (`evr1-eval run --protocol evr1 --evr1-settings FILE`) or from a training checkpoint's own record
+(`evr1-eval run --from-train RUN`, read by `evr1_eval.train_protocol`), so evaluation asks the question exactly as
+training did. Every field is recorded in the run manifest and its `key()` is part of the run fingerprint: a resume
+never mixes two prompt formats.
 """
 
 from __future__ import annotations
@@ -41,7 +42,12 @@ TRAIN_ANSWER_FORMATS: Mapping[str, str] = {
     "tracking": 'JSON {"boxes": {"<second>": [x1, y1, x2, y2], ...}}',
 }
 _TYPE_SPELLINGS = {"spatial_temporal_grounding": "spatiotemporal_grounding", "multiple choice": "multiple_choice"}
-_FIELDS = ("lead", "question", "options", "instruction")
+_FIELDS = ("placeholders", "lead", "question", "options", "instruction")
+#: Where the media go: one marker per video / image, in the order of the sample's media. A question may place them
+#: itself (the trainer keeps a row's `<video>` where the question has it); the ones it does not place are rendered
+#: by `{placeholders}` (at the template's start: before the text, where backends put unplaced media anyway).
+MEDIA_MARKERS = ("<video>", "<image>")
+_MARKER = re.compile(r"<(video|image)>")
 #: Prompt variants of the official protocol: "official" = the benchmark's own wording; the others are model families'
 #: published evaluation prompts (a benchmark may define its own version of one, e.g. Qwen3-VL's Video-MME prompt).
 PROMPT_VARIANTS = ("official", "qwen3_vl", "vlmevalkit")
@@ -58,45 +64,60 @@ def _type_key(problem_type: str) -> str:
     return _TYPE_SPELLINGS.get(key, key)
 
 
-def _lead(n_videos: int, n_images: int) -> str:
+#: The trainer's lead-in sentence by the modalities of a row (evr1-train `data/prompt.py`).
+TRAIN_LEADS: Mapping[str, str] = {
+    "video+image": "Examine the video and the accompanying image carefully.",
+    "video": "Watch the video carefully.",
+    "image": "Examine the image carefully.",
+    "text": "Read the question carefully.",
+}
+
+
+def modality(n_videos: int, n_images: int) -> str:
+    """The key of `Evr1Settings.leads` for a row with these media."""
     if n_videos and n_images:
-        return "Examine the video and the accompanying image carefully."
-    if n_videos:
-        return "Watch the video carefully."
-    if n_images:
-        return "Examine the image carefully."
-    return "Read the question carefully."
+        return "video+image"
+    return "video" if n_videos else "image" if n_images else "text"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Evr1Settings:
     """How an evr1-trained checkpoint is asked and stopped; defaults reproduce evr1-train's prompt (`data/prompt.py`).
 
-    template: the user text, with `{lead}`, `{question}`, `{options}` ("\\nOptions:\\nA. …" or "") and `{instruction}`;
-        media placeholders are not part of it (backends place the frames before the text, as the trainer does).
+    template: the user text, with `{placeholders}` (markers of the media the question does not place itself), `{lead}`,
+        `{question}`, `{options}` ("\\nOptions:\\nA. …" or "") and `{instruction}`. A question's own `<video>` /
+        `<image>` markers stay where they are (as in training); `{placeholders}` at the template's start renders
+        nothing, because backends put unplaced media before the text, which is the same prompt.
+    leads: the `{lead}` sentence by modality ("video", "image", "video+image", "text").
     think: ask for `<think>…</think>` before `<answer>…</answer>` (`instruction_think`), else `instruction_direct`.
-    answer_formats: problem type -> the phrase for `{format}` (unknown types: `default_format`).
-    system_prompt / chat_template: the system turn and a Jinja chat template file used in training (None = none / the
-        tokenizer's own); recorded, and applied by backends that take them.
-    sampling: `SamplingSpec` fields the checkpoint was trained with (fps, max_frames, max_pixels, ...): they replace the
-        benchmark defaults, so the model sees the frames it was trained on.
+    answer_formats: problem type -> the phrase for `{format}` (unknown types: `default_format`);
+        `problem_type_aliases` map other spellings to those keys first (the trainer's `mcq` -> `multiple_choice`).
+    system_prompt / chat_template: the system turn and the Jinja chat template used in training (None = none / the
+        tokenizer's own); `chat_template` is the template text, or the path of a file holding it. Backends apply both.
+    sampling / image_sampling: `SamplingSpec` / `ImageSpec` fields the checkpoint was trained with (fps, max_frames,
+        max_pixels, ...): they replace the benchmark defaults, so the model sees the frames it was trained on.
     generation: decoding settings (`max_tokens`, `temperature`, ...), applied where the run gives none explicitly.
     stop / stop_token_ids: strings and token ids that end generation (the model's EOS and end-of-turn tokens).
+    suppress_token_ids: token ids never generated (the trainer suppresses the vision placeholders).
     source: where the settings came from ("defaults", "cli:FILE", "train:RUN"), for the manifest.
     """
 
-    template: str = "{lead}\nQuestion: {question}{options}\n{instruction}"
+    template: str = "{placeholders}{lead}\nQuestion: {question}{options}\n{instruction}"
+    leads: Mapping[str, str] = field(default_factory=lambda: dict(TRAIN_LEADS))
     think: bool = True
     instruction_think: str = "Think step by step inside <think></think>, then give {format} inside <answer></answer>."
     instruction_direct: str = "Give {format} inside <answer></answer>."
     answer_formats: Mapping[str, str] = field(default_factory=lambda: dict(TRAIN_ANSWER_FORMATS))
     default_format: str = "the final answer"
+    problem_type_aliases: Mapping[str, str] = field(default_factory=dict)
     system_prompt: str | None = None
     chat_template: str | None = None
     sampling: Mapping[str, Any] = field(default_factory=dict)
+    image_sampling: Mapping[str, Any] = field(default_factory=dict)
     generation: Mapping[str, Any] = field(default_factory=dict)
     stop: tuple[str, ...] = ()
     stop_token_ids: tuple[int, ...] = ()
+    suppress_token_ids: tuple[int, ...] = ()
     source: str = "defaults"
 
     def __post_init__(self) -> None:
@@ -109,28 +130,65 @@ class Evr1Settings:
                 f"evr1 settings: a template uses an unknown placeholder or bad braces ({exc!r}); the prompt template "
                 f"may use {', '.join('{' + f + '}' for f in _FIELDS)} and the instructions {{format}}"
             ) from None
+        missing = sorted(set(TRAIN_LEADS) - set(self.leads))
+        if missing:
+            raise ValueError(f"evr1 settings: `leads` lacks {missing} (keys: {', '.join(TRAIN_LEADS)})")
         object.__setattr__(self, "stop", tuple(str(s) for s in self.stop))
         object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
+        object.__setattr__(self, "suppress_token_ids", tuple(int(t) for t in self.suppress_token_ids))
 
     def answer_format(self, problem_type: str) -> str:
         formats = {_type_key(k): v for k, v in self.answer_formats.items()}
-        return formats.get(_type_key(problem_type), self.default_format)
+        aliases = {_type_key(k): _type_key(v) for k, v in self.problem_type_aliases.items()}
+        key = _type_key(problem_type)
+        return formats.get(aliases.get(key, key), self.default_format)
 
     def render(
         self, problem_type: str, question: str, options: Sequence[str], *, n_videos: int = 1, n_images: int = 0
     ) -> str:
-        """The user text for one question; `options` are already lettered ("A. red")."""
+        """The user text for one question, as the trainer renders it; `options` are the option lines ("A. red").
+
+        `question` may hold `<video>` / `<image>` markers where the media go (at most one per media item, else a
+        ValueError, as in training); the text then carries markers and backends place the media there.
+        """
+        placed = _MARKER.findall(question)
+        videos, images = n_videos - placed.count("video"), n_images - placed.count("image")
+        if videos < 0 or images < 0:
+            raise ValueError(
+                f"the question has {placed.count('video')} <video> / {placed.count('image')} <image> markers for "
+                f"{n_videos} videos / {n_images} images"
+            )
+        template = self.template
+        if template.startswith("{placeholders}"):  # unplaced media go first either way (see the class docstring)
+            template, markers = template[len("{placeholders}") :], ""
+        else:
+            markers = "<video>" * videos + "<image>" * images
         instruction = self.instruction_think if self.think else self.instruction_direct
-        return self.template.format(
-            lead=_lead(n_videos, n_images),
-            question=question.strip(),
+        return template.format(
+            placeholders=markers,
+            lead=self.leads[modality(n_videos, n_images)],
+            question=question,
             options="\nOptions:\n" + "\n".join(options) if options else "",
             instruction=instruction.format(format=self.answer_format(problem_type)),
         )
 
+    def resolved_chat_template(self) -> str | None:
+        """The chat template text: `chat_template` itself, or the file it names (a template holds `{%` or `{{`)."""
+        value = self.chat_template
+        if value is None or "{%" in value or "{{" in value:
+            return value
+        path = Path(value).expanduser()
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(
+                f"evr1 settings: chat_template {value!r} is neither a Jinja template nor a readable file ({exc})"
+            ) from None
+
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data["stop"], data["stop_token_ids"] = list(self.stop), list(self.stop_token_ids)
+        for key in ("stop", "stop_token_ids", "suppress_token_ids"):
+            data[key] = list(data[key])
         return data
 
     @classmethod
@@ -142,7 +200,7 @@ class Evr1Settings:
         if unknown:
             raise ValueError(f"evr1 settings: unknown field(s) {unknown}; valid: {', '.join(sorted(names))}")
         kwargs = dict(data)
-        for key in ("stop", "stop_token_ids"):
+        for key in ("stop", "stop_token_ids", "suppress_token_ids"):
             if key in kwargs:
                 kwargs[key] = tuple(kwargs[key] or ())
         return cls(**kwargs)

@@ -292,6 +292,7 @@ class Runner:
                 videos=media.videos,
                 images=media.images,
                 system=self.config.system_prompt,
+                inline_media=st.job.protocol.get("protocol") == "evr1",  # the question's media markers, as trained
             )
             del media
             try:

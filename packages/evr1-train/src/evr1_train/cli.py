@@ -53,6 +53,9 @@ register_command(
 )
 register_command("sft", "evr1_train.verl_sft:main", "supervised warm start on verl's SFT trainer (torchrun, FSDP)")
 register_command("view", "evr1_train.rollouts.view:main", "the rollout viewer (static HTML) of a run's rollout dumps")
+register_command(
+    "export-heldout", "evr1_train.export:main", "a run's held-out rows as a file evr1-eval scores (evr1_data)"
+)
 
 
 def _with_default_experiment(argv: list[str]) -> list[str]:
@@ -202,9 +205,10 @@ def usage() -> str:
         "      data.val_files=cache/val.evr1.jsonl data.evr1.cache_dir=cache/   # GRPO on verl",
         "  evr1-train +experiment=NAME --cfg job               # print the whole composed config",
         "  evr1-train view runs/quickstart                     # browse what the model saw and said (rollout dumps)",
+        "  evr1-train export-heldout runs/quickstart runs/quickstart/heldout   # evaluate it: evr1-eval run --from-train",
         "",
         "Commands:",
-        *(f"  {name:<{width}}{cmd.summary}" for name, cmd in sorted(COMMANDS.items())),
+        *(f"  {name:<{max(width, len(name) + 2)}}{cmd.summary}" for name, cmd in sorted(COMMANDS.items())),
         "",
         "Docs: docs/train.md (verl), docs/quickstart.md (local engine). Hydra's own help: evr1-train --hydra-help",
     ]

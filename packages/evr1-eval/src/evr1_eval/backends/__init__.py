@@ -14,7 +14,7 @@ from evr1_eval.backends.base import (
     Request,
     VideoInput,
 )
-from evr1_eval.backends.registry import backend_names, create_backend, register
+from evr1_eval.backends.registry import backend_names, check_backend, create_backend, register
 
 __all__ = [
     "Backend",
@@ -26,6 +26,7 @@ __all__ = [
     "Request",
     "VideoInput",
     "backend_names",
+    "check_backend",
     "create_backend",
     "register",
 ]

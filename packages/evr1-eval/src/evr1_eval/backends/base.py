@@ -7,6 +7,7 @@ tested with a fake backend.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -52,23 +53,47 @@ class ImageInput:
     key: str | None = None
 
 
+_MEDIA_MARKER = re.compile(r"(<video>|<image>)")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Request:
-    """One prompt for one sample: user text, media in order (videos first, then images), optional system turn."""
+    """One prompt for one sample: user text, media in order (videos first, then images), optional system turn.
+
+    inline_media: the prompt holds `<video>` / `<image>` markers where its media go (the evr1 protocol keeps a
+        question's markers where training had them); media without a marker go before the text, as they always do
+        otherwise, and a marker without media (a run `--without-video`) is dropped.
+    """
 
     id: str
     prompt: str
     videos: tuple[VideoInput, ...] = ()
     images: tuple[ImageInput, ...] = ()
     system: str | None = None
+    inline_media: bool = False
+
+    def parts(self) -> list[tuple[str, Any]]:
+        """The user turn in order: `("video", VideoInput)`, `("image", ImageInput)` and `("text", str)` parts."""
+        segments = _MEDIA_MARKER.split(self.prompt) if self.inline_media else [self.prompt]
+        videos, images = list(self.videos), list(self.images)
+        placed: list[tuple[str, Any]] = []
+        for seg in segments:
+            if seg == "<video>" and len(segments) > 1:
+                if videos:
+                    placed.append(("video", videos.pop(0)))
+            elif seg == "<image>" and len(segments) > 1:
+                if images:
+                    placed.append(("image", images.pop(0)))
+            elif seg:
+                placed.append(("text", seg))
+        first: list[tuple[str, Any]] = [("video", v) for v in videos] + [("image", i) for i in images]
+        return first + placed if placed else [*first, ("text", "")]
 
     def messages(self) -> list[dict[str, Any]]:
-        """Chat messages in the Qwen/transformers content-part format (media placeholders before the text)."""
-        parts: list[dict[str, Any]] = [{"type": "video"} for _ in self.videos]
-        parts += [{"type": "image"} for _ in self.images]
-        parts.append({"type": "text", "text": self.prompt})
+        """Chat messages in the Qwen/transformers content-part format (media where `parts()` puts them)."""
+        content = [{"type": kind, "text": value} if kind == "text" else {"type": kind} for kind, value in self.parts()]
         msgs: list[dict[str, Any]] = [{"role": "system", "content": self.system}] if self.system else []
-        return [*msgs, {"role": "user", "content": parts}]
+        return [*msgs, {"role": "user", "content": content}]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +106,15 @@ class GenerationParams:
     top_k: int = -1
     seed: int = 0
     stop: tuple[str, ...] = ()
+    #: Token ids that end an answer, besides the model's EOS and its chat template's end-of-turn token, which every
+    #: backend stops on anyway (`stop_token_ids_for`); a checkpoint's training record lists its own.
+    stop_token_ids: tuple[int, ...] = ()
+    #: Token ids never generated (evr1-train suppresses the vision placeholders in its rollouts).
+    suppress_token_ids: tuple[int, ...] = ()
+    #: vLLM / OpenAI semantics: `presence_penalty` is subtracted from the logits of tokens already generated,
+    #: `repetition_penalty` divides (multiplies, when negative) the logits of tokens in the prompt or the answer.
+    presence_penalty: float = 0.0
+    repetition_penalty: float = 1.0
     #: Load testing only (forced answer lengths, e.g. `benchmarks/eval_pipeline.py`): no EOS before `min_tokens`, and
     #: with `ignore_eos` none at all, so the answer runs to `max_tokens` (vLLM's `min_tokens` / `ignore_eos`).
     min_tokens: int = 0
@@ -93,13 +127,70 @@ class GenerationParams:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if not 0 <= self.min_tokens <= self.max_tokens:
             raise ValueError(f"min_tokens must be in [0, max_tokens={self.max_tokens}], got {self.min_tokens}")
+        if self.repetition_penalty <= 0:
+            raise ValueError(f"repetition_penalty must be > 0, got {self.repetition_penalty}")
+        for name in ("stop", "stop_token_ids", "suppress_token_ids"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def to_dict(self) -> dict[str, Any]:
         out = {**asdict(self), "stop": list(self.stop)}
-        for name in ("min_tokens", "ignore_eos"):  # recorded only when set: older runs' settings stay resumable
-            if not out[name]:
+        # recorded only when set, so the settings of runs made before these fields existed stay resumable
+        for name, default in _QUIET_DEFAULTS.items():
+            if out[name] == default:
                 del out[name]
+            elif isinstance(out[name], tuple):
+                out[name] = list(out[name])
         return out
+
+
+_QUIET_DEFAULTS: dict[str, Any] = {
+    "stop_token_ids": (),
+    "suppress_token_ids": (),
+    "presence_penalty": 0.0,
+    "repetition_penalty": 1.0,
+    "min_tokens": 0,
+    "ignore_eos": False,
+}
+
+
+def stop_token_ids_for(
+    tokenizer: Any, eos: Any, extra: tuple[int, ...] = (), chat_template: str | None = None
+) -> list[int]:
+    """Every token id an answer ends on: `extra`, the model's EOS (`generation_config.eos_token_id`, an int or a list),
+    the tokenizer's EOS and the chat template's end-of-turn token (what the template writes right after an assistant
+    turn, e.g. Qwen's `<|im_end|>`), in that order, without repeats. Models whose generation config names only
+    `<|endoftext|>` then still stop at the end of their turn instead of running to `max_tokens`."""
+    ids: list[int] = [int(i) for i in extra]
+    ids += [int(i) for i in (eos if isinstance(eos, (list, tuple)) else [eos]) if i is not None]
+    if getattr(tokenizer, "eos_token_id", None) is not None:
+        ids.append(int(tokenizer.eos_token_id))
+    turn = end_of_turn_id(tokenizer, chat_template)
+    if turn is not None:
+        ids.append(turn)
+    return list(dict.fromkeys(ids))
+
+
+_SENTINEL = "evr1-answer-sentinel"
+
+
+def end_of_turn_id(tokenizer: Any, chat_template: str | None = None) -> int | None:
+    """The single special token a chat template writes right after an assistant turn's text (None when it writes
+    none, or the template cannot be rendered)."""
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _SENTINEL}]
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, chat_template=chat_template)
+    except Exception:  # a template that needs other arguments: no end-of-turn token is known
+        return None
+    if not isinstance(text, str) or _SENTINEL not in text:
+        return None
+    after = text.split(_SENTINEL, 1)[1].lstrip()
+    special = [str(t) for t in getattr(tokenizer, "all_special_tokens", [])]
+    added = [str(t) for t in getattr(tokenizer, "get_added_vocab", dict)()]
+    for token in sorted({*special, *added}, key=len, reverse=True):
+        if token and after.startswith(token):
+            tid = tokenizer.convert_tokens_to_ids(token)
+            return int(tid) if isinstance(tid, int) and tid != getattr(tokenizer, "unk_token_id", None) else None
+    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,6 +221,18 @@ class BackendConfig:
     timeout_s: float = 600.0
     # hf
     device: str = "auto"
+    #: torch CPU threads (0: one for a model under 20 M parameters, else torch's default); speed only.
+    threads: int = 0
+    #: The Jinja chat template prompts are rendered with (None: the tokenizer's own); a checkpoint trained by
+    #: evr1-train records the one it was trained with.
+    chat_template: str | None = None
+
+
+def template_record(template: str | None) -> str | None:
+    """How a backend's `settings()` records a chat template: its hash (the text can be many KB)."""
+    import hashlib
+
+    return None if template is None else "sha256:" + hashlib.sha256(template.encode()).hexdigest()[:16]
 
 
 @runtime_checkable

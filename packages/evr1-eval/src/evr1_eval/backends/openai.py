@@ -17,7 +17,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from evr1_eval.backends.base import BackendConfig, BackendError, GenerationParams, Request, check_video_metadata
+from evr1_eval.backends.base import (
+    BackendConfig,
+    BackendError,
+    GenerationParams,
+    Request,
+    check_video_metadata,
+    template_record,
+)
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 
@@ -68,19 +75,41 @@ def _video_timing(metadata: Mapping[str, Any], n_frames: int) -> dict[str, Any]:
 
 
 def chat_messages(request: Request) -> list[dict[str, Any]]:
-    """OpenAI chat messages for a request: media parts first (as in `Request.messages`), then the text."""
+    """OpenAI chat messages for a request, its media and text in `Request.parts()` order (as `Request.messages`)."""
     parts: list[dict[str, Any]] = []
-    for video in request.videos:
-        frames = ",".join(_encode(f, "JPEG") for f in video.frames)
-        parts.append({"type": "video_url", "video_url": {"url": f"data:video/jpeg;base64,{frames}"}})
-    for image in request.images:
-        parts.append(
-            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_encode(image.pixels, 'PNG')}"}}
-        )
-    parts.append({"type": "text", "text": request.prompt})
+    for kind, value in request.parts():
+        if kind == "video":
+            frames = ",".join(_encode(f, "JPEG") for f in value.frames)
+            parts.append({"type": "video_url", "video_url": {"url": f"data:video/jpeg;base64,{frames}"}})
+        elif kind == "image":
+            url = f"data:image/png;base64,{_encode(value.pixels, 'PNG')}"
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            parts.append({"type": "text", "text": value})
     msgs: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
-    content: Any = parts if len(parts) > 1 else request.prompt
+    content: Any = parts[0]["text"] if len(parts) == 1 and parts[0]["type"] == "text" else parts
     return [*msgs, {"role": "user", "content": content}]
+
+
+def sampling_extensions(params: GenerationParams, chat_template: str | None) -> dict[str, Any]:
+    """The request fields for stop ids, suppressed ids, penalties and a chat template, sent only when set:
+    `presence_penalty` and `logit_bias` are OpenAI's own (a suppressed id gets the strongest bias, -100);
+    `stop_token_ids`, `repetition_penalty` and `chat_template` are vLLM's server extensions (`vllm serve`). The
+    server stops on its model's EOS by itself."""
+    out: dict[str, Any] = {}
+    if params.stop_token_ids:
+        out["stop_token_ids"] = list(params.stop_token_ids)
+    if params.suppress_token_ids:
+        out["logit_bias"] = {str(t): -100 for t in params.suppress_token_ids}
+    if params.presence_penalty:
+        out["presence_penalty"] = params.presence_penalty
+    if params.repetition_penalty != 1.0:
+        out["repetition_penalty"] = params.repetition_penalty
+    if chat_template is not None:
+        out["chat_template"] = chat_template
+    if params.min_tokens or params.ignore_eos:  # vLLM's server extensions for forced answer lengths
+        out.update(min_tokens=params.min_tokens, ignore_eos=params.ignore_eos)
+    return out
 
 
 @register("openai")
@@ -127,8 +156,7 @@ class OpenAIBackend:
             body["top_k"] = params.top_k
         if params.stop:
             body["stop"] = list(params.stop)
-        if params.min_tokens or params.ignore_eos:  # vLLM's server extensions; sent only when asked for
-            body.update(min_tokens=params.min_tokens, ignore_eos=params.ignore_eos)
+        body.update(sampling_extensions(params, self.config.chat_template))
         if self.config.mm_processor_kwargs:
             body["mm_processor_kwargs"] = dict(self.config.mm_processor_kwargs)
         media_io = video_media_io_kwargs(request)
@@ -169,6 +197,7 @@ class OpenAIBackend:
             "model": self.config.model,
             "mm_processor_kwargs": dict(self.config.mm_processor_kwargs),
             "video_input": "jpeg frames + media_io_kwargs timing",
+            **({"chat_template": template_record(self.config.chat_template)} if self.config.chat_template else {}),
         }
 
 

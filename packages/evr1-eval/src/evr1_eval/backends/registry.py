@@ -39,3 +39,12 @@ def create_backend(name: str, config: BackendConfig) -> Backend:
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise KeyError(f"unknown backend {name!r}; known: {', '.join(backend_names())}.{hint}") from None
     return factory(config)
+
+
+def check_backend(name: str, config: BackendConfig) -> None:
+    """Fail fast, before any sample is loaded: the backend's constructor validates its settings, and its optional
+    `check()` that its engine is installed and `--model` exists (raising `BackendError` with one line)."""
+    backend = create_backend(name, config)
+    check = getattr(backend, "check", None)
+    if callable(check):
+        check()

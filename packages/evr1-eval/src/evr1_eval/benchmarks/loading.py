@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 MAX_DEPTH = 32
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _MEDIA_TOKEN = re.compile(r"<(?:video|image)>")
-_VIDEO_KEYS = ("path", "video_path", "video")
+_VIDEO_KEYS = ("path", "video_path", "video", "videos")  # `videos` / `images`: evr1-train's row lists
+_IMAGE_KEYS = ("image_path", "image", "images")
 _SCALAR = (str, int, float, bool)
 _IMAGE_HINT = "The image for this question is at the end of the video."
 
@@ -257,16 +258,19 @@ def _question(bench: Benchmark, row: Mapping[str, Any]) -> str:
     return _MEDIA_TOKEN.sub("", question).strip()
 
 
-def _media(row: Mapping[str, Any], media_root: Path | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _paths(value: Any, media_root: Path | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return tuple(_resolve(v, media_root) for v in (value if isinstance(value, list) else [value]))
+
+
+def _media(
+    row: Mapping[str, Any], media_root: Path | None, needs_video: bool = True
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     video = _first(row, _VIDEO_KEYS)
-    if video is None:
+    if video is None and needs_video:
         raise ValueError("missing video path (`path`)")
-    videos = tuple(_resolve(v, media_root) for v in (video if isinstance(video, list) else [video]))
-    image = _first(row, ("image_path", "image"))
-    images = (
-        () if image is None else tuple(_resolve(i, media_root) for i in (image if isinstance(image, list) else [image]))
-    )
-    return videos, images
+    return _paths(video, media_root), _paths(_first(row, _IMAGE_KEYS), media_root)
 
 
 def _groups(bench: Benchmark, row: Mapping[str, Any]) -> dict[str, str]:
@@ -297,7 +301,7 @@ def parse_row(bench: Benchmark, row: Mapping[str, Any], position: int | str, med
         raise ValueError("empty ground truth (`solution`)")
     extras = {"options": [f"{k}. {t}" for k, t in options]} if options else None
     truth = parse_ground_truth(problem_type, raw, extras).text
-    videos, images = _media(row, media_root)
+    videos, images = _media(row, media_root, bench.needs_video)
     return RowView(
         row=row,
         sample_id=_sample_id(bench, row, position),
@@ -318,14 +322,43 @@ def generic_prompt(bench: Benchmark, view: RowView, protocol: ProtocolSettings) 
         view.groups.get("task", ""), bench.question_templates.get(view.problem_type)
     )
     question = template.format(question=view.question) if template else view.question
-    if view.images:
-        question = f"{question}\n{_IMAGE_HINT}"
     formatted = [f"{letter}. {text}" for letter, text in view.options]
     if protocol.protocol == "evr1":
+        n_videos, n_images = len(view.videos), len(view.images)
+        if not template:
+            question = train_question(view.row, n_videos, n_images) or question
         return protocol.evr1.render(
-            view.problem_type, question, formatted, n_videos=len(view.videos), n_images=len(view.images)
+            view.problem_type, question, train_options(view.row) or formatted, n_videos=n_videos, n_images=n_images
         )
+    if view.images:
+        question = f"{question}\n{_IMAGE_HINT}"
     return direct_prompt(view.problem_type, question, formatted)
+
+
+def train_question(row: Mapping[str, Any], n_videos: int, n_images: int) -> str | None:
+    """The question as evr1-train puts it in its prompt: the row's text with its `<video>` / `<image>` markers where
+    they are and literal `\\n` read as newlines (evr1-train `data/prompt.py`); None when the row has no usable text or
+    more markers than media (the stripped question is used then)."""
+    text = _first(row, ("problem", "question"))
+    if not isinstance(text, str) or not text.strip():
+        return None
+    text = text.replace("\\n", "\n")
+    markers = _MEDIA_TOKEN.findall(text)
+    if markers.count("<video>") > n_videos or markers.count("<image>") > n_images:
+        return None
+    return text
+
+
+def train_options(row: Mapping[str, Any]) -> list[str]:
+    """The option lines as evr1-train writes them: a list as given, a mapping as `key. value` (empty: none)."""
+    options = row.get("options")
+    if not options:
+        return []
+    if isinstance(options, Mapping):
+        return [f"{k}. {v}" for k, v in options.items()]
+    if isinstance(options, (list, tuple)):
+        return [str(o) for o in options]
+    return [str(options)]
 
 
 def build_sample(bench: Benchmark, view: RowView, protocol: ProtocolSettings) -> Sample:

@@ -20,6 +20,10 @@ EXAMPLE = """examples:
   # a model family's published settings, and a checkpoint trained in the evr1 answer format
   evr1-eval run --preset qwen3_vl_official --model Qwen/Qwen3-VL-8B-Instruct --benchmarks videomme ...
   evr1-eval run --protocol evr1 --evr1-settings train_settings.json --model ckpt/ --benchmarks mvbench ...
+  # a checkpoint of evr1-train, asked and stopped exactly as it was trained (prompt, chat template, frames, EOS)
+  evr1-train export-heldout runs/quickstart data/heldout/
+  evr1-eval run --from-train runs/quickstart --backend hf --benchmarks evr1_data \
+      --annotations-dir data/heldout --cache-dir runs/quickstart/cache --out runs/quickstart-eval
 """
 
 
@@ -42,7 +46,20 @@ def add_parser(subparsers: Any) -> None:
         epilog=EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--model", required=True, help="checkpoint folder or hub id (served model name for openai)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="checkpoint folder or hub id (served model name for openai); with --from-train: the checkpoint's model",
+    )
+    p.add_argument(
+        "--from-train",
+        type=Path,
+        default=None,
+        metavar="RUN_OR_CHECKPOINT",
+        help="an evr1-train run or checkpoint folder: its model, asked with its training prompt, chat template, frame "
+        "settings, EOS / suppressed tokens and answer length (evr1_train_protocol.json); other settings given here "
+        "are applied and named in a warning",
+    )
     p.add_argument("--benchmarks", required=True, help="comma-separated benchmark names (see `evr1-eval list`)")
     p.add_argument("--annotations-dir", required=True, type=Path, help="folder holding <benchmark>.json(l)")
     p.add_argument("--media-root", type=Path, default=None, help="folder the annotations' media paths are relative to")
@@ -68,9 +85,10 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument(
         "--protocol",
         choices=("official", "evr1"),
-        default="official",
+        default=None,
         help="official: each benchmark's own prompt and answer format (default); evr1: the training answer format "
-        "(<think>/<answer>) from --evr1-settings. Both protocols' scores are computed for every answer.",
+        "(<think>/<answer>) from --evr1-settings or --from-train (its default). Both protocols' scores are computed "
+        "for every answer.",
     )
     r.add_argument("--preset", default=None, help="a model family's published settings, e.g. qwen3_vl_official")
     r.add_argument("--prompt-variant", default=None, help="official protocol: official (default) or qwen3_vl")
@@ -118,6 +136,9 @@ def add_parser(subparsers: Any) -> None:
     )
     e.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai backend: env var holding the key")
     e.add_argument("--device", default="auto", help="hf backend: cpu, cuda, auto")
+    e.add_argument(
+        "--threads", type=int, default=0, help="hf backend on CPU: torch threads (default: 1 for a tiny model)"
+    )
 
     j = p.add_argument_group("LLM judge (for judged benchmarks; without one those rows stay pending)")
     j.add_argument("--judge-base-url", default=None)
@@ -125,14 +146,16 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(run=run)
 
 
-def backend_config(args: argparse.Namespace) -> Any:
+def backend_config(args: argparse.Namespace, settings: Any = None) -> Any:
     from evr1_eval.backends import BackendConfig
 
     extra: dict[str, Any] = {}
     if args.limit_mm_per_prompt is not None:
         extra["limit_mm_per_prompt"] = args.limit_mm_per_prompt
+    template = settings.chat_template() if settings is not None else None
     return BackendConfig(
-        model=args.model,
+        model=model_of(args, settings),
+        chat_template=template,
         dtype=args.dtype,
         max_model_len=args.max_model_len,
         mm_processor_kwargs=args.mm_processor_kwargs or {},
@@ -147,22 +170,40 @@ def backend_config(args: argparse.Namespace) -> Any:
         base_url=args.base_url,
         api_key_env=args.api_key_env,
         device=args.device,
+        threads=args.threads,
         **extra,
     )
 
 
+def model_of(args: argparse.Namespace, settings: Any = None) -> str:
+    """`--model`, else the `--from-train` checkpoint's model folder."""
+    if args.model:
+        return str(args.model)
+    trained = getattr(settings, "trained", None)
+    if trained is not None:
+        return str(trained.model_dir)
+    raise ValueError("--model is required (a checkpoint folder or hub id), unless --from-train names the checkpoint")
+
+
 def _settings(args: argparse.Namespace) -> Any:
-    """The run's protocol, preset and the settings derived from them (see evr1_eval.jobs.RunSettings)."""
+    """The run's protocol, preset and the settings derived from them (see evr1_eval.jobs.RunSettings); resolved
+    once per command (reading a `--from-train` record) and kept on `args`."""
     from evr1_eval.jobs import resolve_settings
 
-    return resolve_settings(
-        protocol=getattr(args, "protocol", "official"),
+    cached = getattr(args, "_resolved_settings", None)
+    if cached is not None:
+        return cached
+    settings = resolve_settings(
+        protocol=getattr(args, "protocol", None),
         preset=getattr(args, "preset", None),
         prompt_variant=getattr(args, "prompt_variant", None),
         evr1_settings=getattr(args, "evr1_settings", None),
         response_filter=getattr(args, "response_filter", None),
         system_prompt=getattr(args, "system_prompt", None),
+        from_train=getattr(args, "from_train", None),
     )
+    args._resolved_settings = settings
+    return settings
 
 
 def load_jobs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
@@ -174,9 +215,9 @@ def load_jobs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     if not names:
         raise ValueError("--benchmarks is empty; name at least one (see `evr1-eval list`)")
     benches = [get_benchmark(n) for n in names]
-    model = getattr(args, "model", None)
-    overrides = sampling_overrides(benches[0].sampling, parse_overrides(args.sampling), model)
     settings = _settings(args)
+    model = getattr(args, "model", None) or (str(settings.trained.model_dir) if settings.trained else None)
+    overrides = sampling_overrides(benches[0].sampling, parse_overrides(args.sampling), model)
     jobs = []
     for bench in benches:
         job = load_job(bench, args.annotations_dir, args.media_root, settings.protocol)
@@ -217,6 +258,27 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
     params = GenerationParams(**settings.generation({k: v for k, v in explicit.items() if v is not None}))
     for line in settings.announcements():
         print(f"note: {line}", file=sys.stderr)
+    first = sampling_for(jobs[0].benchmark, {**jobs[0].sampling_overrides, **overrides})
+    image_spec = image_spec_for(first, settings.image_sampling())
+    if settings.trained is not None:
+        from evr1_eval.train_protocol import differences
+
+        shown = {
+            job.benchmark.name: sampling_for(job.benchmark, {**job.sampling_overrides, **overrides}) for job in jobs
+        }
+        warn_differences(
+            settings.trained,
+            differences(
+                settings.trained,
+                params=params,
+                video_specs=shown,
+                image_spec=image_spec,
+                system_prompt=settings.system_prompt,
+                model=args.model,
+                response_filter=settings.response_filter,
+                without_video=args.without_video,
+            ),
+        )
     config = RunConfig(
         out_dir=args.out,
         params=params,
@@ -233,11 +295,14 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
         preset=settings.preset.record() if settings.preset else None,
         response_filter=settings.response_filter,
         progress=not args.no_progress,
-        info={"command": sys.argv, "backend_config": repr(backend_config(args))},
+        info={
+            "command": sys.argv,
+            "backend_config": repr(backend_config(args, settings)),
+            **({"from_train": _trained_info(settings.trained)} if settings.trained is not None else {}),
+        },
     )
-    image_spec = image_spec_for(sampling_for(jobs[0].benchmark, {**jobs[0].sampling_overrides, **overrides}))
     media = MediaLoader(args.cache_dir, image_spec=image_spec, write_cache=args.write_cache)
-    backend = create_backend(args.backend, backend_config(args))
+    backend = create_backend(args.backend, backend_config(args, settings))
     async with AsyncExitStack() as stack:
         judge = None
         judge_settings = None
@@ -253,10 +318,34 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
         return await run_async(backend, jobs, config, media=media, judge=judge, judge_settings=judge_settings)
 
 
+def _trained_info(trained: Any) -> dict[str, Any]:
+    return {"checkpoint": str(trained.folder), "model": str(trained.model_dir), "step": trained.step}
+
+
+def warn_differences(trained: Any, lines: list[str]) -> None:
+    """One warning naming every evaluation setting that differs from the checkpoint's training settings."""
+    if not lines:
+        print(f"note: evaluating {trained.describe()} with its training settings", file=sys.stderr)
+        return
+    print(
+        f"warning: {len(lines)} evaluation setting(s) differ from how {trained.describe()} was trained, so the scores "
+        "are not the trainer's held-out numbers:",
+        file=sys.stderr,
+    )
+    for line in lines:
+        print(f"  {line}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
-    from evr1_eval.backends import BackendError
+    from evr1_eval.backends import BackendError, check_backend
     from evr1_eval.results import SettingsMismatch
 
+    settings = _settings(args)  # a bad --from-train is a usage error (exit 2, one line)
+    try:
+        check_backend(args.backend, backend_config(args, settings))  # a missing engine or model costs nothing else
+    except BackendError as exc:
+        print(f"evr1-eval run: {exc}", file=sys.stderr)
+        return 1
     jobs, overrides = load_jobs(args)
     empty = [job.benchmark.name for job in jobs if not job.samples]
     if empty:
@@ -269,7 +358,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"evr1-eval run: {exc}", file=sys.stderr)
         return 2
     except BackendError as exc:
-        print(f"evr1-eval run: backend failed: {exc}\nFinished rows are kept; re-run to resume.", file=sys.stderr)
+        kept = any(Path(args.out).glob("*/results*.jsonl"))
+        tail = "\nFinished rows are kept; re-run to resume." if kept else ""
+        print(f"evr1-eval run: backend failed: {exc}{tail}", file=sys.stderr)
         return 1
     for res in results:
         metric = ""
@@ -284,7 +375,9 @@ def run(args: argparse.Namespace) -> int:
         )
     failed = sum(len(job.load_errors) for job in jobs)
     if failed:
-        print(f"evr1-eval run: {failed} annotation row(s) could not be loaded and were not evaluated (see above and "
-              "<out>/<benchmark>/load_errors*.json)", file=sys.stderr)  # fmt: skip
+        files = sorted(str(f) for f in Path(args.out).glob("*/load_errors*.json"))
+        where = f" (see above and {', '.join(files)})" if files else " (see above)"
+        print(f"evr1-eval run: {failed} annotation row(s) could not be loaded and were not evaluated{where}",
+              file=sys.stderr)  # fmt: skip
         return 1
     return 0

@@ -47,8 +47,13 @@ def _qwen3(
             sources=SOURCES,
             sampling=SAMPLING,
             benchmark_sampling={"videomme": VIDEOMME},
-            generation={"max_tokens": 32768, "top_k": 20, **generation},
-            unapplied_generation={"presence_penalty": presence_penalty, "repetition_penalty": 1.0},
+            generation={
+                "max_tokens": 32768,
+                "top_k": 20,
+                **generation,
+                "presence_penalty": presence_penalty,
+                "repetition_penalty": 1.0,
+            },
             prompt_variant="qwen3_vl",
             response_filter=response_filter,
         )

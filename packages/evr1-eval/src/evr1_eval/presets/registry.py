@@ -22,7 +22,16 @@ from evr1_eval.protocol import check_variant
 ResponseFilter = Literal["none", "after_think"]
 RESPONSE_FILTERS: tuple[ResponseFilter, ...] = ("none", "after_think")
 #: Generation fields evr1-eval's backends apply (`GenerationParams`).
-GENERATION_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "seed", "stop")
+GENERATION_FIELDS = (
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "seed",
+    "stop",
+    "presence_penalty",
+    "repetition_penalty",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +47,10 @@ class Preset:
     """One family's published evaluation settings.
 
     sampling: `SamplingSpec` fields for every benchmark; benchmark_sampling: per-benchmark fields on top of those.
-    generation: `GenerationParams` fields (max_tokens, temperature, top_p, top_k, seed, stop).
-    unapplied_generation: published decoding settings evr1-eval's backends cannot apply yet (presence_penalty,
-        repetition_penalty): recorded in the manifest and announced when a run uses the preset, never silently lost.
+    generation: `GenerationParams` fields (max_tokens, temperature, top_p, top_k, seed, stop, presence_penalty,
+        repetition_penalty).
+    unapplied_generation: published decoding settings evr1-eval's backends cannot apply (none today): recorded in
+        the manifest and announced when a run uses the preset, never silently lost.
     """
 
     name: str
