@@ -11,6 +11,7 @@ and prompt expansions without numpy, torch or transformers. Families hand engine
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -179,6 +180,42 @@ class ModelFamily:
     def image_prompt(self, height: int, width: int, spec: ImageSpec | None = None) -> str:
         """The exact text the family's processor puts in place of one `image_token`."""
         return self.image_token * self.image_tokens(height, width, spec)
+
+    def expand_prompt(
+        self,
+        text: str,
+        videos: Sequence[tuple[VideoLike, int, int]] = (),
+        images: Sequence[tuple[int, int]] = (),
+        image_spec: ImageSpec | None = None,
+    ) -> str:
+        """`text` (a rendered chat template) with every video / image placeholder expanded as the processor does.
+
+        `videos` are `(metadata, height, width)` and `images` `(height, width)` in prompt order, sized by this
+        family's rules; tokenizing the result gives the processor's `input_ids` (the planner's exact length).
+        """
+        pattern = re.compile(f"({re.escape(self.video_token)}|{re.escape(self.image_token)})")
+        parts = pattern.split(text)
+        vids, imgs = iter(videos), iter(images)
+        out: list[str] = []
+        for part in parts:
+            try:
+                if part == self.video_token:
+                    meta, h, w = next(vids)
+                    out.append(self.video_prompt(meta, h, w))
+                    continue
+                if part == self.image_token:
+                    out.append(self.image_prompt(*next(imgs), image_spec))
+                    continue
+            except StopIteration:
+                raise ValueError(
+                    f"the prompt has more {part!r} placeholders than the {len(videos)} video(s) and {len(images)} "
+                    "image(s) given"
+                ) from None
+            out.append(part)
+        left = sum(1 for _ in vids) + sum(1 for _ in imgs)
+        if left:
+            raise ValueError(f"{left} video(s)/image(s) were given but the prompt has no placeholder for them")
+        return "".join(out)
 
     def video_timing(self, meta: VideoLike) -> dict[str, list[float]]:
         """The temporal metadata the model is given per temporal patch (compared across engines by `parity`)."""
