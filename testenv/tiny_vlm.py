@@ -187,7 +187,15 @@ def _random(model_cls, cfg):
 
 # -- Qwen3-VL MoE and Qwen3.5 -------------------------------------------------------------------------------------
 
-_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64, "decoder_sparse_step": 1}
+#: `norm_topk_prob` as the real Qwen3-VL-30B-A3B config.json carries it (transformers 5.19 dropped the attribute,
+#: vLLM 0.32 still reads it).
+_MOE = {
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 64,
+    "decoder_sparse_step": 1,
+    "norm_topk_prob": True,
+}
 
 
 def qwen3_processor(tok=None):
@@ -295,6 +303,7 @@ def _glm(out: Path, moe: bool) -> None:
             "first_k_dense_replace": 1,
             "n_group": 1,
             "topk_group": 1,
+            "use_qk_norm": False,  # GLM-4.5V's config.json carries it; transformers 5.19 dropped it, vLLM 0.32 reads it
         }
         if moe
         else {}

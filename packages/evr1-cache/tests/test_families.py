@@ -122,19 +122,20 @@ def test_specs_without_a_family_keep_their_keys_and_dicts():
 
 
 def test_family_specs_resolve_the_familys_defaults_and_have_their_own_keys():
-    keys = set()
+    keys = {}
     for name in BUILT_IN:
         fam = get_family(name)
         spec = fam.video_spec()
-        assert spec.family == name
+        assert spec.family == (None if fam.spec_rule else name)
         assert spec.size_factor == fam.size_factor
         assert SamplingSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
         assert ImageSpec.from_dict(fam.image_spec().to_dict()) == fam.image_spec()
-        keys.add(spec.key())
-    assert len(keys) == len(BUILT_IN)
-    assert SamplingSpec().key() not in keys
-    # a Qwen family with the factor it implies still names its family in the key (its rule could change on its own)
-    assert get_family("qwen2_5_vl").video_spec().key() != SamplingSpec().key()
+        keys[name] = spec.key()
+    # The Qwen families' rule is the spec's own: their specs are the family-less ones (caches are shared).
+    assert keys["qwen2_5_vl"] == SamplingSpec().key()
+    assert keys["qwen3_vl"] == keys["qwen3_5"] == SamplingSpec(size_factor=32).key()
+    assert len({keys["qwen2_5_vl"], keys["qwen3_vl"], keys["glm4v"], keys["internvl"]}) == 4
+    assert SamplingSpec(family="qwen3_vl") == SamplingSpec(size_factor=32)
     assert get_family("qwen3_vl").video_spec().min_pixels == 128 * 32 * 32
     assert get_family("glm4v").video_spec().min_pixels == 112 * 112
     assert get_family("internvl").image_spec().max_pixels == 12 * 448 * 448
@@ -301,7 +302,14 @@ def test_hf_and_vllm_arguments_switch_off_resampling():
         assert frames == "frames"
         assert md["do_sample_frames"] is False
         assert md["fps"] == 10.0
-    assert get_family("internvl").hf_kwargs(images=True) == {"crop_to_patches": True, "min_patches": 1, "max_patches": 12}
+    internvl = get_family("internvl")
+    assert internvl.hf_kwargs(images=True) == {}  # the checkpoint's processor config decides the tiles
+    assert internvl.hf_kwargs(image_spec=internvl.image_spec(max_pixels=6 * 448 * 448), images=True) == {
+        "crop_to_patches": True,
+        "min_patches": 1,
+        "max_patches": 6,
+    }
+    assert get_family("glm4v").vllm_processor_kwargs() == {"do_resize": False}
 
 
 def test_a_new_family_is_one_registration():

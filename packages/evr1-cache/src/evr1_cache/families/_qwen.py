@@ -32,6 +32,8 @@ QWEN_RESIZE = "torchvision bicubic antialias (qwen-vl-utils fetch_video); PIL bi
 class QwenFamily(ModelFamily):
     """Frames, sizes and counts of qwen-vl-utils; the video expansion is one run of `<|video_pad|>`."""
 
+    spec_rule: bool = True
+
     def sample_frame_indices(self, total_num_frames: int, native_fps: float, spec: SamplingSpec) -> tuple[int, ...]:
         return qwen_frame_indices(total_num_frames, native_fps, spec)
 

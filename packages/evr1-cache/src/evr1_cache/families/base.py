@@ -90,6 +90,9 @@ class ModelFamily:
     #: transformers processor class and vLLM architectures that implement the family.
     hf_processor: str
     vllm_architectures: tuple[str, ...]
+    #: True when the family's frames and sizes are the spec's own qwen-vl-utils rule: a spec naming the family is then
+    #: stored without the name (same key as the family-less spec with the family's size factor, so caches are shared).
+    spec_rule: bool = False
 
     # -- settings ------------------------------------------------------------------------------------------------
     @property
@@ -118,6 +121,22 @@ class ModelFamily:
 
     def check_spec(self, spec: SamplingSpec | ImageSpec) -> None:
         """Refuse settings this family's rule cannot honour (called by the spec's own validation)."""
+
+    def check_fits(self, spec: SamplingSpec | ImageSpec, where: str = "the spec") -> None:
+        """Refuse a spec made for another family: frames cached for Qwen2.5-VL (28 px) fed to Qwen3-VL (32 px), or
+        Qwen-sampled frames fed to GLM-4.1V, would be silently re-sized or mis-timed by the processor."""
+        want = None if self.spec_rule else self.name
+        factor_ok = spec.size_factor in self.size_factors or not self.spec_rule
+        if spec.family != want or not factor_ok:
+            fix = (
+                f"size_factor={self.size_factor} and no family"
+                if self.spec_rule
+                else f"family={self.name!r} (its own frame rule and budget)"
+            )
+            raise ValueError(
+                f"{where} (family={spec.family!r}, size_factor={spec.size_factor}) does not fit the model's family "
+                f"{self.name!r} ({self.title}): set {fix}, and build the cache with the same settings"
+            )
 
     def video_spec(self, **settings: Any) -> SamplingSpec:
         """A `SamplingSpec` for this family; unset settings take the family's defaults."""
@@ -244,8 +263,9 @@ class ModelFamily:
         return frames, {**hf_metadata(meta), "do_sample_frames": False}
 
     def vllm_processor_kwargs(self, image_spec: ImageSpec | None = None) -> dict[str, Any]:
-        """Per-request `mm_processor_kwargs` for vLLM (the processor settings `hf_kwargs` would pass, minus media)."""
-        return {}
+        """Per-request `mm_processor_kwargs` for vLLM: the settings `hf_kwargs` passes, minus the videos' metadata
+        (vLLM reads that from each `(frames, metadata)` video item)."""
+        return {"do_resize": False}
 
     def matches(self, model_type: str) -> bool:
         return model_type in self.model_types

@@ -173,6 +173,10 @@ class InternVLFamily(ModelFamily):
         return out
 
     def vllm_processor_kwargs(self, image_spec: ImageSpec | None = None) -> dict[str, Any]:
+        """The image spec's tile bounds (without one, the checkpoint's processor config decides); frames are
+        resized to the tile square by the processor (a no-op for cached frames), so `do_resize` stays on."""
+        if image_spec is None:
+            return {}
         _, lo, hi = self.tile_bounds(image_spec)
         return {"crop_to_patches": True, "min_patches": lo, "max_patches": hi}
 

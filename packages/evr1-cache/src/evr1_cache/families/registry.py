@@ -99,3 +99,14 @@ def family_or_none(model: str | os.PathLike[str] | None) -> ModelFamily | None:
         return family_for_model(model)
     except (KeyError, ValueError):
         return None
+
+
+def family_of_processor(processor: object) -> ModelFamily | None:
+    """The family of a loaded transformers processor: by its tokenizer's checkpoint folder, else by its class name
+    (families sharing a processor class share its rules); None when neither is known."""
+    tokenizer = getattr(processor, "tokenizer", processor)
+    found = family_or_none(getattr(tokenizer, "name_or_path", None) or None)
+    if found is not None:
+        return found
+    name = type(processor).__name__
+    return next((f for f in all_families() if f.hf_processor == name), None)

@@ -12,7 +12,14 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata as importlib_metadata
 from typing import Any
 
-from evr1_eval.backends.base import BackendConfig, BackendError, GenerationParams, Request, check_video_metadata
+from evr1_eval.backends.base import (
+    BackendConfig,
+    BackendError,
+    GenerationParams,
+    Request,
+    model_family,
+    processor_media_kwargs,
+)
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 
@@ -35,6 +42,7 @@ class HfBackend:
         self._model: Any = None
         self._processor: Any = None
         self._device: str = "cpu"
+        self._family: Any = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evr1-hf")
 
     async def start(self) -> None:
@@ -54,18 +62,13 @@ class HfBackend:
         self._processor = AutoProcessor.from_pretrained(self.config.model, **dict(self.config.mm_processor_kwargs))
         model = AutoModelForImageTextToText.from_pretrained(self.config.model, dtype=dtype, **self.config.engine_kwargs)
         self._model = model.to(device).eval()
+        self._family = model_family(self.config.model, getattr(model.config, "model_type", None))
 
     def _inputs(self, request: Request) -> Any:
         text = self._processor.apply_chat_template(request.messages(), tokenize=False, add_generation_prompt=True)
-        kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
+        kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt", **processor_media_kwargs(self._family, request)}
         if request.videos:
-            for v in request.videos:
-                check_video_metadata(v.metadata)
             kwargs["videos"] = [v.frames for v in request.videos]
-            kwargs["video_metadata"] = [
-                {k: val for k, val in v.metadata.items() if k != "do_sample_frames"} for v in request.videos
-            ]
-            kwargs["do_sample_frames"] = False
         if request.images:
             kwargs["images"] = [i.pixels for i in request.images]
         return self._processor(**kwargs).to(self._device)

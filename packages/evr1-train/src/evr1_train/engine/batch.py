@@ -31,9 +31,16 @@ class EncodedPrompt:
 
 
 def encode_prompt(
-    processor: Any, messages: list[dict[str, Any]], images: Sequence[Any], videos: Sequence[Any]
+    processor: Any,
+    messages: list[dict[str, Any]],
+    images: Sequence[Any],
+    videos: Sequence[Any],
+    family: Any = None,
 ) -> EncodedPrompt:
-    """Chat template + processor for one prompt; videos are `(frames [T,H,W,3] uint8, metadata)` pairs (pre-sampled)."""
+    """Chat template + processor for one prompt; videos are `(frames [T,H,W,3] uint8, metadata)` pairs (pre-sampled).
+
+    `family` (`evr1_cache.families`) supplies the processor arguments for cached media (no re-sampling, no
+    re-sizing), as the eval backends and verl's `data.mm_processor_kwargs` pass them."""
     import numpy as np
 
     text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
@@ -46,6 +53,8 @@ def encode_prompt(
         ]
         kwargs["video_metadata"] = [_hf_meta(m) for _, m in videos]
         kwargs["do_sample_frames"] = False
+    if family is not None:
+        kwargs.update(family.hf_kwargs([_hf_meta(m) for _, m in videos], images=bool(images)))
     out = processor(text=[text], return_tensors="pt", **kwargs)
     vision: dict[str, torch.Tensor] = {}
     for key in VISION_KEYS:

