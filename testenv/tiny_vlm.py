@@ -192,7 +192,7 @@ def _random(model_cls, cfg):
 _MOE = {
     "num_experts": 4,
     "num_experts_per_tok": 2,
-    "moe_intermediate_size": 64,
+    "moe_intermediate_size": 48,  # no square expert matrix: transformers' layout check cannot tell a square one's side
     "decoder_sparse_step": 1,
     "norm_topk_prob": True,
 }
@@ -238,6 +238,22 @@ def build_qwen3_vl_moe(out: Path) -> None:
     cfg = tiny_qwen._vl_config(Qwen3VLMoeConfig, tok, text, _qwen3_vision(text["hidden_size"]))
     model = _random(Qwen3VLMoeForConditionalGeneration, cfg)
     _save(model, qwen3_processor(tok), out, [text["eos_token_id"]], text["pad_token_id"])
+    _published_expert_layout(out / "model.safetensors")
+
+
+def _published_expert_layout(path: Path) -> None:
+    """Rewrite fused expert weights in the layout of the published Qwen3-VL-MoE checkpoints ([E, in, out]).
+
+    transformers >= 5 saves them as [E, out, in] and loads either (it converts the published one); vLLM 0.32 reads only
+    the published layout, so a checkpoint saved by transformers 5 is refused by vLLM (a known gap, docs/families.md).
+    """
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(path))
+    for name, value in tensors.items():
+        if name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
+            tensors[name] = value.transpose(1, 2).contiguous()
+    save_file(tensors, str(path), metadata={"format": "pt"})
 
 
 def _qwen3_5(out: Path, moe: bool) -> None:
@@ -255,8 +271,8 @@ def _qwen3_5(out: Path, moe: bool) -> None:
     linear = {
         "layer_types": ["linear_attention", "full_attention"],
         "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 32,
-        "linear_value_head_dim": 32,
+        "linear_key_head_dim": 128,  # vLLM's CPU Gated DeltaNet kernel supports the real checkpoints' 128 only
+        "linear_value_head_dim": 128,
         "linear_num_key_heads": 2,
         "linear_num_value_heads": 2,
     }

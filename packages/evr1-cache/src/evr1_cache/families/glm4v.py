@@ -79,11 +79,17 @@ class Glm4vFamily(ModelFamily):
         return IMAGE_MIN_PIXELS, IMAGE_MAX_PIXELS
 
     def check_spec(self, spec: SamplingSpec | ImageSpec) -> None:
-        if isinstance(spec, SamplingSpec) and spec.nframes is not None:
-            raise ValueError(
-                f"SamplingSpec(family='glm4v'): GLM-4.1V samples by fps only (its processor has no fixed frame count); "
-                f"drop nframes={spec.nframes} and set fps"
-            )
+        """No fixed frame count; the settings GLM's rule does not read are filed at fixed values, so a cache built
+        with other unused values (e.g. a trainer default max_pixels) keeps the same key."""
+        if isinstance(spec, SamplingSpec):
+            if spec.nframes is not None:
+                raise ValueError(
+                    f"SamplingSpec(family='glm4v'): GLM-4.1V samples by fps only (its processor has no fixed frame "
+                    f"count); drop nframes={spec.nframes} and set fps"
+                )
+            unused = {"min_frames": 4, "max_frames": 768, "max_pixels": VIDEO_MAX_PIXELS}
+            for name, value in unused.items():
+                object.__setattr__(spec, name, value)
 
     def sample_frame_indices(self, total_num_frames: int, native_fps: float, spec: SamplingSpec) -> tuple[int, ...]:
         assert spec.fps is not None  # check_spec refuses nframes

@@ -83,6 +83,18 @@ class InternVLFamily(ModelFamily):
     def default_pixels(self, kind: str, factor: int) -> tuple[int, int]:
         return MIN_TILES * factor * factor, MAX_TILES * factor * factor
 
+    def check_spec(self, spec: SamplingSpec | ImageSpec) -> None:
+        """Frames are tile squares: the video pixel budget is not read, so it is filed at fixed values (a cache built
+        with other unused values keeps the same key); the frame bounds only matter in fps mode."""
+        if isinstance(spec, SamplingSpec):
+            assert spec.size_factor is not None
+            lo, hi = self.default_pixels("video", spec.size_factor)
+            for name, value in {"min_pixels": lo, "max_pixels": hi, "total_pixels": None}.items():
+                object.__setattr__(spec, name, value)
+            if spec.nframes is not None:
+                object.__setattr__(spec, "min_frames", 4)
+                object.__setattr__(spec, "max_frames", 768)
+
     def tokens_per_tile(self, side: int) -> int:
         return (side // self.patch_size) ** 2 // self.merge_size**2
 
