@@ -166,6 +166,7 @@ def imports(session: nox.Session) -> None:
     for module, stdlib_only in [
         ("evr1_rewards", "1"),
         ("evr1_cache.spec", "1"),
+        ("evr1_cache.families", "1"),
         ("evr1_cache", "0"),
         ("evr1_eval", "0"),
     ]:

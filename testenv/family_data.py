@@ -21,7 +21,10 @@ SPECS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"fps": 2.0, "min_frames": 2, "max_frames": 8, "min_pixels": 32 * 32 * 4, "max_pixels": 32 * 32 * 16},
         {"min_pixels": 32 * 32 * 4, "max_pixels": 32 * 32 * 16},
     ),
-    "glm4v": ({"fps": 2.0, "min_pixels": 56 * 56, "total_pixels": 28 * 28 * 2 * 64}, {"min_pixels": 56 * 56, "max_pixels": 2 * 28 * 28 * 16}),
+    "glm4v": (
+        {"fps": 2.0, "min_pixels": 56 * 56, "total_pixels": 28 * 28 * 2 * 64},
+        {"min_pixels": 56 * 56, "max_pixels": 2 * 28 * 28 * 16},
+    ),
     "internvl": ({"fps": None, "nframes": 4, "size_factor": 56}, {"size_factor": 56}),
 }
 SPECS["qwen3_5"] = SPECS["qwen3_vl"]

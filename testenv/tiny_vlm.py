@@ -33,7 +33,8 @@ _HERE = Path(__file__).resolve().parent
 
 def _tiny_qwen() -> Any:
     spec = importlib.util.spec_from_file_location("evr1_testenv_tiny_qwen", _HERE / "tiny_qwen.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
     if spec.name not in sys.modules:
         sys.modules[spec.name] = module
@@ -358,7 +359,9 @@ def glm_processor(tok=None):
 
     common = {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2}
     return Glm4vProcessor(
-        image_processor=Glm4vImageProcessor(size={"shortest_edge": 56 * 56, "longest_edge": 2 * 28 * 28 * 64}, **common),
+        image_processor=Glm4vImageProcessor(
+            size={"shortest_edge": 56 * 56, "longest_edge": 2 * 28 * 28 * 64}, **common
+        ),
         video_processor=Glm4vVideoProcessor(
             size={"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 2 * 64}, fps=2, **common
         ),

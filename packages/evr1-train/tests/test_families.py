@@ -148,3 +148,19 @@ def test_one_local_engine_step(stack: dict[str, Any], tmp_path: Path) -> None:
     assert trainer.state.step == 1
     assert math.isfinite(metrics["actor/pg_loss"]), metrics
     assert metrics["response_length/mean"] > 0
+
+
+@pytest.mark.parametrize("stack", ["glm4v"], indirect=True)
+def test_the_parity_command_runs_dumps_and_compares(stack: dict[str, Any], tmp_path: Path, capsys) -> None:
+    """`evr1-train parity` as a user runs it in the verl environment, then `--compare` against the vLLM dump."""
+    from evr1_train.parity.cli import main
+
+    args = ["--model", str(stack["model"]), "--data", str(stack["built"]), "--cache-dir", str(stack["cache"])]
+    assert main([*args, "-n", "3", "--sides", "verl,hf", "--no-logprobs", "--dump", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "3 comparisons, 0 with a mismatch" in out
+    assert (tmp_path / "verl.safetensors").exists()
+    vllm_dump = DUMPS / stack["kind"] / "vllm.safetensors"
+    other = vllm_dump if vllm_dump.exists() else tmp_path / "hf.safetensors"
+    assert main(["--compare", str(tmp_path / "verl.safetensors"), str(other)]) == 0
+    assert "3 comparisons, 0 with a mismatch" in capsys.readouterr().out

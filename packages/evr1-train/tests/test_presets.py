@@ -72,7 +72,6 @@ def test_preset_composes_and_validates(name: str) -> None:
     family, factor = GEOMETRY[model]
     assert cfg.data.evr1.video.size_factor == factor
     from evr1_cache.families import family_for_model
-
     from evr1_train.data import DataOptions
 
     opts = DataOptions.from_mapping(cfg.data.evr1)

@@ -39,8 +39,8 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 def specs_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
     from evr1_cache.spec import ImageSpec, SamplingSpec
 
-    names = ("fps", "nframes", "min_frames", "max_frames", "min_pixels", "max_pixels", "total_pixels", "size_factor")
-    names = (*names, "family")
+    names: tuple[str, ...] = ("fps", "nframes", "min_frames", "max_frames", "min_pixels", "max_pixels", "total_pixels")
+    names = (*names, "size_factor", "family")
     kw = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
     if args.nframes is not None and args.fps is None:
         kw["fps"] = None

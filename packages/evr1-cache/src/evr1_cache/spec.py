@@ -17,7 +17,10 @@ import math
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+
+if TYPE_CHECKING:
+    from evr1_cache.families.base import ModelFamily
 
 __all__ = [
     "FRAME_FACTOR",
@@ -364,7 +367,7 @@ def qwen_resized_image_hw(height: int, width: int, image_spec: ImageSpec) -> tup
     return _smart_resize(height, width, image_spec.size_factor, image_spec.min_pixels, image_spec.max_pixels)
 
 
-def _family(name: str) -> Any:
+def _family(name: str) -> ModelFamily:
     """The registered model family `name` (imported lazily: the spec itself stays one stdlib module)."""
     from evr1_cache.families import get_family
 

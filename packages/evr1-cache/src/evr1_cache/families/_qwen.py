@@ -67,7 +67,7 @@ class TimestampedQwenFamily(QwenFamily):
 
     def video_prompt(self, meta: VideoLike, height: int, width: int) -> str:
         indices, _ = video_fields(meta)
-        t, gh, gw = self.video_grid(len(indices), height, width)
+        _t, gh, gw = self.video_grid(len(indices), height, width)
         per_frame = self.video_token * (gh * gw // self.merge_size**2)
         return "".join(f"<{s:.1f} seconds><|vision_start|>{per_frame}<|vision_end|>" for s in self.frame_seconds(meta))
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
 from evr1_cache.families.base import ModelFamily, VideoLike, video_fields
 from evr1_cache.families.registry import register
 from evr1_cache.spec import ImageSpec, SamplingSpec
@@ -43,7 +44,9 @@ def _linspace(start: float, stop: float, num: int) -> list[float]:
     return values
 
 
-def glm_smart_resize(nframes: int, height: int, width: int, factor: int, min_pixels: float, max_pixels: float) -> tuple[int, int]:
+def glm_smart_resize(
+    nframes: int, height: int, width: int, factor: int, min_pixels: float, max_pixels: float
+) -> tuple[int, int]:
     """transformers' glm4v `smart_resize`, operation for operation (the budget bounds t x h x w)."""
     if nframes < 2:
         raise ValueError(f"GLM-4.1V needs at least 2 frames per video (one temporal patch), got {nframes}")
@@ -93,7 +96,7 @@ class Glm4vFamily(ModelFamily):
 
     def sample_frame_indices(self, total_num_frames: int, native_fps: float, spec: SamplingSpec) -> tuple[int, ...]:
         assert spec.fps is not None  # check_spec refuses nframes
-        if not (isinstance(native_fps, (int, float)) and math.isfinite(native_fps) and native_fps > 0):
+        if not (math.isfinite(native_fps) and native_fps > 0):
             raise ValueError(f"sample_frame_indices: native_fps must be a finite number > 0, got {native_fps!r}")
         total = total_num_frames
         last = total - 1

@@ -103,7 +103,7 @@ class InternVLFamily(ModelFamily):
             n = spec.nframes
         else:
             assert spec.fps is not None
-            if not (isinstance(native_fps, (int, float)) and math.isfinite(native_fps) and native_fps > 0):
+            if not (math.isfinite(native_fps) and native_fps > 0):
                 raise ValueError(f"sample_frame_indices: native_fps must be a finite number > 0, got {native_fps!r}")
             n = min(max(int(total_num_frames / native_fps * spec.fps), spec.min_frames), spec.max_frames)
             n = min(n, total_num_frames)

@@ -66,7 +66,11 @@ class HfBackend:
 
     def _inputs(self, request: Request) -> Any:
         text = self._processor.apply_chat_template(request.messages(), tokenize=False, add_generation_prompt=True)
-        kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt", **processor_media_kwargs(self._family, request)}
+        kwargs: dict[str, Any] = {
+            "text": [text],
+            "return_tensors": "pt",
+            **processor_media_kwargs(self._family, request),
+        }
         if request.videos:
             kwargs["videos"] = [v.frames for v in request.videos]
         if request.images:

@@ -96,6 +96,7 @@ async def _vllm(model: str, data: Any, logprobs: bool, dtype: str, max_model_len
         limit_mm_per_prompt={"image": 4, "video": 4},
         max_num_seqs=4,
         enable_prefix_caching=False,  # every prompt token's log-prob is computed, none served from the cache
+        mm_processor_cache_gb=0,  # every request's processed tensors reach us (a cache hit would send none)
     )
     engine = AsyncLLM.from_engine_args(args)
     try:
@@ -132,7 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             key = side if side not in loaded else f"{side}@{Path(path).parent.name}"
             loaded[key] = records
         return report(loaded)
-    missing = [flag for flag, v in (("--model", args.model), ("--data", args.data), ("--cache-dir", args.cache_dir)) if not v]
+    missing = [
+        flag for flag, v in (("--model", args.model), ("--data", args.data), ("--cache-dir", args.cache_dir)) if not v
+    ]
     if missing:
         build_parser().error(f"{', '.join(missing)} required (or --compare DUMP...)")
     sides = [s.strip() for s in args.sides.split(",") if s.strip()]
@@ -145,7 +148,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = resolve_model(args.model, Path(work))
         data = load_parity_data(args.data, args.cache_dir, args.samples)
         got = run_sides(
-            model, data, sides, logprobs=not args.no_logprobs, vllm_dtype=args.vllm_dtype, max_model_len=args.max_model_len
+            model,
+            data,
+            sides,
+            logprobs=not args.no_logprobs,
+            vllm_dtype=args.vllm_dtype,
+            max_model_len=args.max_model_len,
         )
     if args.dump:
         for side, records in got.items():

@@ -78,7 +78,12 @@ def _timing(a: SideRecord, b: SideRecord) -> Check:
     keys = sorted(set(a.timing) | set(b.timing))
     for k in keys:
         x, y = a.timing.get(k), b.timing.get(k)
-        if x is None or y is None or len(x) != len(y) or any(not math.isclose(p, q, rel_tol=1e-9, abs_tol=1e-12) for p, q in zip(x, y)):
+        if (
+            x is None
+            or y is None
+            or len(x) != len(y)
+            or any(not math.isclose(p, q, rel_tol=1e-9, abs_tol=1e-12) for p, q in zip(x, y, strict=False))
+        ):
             return Check("timing", False, f"{k}: {x} vs {y}")
     return Check("timing", True, ", ".join(f"{k}={[round(v, 4) for v in a.timing[k]][:6]}" for k in keys) or "-")
 

@@ -165,7 +165,9 @@ def collect_hf(model: str, data: ParityData, *, logprobs: bool = True, response:
         kwargs = family.hf_kwargs(metas, data.opts.image_spec(), images=bool(inputs.images))
         enc = processor(text=[text], return_tensors="pt", **media, **kwargs)
         digest = {"frames": _frames_digest(inputs.videos, inputs.images)}
-        rec = record_from_processor("hf", data.sample_id(i), family, processor.tokenizer, enc, metas, {**info, **digest})
+        rec = record_from_processor(
+            "hf", data.sample_id(i), family, processor.tokenizer, enc, metas, {**info, **digest}
+        )
         if net is not None:
             full = processor(text=[text + response], return_tensors="pt", **media, **kwargs)
             ids = full["input_ids"][0]
@@ -298,24 +300,30 @@ async def collect_vllm(
             f"parity-{i}-{os.getpid()}", prompt, SamplingParams(max_tokens=1), ("generate",)
         )
         rec = _vllm_record(data.sample_id(i), family, request, _metas(inputs.videos), info)
-        rec = SideRecord(**{**rec.__dict__, "info": {**rec.info, "frames": _frames_digest(inputs.videos, inputs.images)}})
+        rec = SideRecord(
+            **{**rec.__dict__, "info": {**rec.info, "frames": _frames_digest(inputs.videos, inputs.images)}}
+        )
         if logprobs:
             full = {**prompt, "prompt": text + response}
             params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, output_kind=final_only)
             final = None
-            async for final in engine.generate(full, params, f"parity-lp-{i}-{os.getpid()}"):
-                pass
+            async for output in engine.generate(full, params, f"parity-lp-{i}-{os.getpid()}"):
+                final = output
             if final is None or not final.prompt_logprobs:
                 raise RuntimeError(f"vLLM returned no prompt log-probs for sample {data.sample_id(i)}")
             ids = list(final.prompt_token_ids)
             n_resp = len(ids) - len(rec.prompt_ids)
-            lps = [entry[tok].logprob for entry, tok in zip(final.prompt_logprobs[-n_resp:], ids[-n_resp:], strict=True)]
+            lps = [
+                entry[tok].logprob for entry, tok in zip(final.prompt_logprobs[-n_resp:], ids[-n_resp:], strict=True)
+            ]
             rec = _with_response(rec, ids[-n_resp:], lps)
         out.append(rec)
     return out
 
 
-def _vllm_record(sample: str, family: Any, request: Any, metas: list[dict[str, Any]], info: dict[str, str]) -> SideRecord:
+def _vllm_record(
+    sample: str, family: Any, request: Any, metas: list[dict[str, Any]], info: dict[str, str]
+) -> SideRecord:
     """Prompt ids, placeholder ids (read off the positions vLLM fills), grids, timing and pixels of a processed
     request, in the layout transformers' processors use (InternVL: every tile and frame in `pixel_values`)."""
     import numpy as np
@@ -330,6 +338,11 @@ def _vllm_record(sample: str, family: Any, request: Any, metas: list[dict[str, A
         pos = feature.mm_position
         embeds = pos.is_embed.tolist() if getattr(pos, "is_embed", None) is not None else [True] * pos.length
         placeholders.update(ids[pos.offset + k] for k, e in enumerate(embeds) if e)
+        if feature.data is None:
+            raise RuntimeError(
+                "vLLM's multimodal processor cache sent this media to the engine without its tensors (it saw them "
+                "before): start the engine with mm_processor_cache_gb=0 for a parity check"
+            )
         data = {k: v.data for k, v in feature.data.items()}
         video = feature.modality.startswith("video")
         pix_key = "pixel_values_videos" if video else "pixel_values"
