@@ -201,25 +201,7 @@ _MOE = {
 
 def qwen3_processor(tok=None):
     """Qwen3-VL's processor (Qwen3-VL dense / MoE and Qwen3.5 all use it) over the tiny Qwen tokenizer."""
-    from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
-
-    norm = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
-    common = {"patch_size": 16, "merge_size": 2, "temporal_patch_size": 2}
-    return Qwen3VLProcessor(
-        image_processor=Qwen2VLImageProcessor(
-            size={"shortest_edge": 32 * 32 * 4, "longest_edge": 32 * 32 * 64}, **common, **norm
-        ),
-        video_processor=Qwen3VLVideoProcessor(
-            size={"shortest_edge": 32 * 32 * 4, "longest_edge": 32 * 32 * 4 * 16},
-            fps=2,
-            min_frames=2,
-            max_frames=16,
-            **common,
-            **norm,
-        ),
-        tokenizer=tok or qwen_tokenizer(),
-        chat_template=tiny_qwen.CHAT_TEMPLATE,
-    )
+    return tiny_qwen.qwen3_processor(tok or qwen_tokenizer())
 
 
 def _qwen3_vision(out_hidden: int) -> dict[str, Any]:
@@ -422,16 +404,7 @@ def internvl_processor(tok=None):
 
 
 def qwen2_5_processor(tok=None):
-    from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
-
-    pixels = {"min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 64}
-    common = {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2}
-    return Qwen2_5_VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**pixels, **common),
-        video_processor=Qwen2VLVideoProcessor(**pixels, **common),
-        tokenizer=tok or qwen_tokenizer(),
-        chat_template=tiny_qwen.CHAT_TEMPLATE,
-    )
+    return tiny_qwen.qwen2_5_processor(tok or qwen_tokenizer())
 
 
 #: A processor per family (no model weights): the prompt-expansion parity tests need only these.

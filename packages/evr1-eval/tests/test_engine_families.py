@@ -88,7 +88,7 @@ def stack(request: pytest.FixtureRequest, workdir: Path) -> Iterator[dict[str, A
     common = {"model": str(model), "max_model_len": 2048, "enforce_eager": True, "device": "cpu"}
     hf = create_backend("hf", BackendConfig(dtype="float32", **common))
     # as `evr1-train parity` starts it: every prompt token's log-prob, every request's processed tensors
-    engine_kwargs = {"enable_prefix_caching": False, "mm_processor_cache_gb": 0}
+    engine_kwargs = {"enable_prefix_caching": False, "mm_processor_cache_gb": 0, "mm_device_do_normalize": False}
     vllm_config = BackendConfig(
         dtype=VLLM_DTYPE.get(kind, "float32"), max_num_seqs=4, engine_kwargs=engine_kwargs, **common
     )

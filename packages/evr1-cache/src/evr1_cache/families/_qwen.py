@@ -26,6 +26,7 @@ QWEN_END_OF_TURN = ("<|im_end|>", "<|endoftext|>")
 QWEN_FRAME_RULE = "qwen-vl-utils 0.0.14 smart_nframes + torch.linspace(0, n-1, k).round() (vision_process.py)"
 QWEN_SIZE_RULE = "qwen-vl-utils 0.0.14 smart_resize with fetch_video's per-frame cap (vision_process.py)"
 QWEN_RESIZE = "torchvision bicubic antialias (qwen-vl-utils fetch_video); PIL bicubic for images (fetch_image)"
+QWEN3_VISION_KEYS = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
 
 
 @dataclass(frozen=True)
@@ -80,3 +81,39 @@ def _total(meta: VideoLike, indices: tuple[int, ...]) -> int:
     if total is None:
         raise ValueError("video metadata needs total_num_frames (pass VideoMeta.to_hf() from evr1-cache)")
     return int(total)
+
+
+def qwen_family(
+    cls: type[QwenFamily],
+    *,
+    name: str,
+    title: str,
+    model_types: tuple[str, ...],
+    checkpoints: tuple[str, ...],
+    patch_size: int,
+    vision_keys: tuple[str, ...],
+    hf_processor: str,
+    vllm_architectures: tuple[str, ...],
+) -> QwenFamily:
+    """A Qwen-VL family: what the Qwen families share (tokens, merge 2 x 2, two-frame patches, qwen-vl-utils rules)
+    filled in, what differs passed."""
+    return cls(
+        name=name,
+        title=title,
+        model_types=model_types,
+        checkpoints=checkpoints,
+        patch_size=patch_size,
+        merge_size=2,
+        temporal_patch_size=2,
+        size_factors=(patch_size * 2,),
+        frame_rule=QWEN_FRAME_RULE,
+        size_rule=QWEN_SIZE_RULE,
+        reference_resize=QWEN_RESIZE,
+        image_token="<|image_pad|>",
+        video_token="<|video_pad|>",
+        vision_tokens=QWEN_VISION_TOKENS,
+        end_of_turn=QWEN_END_OF_TURN,
+        vision_keys=vision_keys,
+        hf_processor=hf_processor,
+        vllm_architectures=vllm_architectures,
+    )

@@ -6,33 +6,17 @@ derives from the videos' metadata: without `fps` and `frames_indices` it silentl
 
 from __future__ import annotations
 
-from evr1_cache.families._qwen import (
-    QWEN_END_OF_TURN,
-    QWEN_FRAME_RULE,
-    QWEN_RESIZE,
-    QWEN_SIZE_RULE,
-    QWEN_VISION_TOKENS,
-    QwenFamily,
-)
+from evr1_cache.families._qwen import QwenFamily, qwen_family
 from evr1_cache.families.registry import register
 
 QWEN2_5_VL = register(
-    QwenFamily(
+    qwen_family(
+        QwenFamily,
         name="qwen2_5_vl",
         title="Qwen2-VL / Qwen2.5-VL",
         model_types=("qwen2_5_vl", "qwen2_vl"),
         checkpoints=("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2-VL-7B-Instruct"),
         patch_size=14,
-        merge_size=2,
-        temporal_patch_size=2,
-        size_factors=(28,),
-        frame_rule=QWEN_FRAME_RULE,
-        size_rule=QWEN_SIZE_RULE,
-        reference_resize=QWEN_RESIZE,
-        image_token="<|image_pad|>",
-        video_token="<|video_pad|>",
-        vision_tokens=QWEN_VISION_TOKENS,
-        end_of_turn=QWEN_END_OF_TURN,
         vision_keys=("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw", "second_per_grid_ts"),
         hf_processor="Qwen2_5_VLProcessor",
         vllm_architectures=("Qwen2_5_VLForConditionalGeneration", "Qwen2VLForConditionalGeneration"),

@@ -97,6 +97,9 @@ async def _vllm(model: str, data: Any, logprobs: bool, dtype: str, max_model_len
         max_num_seqs=4,
         enable_prefix_caching=False,  # every prompt token's log-prob is computed, none served from the cache
         mm_processor_cache_gb=0,  # every request's processed tensors reach us (a cache hit would send none)
+        # pixels normalised by the front-end, as transformers does (vLLM 0.32 defers it to the device for Qwen-VL,
+        # which would leave its processed tensors un-normalised and not comparable)
+        mm_device_do_normalize=False,
     )
     engine = AsyncLLM.from_engine_args(args)
     try:

@@ -273,6 +273,12 @@ async def collect_vllm(
     from evr1_train.data.row import row_to_inputs
 
     model_config = engine.model_config
+    mm_config = getattr(model_config, "multimodal_config", None)
+    if getattr(mm_config, "mm_device_do_normalize", False):
+        raise ValueError(
+            "this vLLM engine normalises pixels on the device, so its processed tensors cannot be compared with "
+            "transformers': start it with mm_device_do_normalize=False (evr1-train parity does)"
+        )
     family = family_or_none(getattr(model_config.hf_config, "model_type", None))
     if family is None:
         raise ValueError(f"{model_config.model}: no evr1 model family serves this checkpoint")
