@@ -167,3 +167,32 @@ def test_hf_and_vllm_inputs_and_logprobs_agree(stack: dict[str, Any]) -> None:
     assert len(results) == 3
     assert all(r.ok for r in results), parity.table(results)
     assert worst is not None
+
+
+@pytest.mark.hf
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["qwen2_5_vl", "glm4v", "internvl"])
+def test_the_logprob_check_alone_catches_a_wrong_input(kind: str, workdir: Path, monkeypatch) -> None:
+    """Reversed frames (same metadata) through the HF side: the log-probs differ by more than the tolerance, so the
+    log-prob check is not blind on these tiny models (their wider initialisation is what makes inputs matter)."""
+    parity = pytest.importorskip("evr1_train.parity", reason="evr1-train (no deps) is installed by nox -s eval_engines")
+    from evr1_train.data.media import MediaLoader
+
+    tiny, data_env = _testenv("tiny_vlm"), _testenv("family_data")
+    model = tiny.build_tiny_vlm(workdir / "models", kind)
+    paths = data_env.build_family_data(workdir / "data", tiny.FAMILY[kind])
+    data = parity.load_parity_data(paths["built"], paths["cache"], 1)  # v0: a video row
+    good = parity.collect_hf(str(model), data)
+    real_video = MediaLoader.video
+
+    def reversed_video(self: Any, *args: Any, **kwargs: Any) -> Any:
+        frames, meta = real_video(self, *args, **kwargs)
+        return frames[::-1].copy(), meta
+
+    monkeypatch.setattr(MediaLoader, "video", reversed_video)
+    bad = parity.collect_hf(str(model), data)
+    (res,) = parity.compare_sides({"hf": good, "hf-reversed": bad})
+    lp = res.check("logprobs")
+    assert lp is not None
+    assert not lp.ok, lp.detail
+    assert lp.value > 3 * parity.LOGPROB_TOLERANCE_FP32, lp.detail
