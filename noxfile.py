@@ -99,7 +99,25 @@ def integration(session: nox.Session) -> None:
         "import importlib.util as u, sys; bad = [m for m in ('torch', 'verl', 'vllm') if u.find_spec(m)]; "
         "sys.exit(f'the integration venv must stay light, it holds {bad}') if bad else None",
     )  # fmt: skip
-    session.run("pytest", str(ROOT / "tests"), *session.posargs)
+    # tests/browser/ needs a browser and Playwright: the `viewer_browser` session runs it
+    session.run("pytest", str(ROOT / "tests"), "--ignore", str(ROOT / "tests" / "browser"), *session.posargs)
+
+
+# -- the viewer in a real browser (issue 16) -----------------------------------------------------------------------
+
+#: Screenshots of every page the browser tests open (git-ignored); CI keeps them as artefacts.
+SCREENSHOTS = ROOT / ".artifacts" / "viewer"
+
+
+@nox.session(python=HOST)
+def viewer_browser(session: nox.Session) -> None:
+    """The evr1 viewer (`evr1-eval report --html`, `evr1-train view`) in headless Chromium: Playwright drives Debian's
+    /usr/bin/chromium (its own browser download cannot work offline); asserts on the DOM, saves screenshots to
+    .artifacts/viewer/. Light: eval + cache[viewer] + evr1-train without its deps (the rollouts module needs no verl)."""
+    install(session, "evr1-eval", "viewer", "playwright>=1.49")
+    session.install("--no-deps", str(member("evr1-train")))
+    session.run("pytest", str(ROOT / "tests" / "browser"), *session.posargs, env={"EVR1_SCREENSHOTS": str(SCREENSHOTS)})
+    session.log(f"screenshots: {SCREENSHOTS}")
 
 
 def install_torchvision_shim(session: nox.Session) -> None:
@@ -168,6 +186,7 @@ def imports(session: nox.Session) -> None:
         ("evr1_cache.spec", "1"),
         ("evr1_cache.families", "1"),
         ("evr1_cache", "0"),
+        ("evr1_cache.viewer", "1"),  # the records: Jinja2 and Pillow load only when a site is written
         ("evr1_eval", "0"),
     ]:
         session.run("python", "-I", str(probe), module, stdlib_only, *heavy)
@@ -179,6 +198,16 @@ def typecheck(session: nox.Session) -> None:
     install(session, "evr1-eval", "", "mypy>=1.15", "types-tqdm")
     session.run("mypy", "-p", "evr1_cache", "-p", "evr1_rewards", "-p", "evr1_eval", *session.posargs)
 
+
+#: Non-Python files a wheel must carry (the viewer's templates and assets, rendered from the installed package).
+_PACKAGE_DATA = {
+    "evr1-cache": tuple(
+        f"evr1_cache/viewer/{f}"
+        for f in ("templates/base.html.j2", "templates/browse.html.j2", "templates/card.html.j2",
+                  "templates/compare_card.html.j2", "templates/index.html.j2", "templates/macros.html.j2",
+                  "static/viewer.css", "static/viewer.js")
+    ),
+}  # fmt: skip
 
 #: What a wheel's metadata may not pin: CUDA builds and exact torch/driver packages belong to the user's machine.
 _CUDA_PINS = ("+cu", "nvidia-", "torch==", "torchvision==", "torchaudio==")
@@ -204,6 +233,9 @@ def wheels(session: nox.Session) -> None:
         with zipfile.ZipFile(built[name]) as wheel:
             if f"{name.replace('-', '_')}/py.typed" not in wheel.namelist():
                 session.error(f"{built[name].name} lacks py.typed")
+            missing_files = sorted(set(_PACKAGE_DATA.get(name, ())) - set(wheel.namelist()))
+            if missing_files:
+                session.error(f"{built[name].name} lacks its package data: {missing_files}")
         session.run("uv", "venv", "-q", "--clear", "--python", HOST, str(venv), external=True)
         # Only the wheel itself; its evr1 dependencies come from the wheels just built, never from an index.
         session.run("uv", "pip", "install", "-q", "--python", python, "--find-links", str(dist), str(built[name]),
@@ -224,6 +256,27 @@ def wheels(session: nox.Session) -> None:
     if "evr1-train = evr1_train.cli:main" not in entry_points:
         session.error("evr1-train's wheel lacks its console script")
     session.log(f"evr1-train wheel: {len(requires)} requirements, verl-based, nothing CUDA-pinned")
+
+
+# -- evr1-eval's official protocols against lmms-eval's real task code ---------------------------------------------------
+
+#: The released lmms-eval whose task functions the official protocols reproduce (evr1_eval/benchmarks/references.py).
+LMMS_EVAL = "lmms-eval==0.7.3"
+#: What lmms-eval's task files use at import and in their scoring functions. Its own dependency tree (torch,
+#: transformers, datasets, decord, ...) serves its engines and task registry, which the tests stub instead.
+LMMS_SCORING_DEPS = ("loguru", "pyyaml", "numpy", "pandas", "filelock")
+
+
+@nox.session(python=HOST)
+def eval_lmms(session: nox.Session) -> None:
+    """evr1-eval's official protocol vs lmms-eval 0.7.3's REAL process_results / extractors / aggregation functions on
+    real annotation rows (tuned and held-out response corpora). `EVR1_DIFF_REPORT=path.json` writes the agreement table."""
+    install(session, "evr1-eval")
+    session.install("--no-deps", LMMS_EVAL)
+    session.install(*LMMS_SCORING_DEPS)
+    tests = member("evr1-eval") / "tests"
+    env = {"EVR1_DIFF_REPORT": os.environ["EVR1_DIFF_REPORT"]} if os.environ.get("EVR1_DIFF_REPORT") else {}
+    session.run("pytest", str(tests / "test_lmms_differential.py"), "-m", "lmms_eval", *session.posargs, env=env)
 
 
 # -- evaluation engines on CPU (issue 4) ---------------------------------------------------------------------------
@@ -281,6 +334,7 @@ def train(session: nox.Session) -> None:
         str(member("evr1-rewards") / "tests" / "test_verl_reward_loop.py"),  # evr1-rewards' adapter in verl's loop
         str(member("evr1-cache") / "tests" / "test_store_reader.py"),  # incl. the zero-copy torch path (torch here)
         str(ROOT / "tests" / "test_cache_to_train.py"),  # cross-package: `evr1-cache build` output -> train rows
+        str(ROOT / "tests" / "test_eval_train_prompt.py"),  # cross-package: evr1-eval's evr1 prompt == the trainer's
         "-m",
         "not gpu",
         *session.posargs,

@@ -24,7 +24,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evr1_rewards import RewardInput, RewardRouter
-from evr1_rewards.testing import TYPICAL, adversarial_responses
+
+
+def _testenv(name: str):  # type: ignore[no-untyped-def]
+    """A test-input module from the repository's testenv/ (it ships in no package)."""
+    path = Path(__file__).resolve().parents[1] / "testenv" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"evr1_testenv_{name}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_INPUTS = _testenv("rewards_inputs")
+TYPICAL, adversarial_responses = _INPUTS.TYPICAL, _INPUTS.adversarial_responses
 
 FAST_TARGET = 30_000
 FAST_TYPES = ("multiple_choice", "numerical", "boolean", "temporal_grounding", "spatial_grounding",

@@ -4,8 +4,8 @@ options) covering every registered problem type, scored by
 - the verl adapter `evr1_rewards.integrations.verl.compute_score` (what verl's reward loop calls in training),
 - the TRL reward function from `evr1_rewards.integrations.trl.make_reward_func` (plain and conversational completions),
 - `evr1_rewards.score`,
-- evr1-eval's per-sample score: `evr1-eval score <benchmark>` (results.jsonl) for the registered benchmarks that score
-  the type with evr1-rewards, and the default scorer of a benchmark without an official rule for the other types.
+- evr1-eval's evr1-protocol score (`evr1_score`, the way training scores): `evr1-eval score <benchmark>`
+  (results.jsonl) for registered benchmarks, and a benchmark without an official rule for the other types.
 
 Training (reward mode) and evaluation (metric mode) must give the same accuracy, except where the table documents a
 metric convention (a reversed span is swapped by the metric, malformed for the reward).
@@ -121,8 +121,8 @@ def _eval_scores(tmp_path: Path) -> dict[str, tuple[float, dict[str, Any]]]:
             rows = [json.loads(x) for x in (dest / "results.jsonl").read_text().splitlines() if x.strip()]
             for row in rows:
                 assert row["error"] is None, row
-                assert row["details"].get("scorer") == "evr1-rewards", f"{name} no longer scores {row['id']} with evr1"
-                out[row["id"]] = (row["score"], row)
+                assert row["details"]["evr1"]["scorer"] == "evr1-rewards", f"{name}: {row['id']} has no evr1 score"
+                out[row["id"]] = (row["evr1_score"], row)
         else:  # types no registered benchmark scores with evr1: the default rule of a benchmark without one
             for case in cases:
                 bench = Benchmark(name="parity", title="parity", problem_types=(case["eval"]["type"],))
@@ -132,7 +132,8 @@ def _eval_scores(tmp_path: Path) -> dict[str, tuple[float, dict[str, Any]]]:
                 (sample,) = loaded.samples
                 row = bench.score(sample, case["response"])
                 assert row.error is None, row
-                assert row.details.get("scorer") == "evr1-rewards", row
+                assert row.details.get("scorer") == "evr1-rewards", row  # no official rule: both protocols agree
+                assert row.evr1_score == row.score
                 out[case["id"]] = (row.score, {"details": row.details})
     assert set(out) == {c["id"] for c in CASES if "eval" in c}
     return out

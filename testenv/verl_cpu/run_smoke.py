@@ -149,11 +149,35 @@ def overrides(
         "trainer.experiment_name=cpu_grpo_hybrid",
         f"trainer.rollout_data_dir={work / 'rollouts'}",
         f"trainer.default_local_dir={work / 'ckpt'}",
+        "evr1.rollout_dump.enable=true",  # evr1's own dumps (V1 trainer): checked by check_evr1_dumps
+        "evr1.rollout_dump.every_n_steps=1",
         f"+ray_kwargs.ray_init._temp_dir={ray_tmp}",
         f"hydra.run.dir={work / 'hydra'}",
         *CPU_OVERRIDES,
         *TRAINERS[trainer],
     ]
+
+
+def check_evr1_dumps(work: Path, steps: int, groups: int, n: int) -> dict:
+    """evr1's rollout dumps of the V1 run: one file per step, every group with its n responses, offline and online
+    ones, frames from the cache; then the viewer is built from them (evr1-train view)."""
+    from evr1_train.rollouts.view import build_viewer, find_rollouts, read_dump
+
+    folder = find_rollouts(work / "ckpt")
+    _, records, problems = read_dump(folder)
+    assert not problems, problems
+    assert sorted({r["step"] for r in records}) == list(range(1, steps + 1)), sorted({r["step"] for r in records})
+    assert all(len(r["responses"]) == n for r in records), [len(r["responses"]) for r in records]
+    assert len(records) == steps * groups, len(records)
+    offline = [x["offline"] for r in records for x in r["responses"]]
+    assert any(offline), offline
+    assert not all(offline), offline
+    media = [m for r in records for m in r["media"]]
+    assert media
+    assert all(m["frames_from"] == "cache" and m["frame_indices"] for m in media if m["kind"] == "video")
+    assert all(isinstance(x["advantage"], float) for r in records for x in r["responses"])
+    index = build_viewer([work / "ckpt"], work / "viewer")
+    return {"dumped_steps": steps, "groups": len(records), "viewer": str(index)}
 
 
 def _origin(rec: dict) -> str:
@@ -271,6 +295,7 @@ def main() -> None:
     assert all(s["score_mean"] is not None for s in summary["steps"]), "no reward logged"
     if args.trainer == "v1":  # the `evr1` trainer mode: offline/online metrics, and the off-policy loss in the worker
         assert all(s["evr1_hybrid_offline_samples"] is not None for s in summary["steps"]), "no evr1/hybrid metrics"
+        print(json.dumps(check_evr1_dumps(work, args.steps, groups=4, n=4)))
         if args.offline_handling == "off_policy":
             assert any((s["evr1_offline_token_frac"] or 0) > 0 for s in summary["steps"]), "loss saw no offline token"
     print("verl CPU smoke run: OK")

@@ -77,8 +77,8 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str | None], str, dict[st
         # "Answer: B" -> A (wrong); "The answer is C" -> C; a long answer without a letter is unanswered (left out of
         # the official denominator); a missing prediction is an error row (counted wrong, never "unanswered").
         {
-            "1": "Answer: B",
-            "2": "The answer is C",
+            "1": "After watching, it is B",  # the first A-D anywhere: the "A" of "After" (the official regex's quirk)
+            "2": "Answer: C",  # "Answer:" is one of the script's prefixes (deleted), so this reads C
             "3": "it is not possible to tell what is going on in this clip here",
         },
         "accuracy",
@@ -101,16 +101,17 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str | None], str, dict[st
             mc("b1", "D", path="./star/1.mp4", task_type="tB"),
             mc("b2", "A", path="./star/2.mp4", task_type="tB"),
         ],
-        # task A: 2/3 (the article "a" reads as option A); task B: 1/2 with one empty answer.
+        # task A: 2/3 (the article "a" reads as option A); task B: 1/1, its empty answer is left out (lmms-eval).
         {"a1": "A. one", "a2": "(B)", "a3": "It is a dog", "b1": "D", "b2": ""},
-        "accuracy",
+        "task_mean",
         {
-            "accuracy": 60.0,
-            "task_mean": (200 / 3 + 50) / 2,
-            "accuracy_answered": 75.0,
+            "accuracy": 75.0,
+            "accuracy_strict": 60.0,
+            "task_mean": (200 / 3 + 100) / 2,
             "task/tA": 200 / 3,
+            "task/tB": 100.0,
             "source/clevrer": 200 / 3,
-            "source/star": 50.0,
+            "source/star": 100.0,
         },
         {"samples": 5},
     ),
@@ -139,10 +140,16 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str | None], str, dict[st
             mc("y2", "B", question_type="order"),
             mc("y3", "C", question_type="order"),
         ],
-        # M-Avg = mean(100, 33.3) = 66.7 while the item mean is 60; F is reachable on 6-option rows.
+        # lmms-eval reads A-D only (F is unreachable): count 1/2, order 1/3; M-Avg divides by all 7 dev tasks
+        # (lmms-eval), m_avg_tasks_present by the 2 present (MLVU's own script); the item mean is 40.
         {"x1": "A", "x2": "F", "y1": "A", "y2": "D", "y3": "D"},
         "m_avg",
-        {"m_avg": (100 + 100 / 3) / 2, "micro_accuracy": 60.0, "task/count": 100.0},
+        {
+            "m_avg": (50 + 100 / 3) / 7,
+            "m_avg_tasks_present": (50 + 100 / 3) / 2,
+            "micro_accuracy": 40.0,
+            "task/count": 50.0,
+        },
         {"samples": 5},
     ),
     (
@@ -188,7 +195,7 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str | None], str, dict[st
     (
         "tempcompass",
         [mc("1", "A", dim="speed"), mc("2", "B", dim="direction")],
-        {"1": "<answer>A</answer>", "2": "A"},
+        {"1": "A. one", "2": "A"},  # the official hand rules: "A. ..." and a bare letter
         "accuracy",
         {"accuracy": 50.0, "dimension/speed": 100.0, "dimension/direction": 0.0},
         {"samples": 2},
@@ -221,10 +228,10 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str | None], str, dict[st
         [typed(str(i), "temporal grounding", '<answer>{"time": [0, 10]}</answer>') for i in range(4)],
         # IoU 0.5, reversed prose span swapped (1.0), unparsable (0), IoU exactly 0.7 (counts for R@0.7: >=).
         {
-            "0": '{"time": [0, 5]}',
+            "0": "The event happens in the 0 - 5 seconds.",
             "1": "from 10 to 0 seconds",
             "2": "no idea",
-            "3": '<answer>{"time": [2, 9]}</answer>',
+            "3": "Start time: 2\nEnd time: 9",
         },
         "miou",
         {"miou": 55.0, "r@0.3": 75.0, "r@0.5": 75.0, "r@0.7": 50.0},
@@ -329,11 +336,24 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str | None], str, dict[st
     ),
     (
         "mmvu",
-        [mc("1", "A"), mc("2", "B"), typed("3", "open-ended", "<answer>Dolly zoom</answer>")],
-        {"1": "<answer>A</answer>", "2": "A", "3": "It is a dolly zoom"},
+        [
+            mc("1", "A", path="./videos/Chemistry/1.mp4"),
+            mc("2", "B", path="./videos/Law/2.mp4"),
+            typed("3", "open-ended", "<answer>Dolly zoom</answer>", path="./videos/Art/3.mp4"),
+            typed("4", "open-ended", "<answer>Dolly zoom</answer>", path="./videos/Art/4.mp4"),
+            mc("5", "A", path="./videos/Cooking/5.mp4"),  # a subject outside the reference's discipline map
+        ],
+        # the open answer "a pan" fails the lenient rules and waits for a judge (outside the denominator, counted);
+        # without a judge lmms-eval counts it wrong: accuracy_judge_failed_as_wrong.
+        {"1": "<answer>A</answer>", "2": "A", "3": "It is a dolly zoom", "4": "a pan", "5": "A"},
         "accuracy",
-        {"accuracy": 50.0},  # the open-ended row waits for a judge: outside the denominator, counted
-        {"samples": 3, "judge_pending": 1},
+        {
+            "accuracy": 200 / 3,
+            "accuracy_judge_failed_as_wrong": 50.0,
+            "discipline/Science": 100.0,
+            "discipline/Humanities_and_Social_Science": 50.0,
+        },
+        {"samples": 5, "judge_pending": 1},
     ),
     (
         "vcrbench",
@@ -364,12 +384,18 @@ def test_official_scoring_and_aggregation(
         assert summary.counts[key] == value, key
 
 
-def test_official_parser_quirks_are_measured_against_evr1_extraction(tmp_path: Path) -> None:
-    # Video-MME's official regex reads "Answer: B" as A; evr1-rewards reads B. Both numbers are reported.
-    rows = [mc("1", "B"), mc("2", "C")]
-    summary = evaluate(tmp_path, "videomme", rows, {"1": "Answer: B", "2": "C"})
-    assert summary.metrics["accuracy"] == pytest.approx(50.0)
-    assert summary.metrics["accuracy_evr1_extraction"] == pytest.approx(100.0)
+def test_both_protocols_are_scored_for_every_answer(tmp_path: Path) -> None:
+    # Video-MME's official regex reads "Based on the video, B" as B of "Based" by luck and "After all, C" as A;
+    # evr1-rewards reads the declared letters. Both protocols' numbers are reported, official first.
+    rows = [mc("1", "B"), mc("2", "C"), mc("3", "D")]
+    preds = {"1": "Based on the video, B", "2": "After all, C", "3": "<think>A or D?</think><answer>D</answer>"}
+    summary = evaluate(tmp_path, "videomme", rows, preds)
+    assert summary.primary == "accuracy"
+    assert summary.metrics["accuracy"] == pytest.approx(
+        100 / 3, abs=1e-3
+    )  # row 3: the raw text's first letter is the A
+    assert summary.evr1_metrics["accuracy"] == pytest.approx(100.0)
+    assert summary.reference.startswith("thanku-all/parse_answer:eval_your_results.py@afd52cf")
 
 
 def test_every_benchmark_has_a_case_or_a_judge_test() -> None:
@@ -387,19 +413,38 @@ def test_judged_rows_are_scored_only_with_a_judge(tmp_path: Path) -> None:
     rows = [
         mc("1", "A"),
         mc("2", "B"),
-        typed("3", "open-ended", "<answer>Dolly zoom</answer>"),
-        typed("4", "open-ended", "<answer>Dolly zoom</answer>"),
+        typed("3", "open-ended", "<answer>because it rained</answer>"),
+        typed("4", "open-ended", "<answer>because it rained</answer>"),
     ]
-    preds = {"1": "<answer>A</answer>", "2": "A", "3": "It is a dolly zoom", "4": "a pan"}
-    unjudged = evaluate(tmp_path, "mmvu", rows, preds)
-    assert unjudged.metrics["accuracy"] == pytest.approx(50.0)  # MC by rule: 1 + 0; OE pending
+    preds = {"1": "<answer>A</answer>", "2": "<answer>A</answer>", "3": "It rained", "4": "the sun"}
+    unjudged = evaluate(tmp_path, "vcrbench", rows, preds)
+    assert unjudged.metrics["accuracy"] == pytest.approx(50.0)  # MC by rule: 1 + 0; open-ended pending
     assert unjudged.counts["judge_pending"] == 2
     assert any("2 rows scored by rule where the official protocol uses an LLM judge" in n for n in unjudged.notes)
-    summary = evaluate(tmp_path, "mmvu", rows, preds, judge=_judge)
-    # With a judge MC rows are judged as well (official): the stand-in judge rejects both MC answers here.
+    summary = evaluate(tmp_path, "vcrbench", rows, preds, judge=_judge)
+    # With a judge the MC rows are judged as well (official): the stand-in judge rejects both MC answers here.
     assert summary.metrics["accuracy"] == pytest.approx(25.0)
     assert summary.counts["judge_pending"] == 0
     assert not any("scored by rule" in n for n in summary.notes)
+
+
+def test_mmvu_judges_only_open_answers_its_rules_reject(tmp_path: Path) -> None:
+    rows = [
+        mc("1", "A", path="./videos/Law/1.mp4"),
+        typed("2", "open-ended", "<answer>Dolly zoom</answer>", path="./videos/Art/2.mp4"),
+        typed("3", "open-ended", "<answer>Dolly zoom</answer>", path="./videos/Art/3.mp4"),
+    ]
+    preds = {"1": "C", "2": "It is a dolly zoom", "3": "a slow zoom"}
+    calls: list[str] = []
+
+    async def judge(prompt: str) -> str:
+        calls.append(prompt)
+        return "Judgement: 1"
+
+    summary = evaluate(tmp_path, "mmvu", rows, preds, judge=judge)
+    assert summary.metrics["accuracy"] == pytest.approx(200 / 3)  # MC by rule only (wrong); both open ones right
+    assert len(calls) == 1  # the rule already accepted row 2
+    assert "a slow zoom" in calls[0]
 
 
 @pytest.mark.parametrize("bench", ["videoreasonbench", "videommlu"])

@@ -62,7 +62,7 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == 22
     by_name = {r["name"]: r for r in rows}
-    assert by_name["videoreasonbench"]["needs_judge"] == ["open-ended"]
+    assert by_name["videoreasonbench"]["needs_judge"] == ["open_ended"]
     assert by_name["video_holmes"]["aliases"] == ["holmes"]
     assert main(["list"]) == 0
     assert "vsibench" in capsys.readouterr().out
@@ -86,7 +86,7 @@ def test_inspect_counts_types_and_reports_bad_rows(tmp_path: Path, capsys: pytes
     out = json.loads(capsys.readouterr().out)
     assert out["benchmark"] == "vsibench"
     assert out["samples"] == 2
-    assert out["problem_types"] == {"multiple choice": 1, "regression": 1}
+    assert out["problem_types"] == {"multiple_choice": 1, "regression": 1}
     assert out["errors"][0]["row"] == 2
     assert out["errors"][0]["id"] == "3"
     assert out["examples"][0]["ground_truth"] == "A"
@@ -137,8 +137,11 @@ def test_score_writes_rows_and_official_summary(tmp_path: Path, capsys: pytest.C
             "--no-progress",
         ]
     )
-    assert rc == 0
-    printed = json.loads(capsys.readouterr().out)
+    assert rc == 1  # a row could not be loaded: the count and the first reasons are shown, the exit says so
+    captured = capsys.readouterr()
+    assert "1 annotation row(s) could not be loaded (3 loaded)" in captured.err
+    assert "has no options" in captured.err
+    printed = json.loads(captured.out)
     # 1 right, 2 unanswered (dropped by the official rule), 3 has no prediction (error row, counted wrong).
     assert printed["metrics"]["accuracy"] == pytest.approx(50.0)
     assert printed["metrics"]["accuracy_strict"] == pytest.approx(100 / 3, abs=1e-3)
@@ -153,17 +156,31 @@ def test_score_writes_rows_and_official_summary(tmp_path: Path, capsys: pytest.C
     assert rows[2]["error"] == "no prediction for this id"
     assert rows[0]["extracted"] == "A"
     assert rows[0]["score"] == 1.0
+    assert rows[0]["evr1_score"] == 1.0
+    assert rows[1]["evr1_score"] == 0.0
+    assert printed["evr1_metrics"]["accuracy"] == pytest.approx(100 / 3, abs=1e-3)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["annotations"]["digest"].startswith("sha256:")
+    assert manifest["annotations"]["load_errors"] == 1
+    assert manifest["reference"].startswith("thanku-all/parse_answer")
     capsys.readouterr()
     # a `score --out` folder is a benchmark folder: `report` re-aggregates it directly
     assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--chart", "none"]) == 0
-    assert "| videomme | accuracy | 50.0 |" in (tmp_path / "rep" / "report.md").read_text()
+    assert "| videomme | accuracy | 50.0 · evr1 33.3 |" in (tmp_path / "rep" / "report.md").read_text()
     assert not (tmp_path / "rep" / "chart.png").exists()
 
 
 def _bench_rows(bench: str, scores: list[float], **kw: Any) -> list[ScoredSample]:
     return [
         ScoredSample(
-            id=str(i), benchmark=bench, problem_type="multiple choice", response="x", extracted="A", score=s, **kw
+            id=str(i),
+            benchmark=bench,
+            problem_type="multiple_choice",
+            response="x",
+            extracted="A",
+            score=s,
+            evr1_score=s,
+            **kw,
         )
         for i, s in enumerate(scores)
     ]
@@ -187,13 +204,14 @@ def test_report_compares_runs_and_merges_shards(tmp_path: Path, capsys: pytest.C
         ScoredSample(
             id=str(i),
             benchmark="mlvu",
-            problem_type="multiple choice",
+            problem_type="multiple_choice",
             response="x",
             extracted="A",
             score=s,
+            evr1_score=s,
             groups={"task": t},
         )
-        for i, (s, t) in enumerate([(1, "a"), (0, "b"), (0, "b"), (0, "b")])
+        for i, (s, t) in enumerate([(1, "count"), (0, "order"), (0, "order"), (0, "order")])
     ]
     _write_run(rl, "mlvu", mlvu)
     judged = _bench_rows("videoreasonbench", [0, 0], needs_judge=True)
@@ -202,9 +220,12 @@ def test_report_compares_runs_and_merges_shards(tmp_path: Path, capsys: pytest.C
     assert main(["report", str(base), str(rl), "--out", str(out), "--chart", "stdlib"]) == 0
     captured = capsys.readouterr()
     table = (out / "report.md").read_text()
-    assert "| lvbench | accuracy | 25.0 | 75.0 |" in table
-    assert "| mlvu | m_avg | - | 50.0 |" in table  # M-Avg = mean(100, 0), not the item mean 25
-    assert "| videoreasonbench | accuracy | - | needs judge |" in table
+    assert "| lvbench | accuracy | 25.0 · evr1 25.0 | 75.0 · evr1 75.0 |" in table
+    # M-Avg over MLVU dev's 7 tasks (lmms-eval): (100 + 0) / 7, not the item mean 25 (evr1 reports that)
+    assert "| mlvu | m_avg | - | 14.3 · evr1 25.0 |" in table
+    assert "| videoreasonbench | accuracy | - | needs judge · evr1 0.0 |" in table
+    assert "## Run settings (manifest.json)" in table
+    assert "- rl / lvbench: no manifest" in table
     assert "bars only" in captured.err
     summary = json.loads((out / "summary.json").read_text())
     assert [r["name"] for r in summary["runs"]] == ["base", "rl"]
@@ -274,18 +295,71 @@ def test_markdown_table_marks_partial_judging() -> None:
     from evr1_eval.benchmarks import get_benchmark
     from evr1_eval.report import RunReport
 
-    bench = get_benchmark("mmvu")
+    bench = get_benchmark("vcrbench")
     rows = [
-        *_bench_rows("mmvu", [1, 0]),
+        *_bench_rows("vcrbench", [1, 0]),
         ScoredSample(
             id="9",
-            benchmark="mmvu",
-            problem_type="open-ended",
+            benchmark="vcrbench",
+            problem_type="open_ended",
             response="x",
             extracted=None,
             score=0.0,
             needs_judge=True,
         ),
     ]
-    table = markdown_table([RunReport("r", "r", {"mmvu": bench.aggregate(rows)})])
-    assert "| mmvu | accuracy | 50.0 (1 need judge) |" in table
+    table = markdown_table([RunReport("r", "r", {"vcrbench": bench.aggregate(rows)})])
+    assert "| vcrbench | accuracy | 50.0 (1 need judge) · evr1 33.3 |" in table
+
+
+def test_zero_results_never_look_like_missing_ones(tmp_path: Path) -> None:
+    from evr1_eval.report import bar_label
+
+    assert (bar_label(0.0), bar_label(None), bar_label(12.34)) == ("0.0", "n/a", "12.3")
+    zero, absent = tmp_path / "zero", tmp_path / "absent"
+    _write_run(zero, "lvbench", _bench_rows("lvbench", [0, 0]))
+    _write_run(zero, "mlvu", _bench_rows("mlvu", [1, 0]))
+    _write_run(absent, "mlvu", _bench_rows("mlvu", [1, 1]))  # no lvbench result at all
+    path = tmp_path / "chart.png"
+    write_chart([collect_run(zero), collect_run(absent)], path, backend="stdlib")
+    width, height, raw = _png_size_and_pixels(path.read_bytes())
+    stride = width * 3 + 1
+    dark = (40, 40, 40)
+
+    def dark_columns() -> set[int]:
+        cols = set()
+        for y in range(height):
+            row = raw[y * stride + 1 : (y + 1) * stride]
+            cols |= {i // 3 for i in range(0, len(row), 3) if tuple(row[i : i + 3]) == dark}
+        return cols
+
+    cols = dark_columns()
+    assert cols, "a zero result must be drawn (a stub under the axis)"
+    # lvbench is the first group: the zero run's stub is in its first bar slot, the absent run draws nothing there
+    margin, bar_w = 20, 8
+    first_bar = set(range(margin + 4, margin + 4 + bar_w - 1))
+    second_bar = set(range(margin + 4 + bar_w, margin + 4 + 2 * bar_w - 1))
+    assert cols & first_bar
+    assert not cols & second_bar
+
+
+def test_matplotlib_chart_labels_its_axes_and_bars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib", reason="the `report` extra; installed by `nox -s eval` via the test group")
+    import matplotlib.figure
+
+    seen: dict[str, Any] = {}
+    original = matplotlib.figure.Figure.savefig
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        ax = self.axes[0]
+        seen.update(x=ax.get_xlabel(), y=ax.get_ylabel(), texts=sorted(t.get_text() for t in ax.texts))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    zero, absent = tmp_path / "zero", tmp_path / "absent"
+    _write_run(zero, "lvbench", _bench_rows("lvbench", [0, 0]))
+    _write_run(absent, "mlvu", _bench_rows("mlvu", [1, 1]))
+    write_chart([collect_run(zero), collect_run(absent)], tmp_path / "c.png", backend="matplotlib")
+    assert seen["texts"] == ["0.0", "100.0", "n/a", "n/a"]  # every bar labelled; the zero bar says 0.0
+    assert seen["x"] == "benchmark"
+    assert "official primary metric" in seen["y"]

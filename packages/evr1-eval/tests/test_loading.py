@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evr1_eval.benchmarks import get_benchmark
-from evr1_eval.benchmarks.loading import canonical_problem_type, parse_options, unwrap_ground_truth
+from evr1_eval.protocol import Evr1Settings, ProtocolSettings
 
 
 def write_json(path: Path, rows: object) -> Path:
@@ -47,9 +47,23 @@ def test_easyvideor1_mc_rows_parse_with_all_option_styles(tmp_path: Path) -> Non
     assert first.videos == (str(tmp_path / "media" / "clips" / "v1.mp4"),)
     assert first.options == ("A. a cat jumps", "B. a dog runs", "C. a bird sings", "D. nothing")
     assert "<video>" not in first.prompt
-    assert first.prompt.startswith("Question: What happens first?\nOptions:\nA. a cat jumps")
-    assert first.prompt.endswith("Answer with the option letter only.")
+    # the official protocol asks with Video-MME's own prompt (its README), options as "A. text" lines
+    assert first.prompt == (
+        "Select the best answer to the following multiple-choice question based on the video. Respond with only the "
+        "letter (A, B, C, or D) of the correct option.\nWhat happens first?\nA. a cat jumps\nB. a dog runs\n"
+        "C. a bird sings\nD. nothing\nThe best answer is:"
+    )
     assert result.samples[1].options == ("A. red", "B. green", "C. blue")
+    # a model family's published wording (Qwen3-VL's own Video-MME prompt) through a prompt variant
+    qwen = get_benchmark("videomme").load(
+        tmp_path / "a.json", None, protocol=ProtocolSettings(prompt_variant="qwen3_vl")
+    )
+    assert "\nQuestion: What happens first?\nA. a cat jumps" in qwen.samples[0].prompt
+    generic = get_benchmark("videomme").load(
+        tmp_path / "a.json", None, protocol=ProtocolSettings(prompt_variant="vlmevalkit")
+    )
+    assert generic.samples[0].prompt.startswith("Question: What happens first?\nOptions:\nA. a cat jumps")
+    assert generic.samples[0].prompt.endswith("Answer with the option letter only.")
 
 
 def test_charades_think_wrapper_with_placeholder_token_is_unwrapped(tmp_path: Path) -> None:
@@ -76,7 +90,7 @@ def test_ids_fall_back_to_own_id_field_then_position(tmp_path: Path) -> None:
     ("row", "reason"),
     [
         (mc_row(1, "E"), "not one of the option letters"),
-        ({**mc_row(2), "solution": "<answer></answer>"}, "empty or unclosed"),
+        ({**mc_row(2), "solution": "<answer></answer>"}, "empty or never closed"),
         ({k: v for k, v in mc_row(3).items() if k != "solution"}, "missing ground truth"),
         ({k: v for k, v in mc_row(4).items() if k != "path"}, "missing video path"),
         ({**mc_row(5), "problem_type": "interpretive dance"}, "unknown problem_type"),
@@ -120,12 +134,11 @@ def test_grounding_and_numeric_truths_are_validated(tmp_path: Path) -> None:
     ]
     result = get_benchmark("vsibench").load(write_json(tmp_path / "g.json", rows), None)
     reasons = [e.reason for e in result.errors]
-    assert len(reasons) == 4
-    assert "ends before it starts" in reasons[0]
-    assert "JSON object" in reasons[1]
-    assert "[x1, y1, x2, y2]" in reasons[2]
-    assert "expected a number" in reasons[3]
-    assert [s.ground_truth for s in result.samples] == ["1250.5"]
+    assert len(reasons) == 3
+    assert "reversed" in reasons[0]
+    assert "not valid JSON" in reasons[1] or "JSON" in reasons[1]
+    assert "box" in reasons[2]
+    assert [s.ground_truth for s in result.samples] == ["3", "1250.5"]  # evr1-rewards reads number words too
 
 
 def test_duplicate_ids_are_renamed_or_rejected_never_overwritten(tmp_path: Path) -> None:
@@ -233,7 +246,7 @@ def test_vsibench_official_layout_and_charades_txt(tmp_path: Path) -> None:
     vsi = get_benchmark("vsibench").load(write_json(tmp_path / "v.json", rows), None)
     assert [(s.problem_type, s.ground_truth, s.videos[0], s.groups["task"]) for s in vsi.samples] == [
         ("regression", "4", "scannet/scene0001_00.mp4", "object_counting"),
-        ("multiple choice", "B", "arkitscenes/41069025.mp4", "route_planning"),
+        ("multiple_choice", "B", "arkitscenes/41069025.mp4", "route_planning"),
     ]
     txt = tmp_path / "charades_sta_test.txt"
     txt.write_text("3MSZA 24.3 30.4##person turn a light on.\nbroken line\n")
@@ -274,7 +287,7 @@ def test_ovobench_forward_truths_and_videommmu_image(tmp_path: Path) -> None:
             "problem": "Is it done?",
             "problem_type": "SSR",
             "path": "v.mp4",
-            "solution": "<answer>whatever</answer>",
+            "solution": "<answer>Yes</answer>",
             "ovo_type": 1,
             "ovo_task": "SSR",
             "ovo_category": "forward",
@@ -291,43 +304,76 @@ def test_ovobench_forward_truths_and_videommmu_image(tmp_path: Path) -> None:
         },
     ]
     ovo = get_benchmark("ovobench").load(write_json(tmp_path / "ovo.json", rows), None)
-    assert [s.ground_truth for s in ovo.samples] == ["3", "Yes", "No"]
+    assert [(s.problem_type, s.ground_truth) for s in ovo.samples] == [("numerical", "3"), ("boolean", "yes"),
+                                                                      ("boolean", "no")]  # fmt: skip
     mmmu = get_benchmark("videommmu").load(write_json(tmp_path / "vm.json", [mc_row(1, image_path="img/1.png")]), None)
     assert mmmu.samples[0].images == ("img/1.png",)
     assert "image for this question is at the end of the video" in mmmu.samples[0].prompt
 
 
-def test_reasoning_prompt_style(tmp_path: Path) -> None:
-    result = get_benchmark("lvbench").load(write_json(tmp_path / "a.json", [mc_row(1)]), None, style="reasoning")
-    assert "<think>" in result.samples[0].prompt
-    assert "<answer>" in result.samples[0].prompt
-    with pytest.raises(ValueError, match="unknown prompt style"):
-        get_benchmark("lvbench").load(write_json(tmp_path / "b.json", [mc_row(1)]), None, style="poetry")
+def test_evr1_protocol_asks_in_the_training_format(tmp_path: Path) -> None:
+    protocol = ProtocolSettings(protocol="evr1")
+    result = get_benchmark("lvbench").load(write_json(tmp_path / "a.json", [mc_row(1)]), None, protocol=protocol)
+    assert result.samples[0].prompt == (
+        "Watch the video carefully.\nQuestion: What happens first?\nOptions:\nA. a cat jumps\nB. a dog runs\n"
+        "C. a bird sings\nD. nothing\nThink step by step inside <think></think>, then give the option letter inside "
+        "<answer></answer>."
+    )
+    direct = ProtocolSettings(protocol="evr1", evr1=Evr1Settings(think=False))
+    result = get_benchmark("lvbench").load(tmp_path / "a.json", None, protocol=direct)
+    assert result.samples[0].prompt.endswith("\nGive the option letter inside <answer></answer>.")
+    with pytest.raises(ValueError, match="unknown prompt variant"):
+        get_benchmark("lvbench").load(tmp_path / "a.json", None, protocol=ProtocolSettings(prompt_variant="poetry"))
+    with pytest.raises(ValueError, match="unknown protocol"):
+        ProtocolSettings(protocol="poetry")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
-    ("raw", "expected"),
+    ("problem_type", "raw", "expected"),
     [
-        ("<answer>B</answer>", "B"),
-        ("<answer></answer><answer> C </answer>", "C"),
-        ('<think>{"time": [1, 2]}</think><[PLHD21_x]>', '{"time": [1, 2]}'),
-        ("  plain  ", "plain"),
-        (4, 4),
+        ("multiple choice", "<answer>B</answer>", "B"),
+        ("Multiple Choice", "<answer></answer><answer> C </answer>", "C"),
+        ("temporal grounding", '<think>{"time": [1, 2]}</think><[PLHD21_x]>', '{"time": [1.0, 2.0]}'),
+        ("numerical", "1,250", "1250"),
+        ("open-ended", "  plain  ", "plain"),
     ],
 )
-def test_unwrap_ground_truth(raw: object, expected: object) -> None:
-    assert unwrap_ground_truth(raw) == expected
+def test_ground_truths_are_read_by_evr1_rewards(tmp_path: Path, problem_type: str, raw: str, expected: str) -> None:
+    """The loader keeps no copy of the vocabulary or the truth readers: evr1-rewards' API reads them."""
+    from evr1_rewards import normalize_problem_type, parse_ground_truth
+
+    row = {"problem": "Q?", "problem_type": problem_type, "solution": raw, "path": "v.mp4"}
+    if problem_type.lower() == "multiple choice":
+        row["options"] = ["A. x", "B. y", "C. z"]
+    sample = get_benchmark("longvideo_reason").load(write_json(tmp_path / "r.json", [row])).samples[0]
+    assert sample.ground_truth == expected
+    assert sample.problem_type == normalize_problem_type(problem_type)
+    extras = {"options": row["options"]} if "options" in row else None
+    assert sample.ground_truth == parse_ground_truth(problem_type, raw, extras).text
 
 
-def test_parse_options_and_problem_types() -> None:
-    assert parse_options(None) == []
-    assert parse_options({"A": "x", "B": "y"}) == [("A", "x"), ("B", "y")]
-    assert parse_options(["A. a. b", "B. c"]) == [("A", "a. b"), ("B", "c")]
-    with pytest.raises(ValueError, match="duplicate option letters"):
-        parse_options(["A. x", "A. y"])
-    assert canonical_problem_type("Multiple Choice") == "multiple choice"
-    assert canonical_problem_type("spatial_temporal grounding") == "spatial-temporal grounding"
-    assert canonical_problem_type("rec") == "REC"
+def test_problem_type_readings_and_option_layouts(tmp_path: Path) -> None:
+    rows = [
+        {"problem": "How many?", "problem_type": "REC", "solution": "<answer>3</answer>", "path": "a.mp4"},
+        {"problem": "Step?", "problem_type": "SSR", "solution": "<answer>Yes</answer>", "path": "b.mp4"},
+    ]
+    ovo = get_benchmark("ovobench").load(write_json(tmp_path / "o.json", rows))
+    assert [(s.problem_type, s.ground_truth) for s in ovo.samples] == [("numerical", "3"), ("boolean", "yes")]
+    # without the benchmark's own reading, "REC" is ambiguous (referring expressions or repetition counting)
+    other = get_benchmark("livesports3k").load(tmp_path / "o.json")
+    assert len(other.errors) == 2
+    assert "ambiguous" in other.errors[0].reason.lower()
+    assert "repetition counting" in other.errors[0].reason
+    assert "problem_type" in other.errors[1].reason or "SSR" in other.errors[1].reason
+    layouts = [
+        mc_row(1, "B", options={"A": "x", "B": "y"}),
+        mc_row(2, "A", options=["A. a. b", "B. c"]),
+        mc_row(3, "A", options=["A. x", "A. y"]),  # reasoning text split into fake options: a broken row
+    ]
+    loaded = get_benchmark("lvbench").load(write_json(tmp_path / "m.json", layouts))
+    assert [s.options for s in loaded.samples] == [("A. x", "B. y"), ("A. a. b", "B. c")]
+    assert len(loaded.errors) == 1
+    assert "duplicate option letters" in loaded.errors[0].reason
 
 
 def test_bare_queries_get_the_benchmark_question_template(tmp_path: Path) -> None:
@@ -337,12 +383,19 @@ def test_bare_queries_get_the_benchmark_question_template(tmp_path: Path) -> Non
         "path": "v.mp4",
         "solution": '{"time": [1, 2]}',
     }
-    sample = get_benchmark("charades_sta").load(write_json(tmp_path / "c.json", [row])).samples[0]
+    generic = ProtocolSettings(prompt_variant="vlmevalkit")
+    sample = get_benchmark("charades_sta").load(write_json(tmp_path / "c.json", [row]), protocol=generic).samples[0]
     assert sample.prompt.startswith('Question: When does this happen in the video: "person turn a light on."?')
-    ssr = {"problem": "soak the rice", "problem_type": "SSR", "path": "v.mp4", "solution": "No"}
-    sample = get_benchmark("ovobench").load(write_json(tmp_path / "o.json", [ssr])).samples[0]
+    official = get_benchmark("charades_sta").load(tmp_path / "c.json").samples[0]
+    assert official.prompt.endswith(
+        "the textual sentence: person turn a light on.. Please return its start time and end time."
+    )  # fmt: skip  (lmms-eval's "{caption}. {post_prompt}")
+    ssr = {"problem": "soak the rice", "problem_type": "SSR", "path": "v.mp4", "solution": "No", "ovo_task": "SSR"}
+    sample = get_benchmark("ovobench").load(write_json(tmp_path / "o.json", [ssr]), protocol=generic).samples[0]
     assert '"soak the rice"' in sample.prompt
     assert sample.prompt.endswith("Answer with Yes or No only.")
+    official = get_benchmark("ovobench").load(tmp_path / "o.json").samples[0]
+    assert "procedures: \nsoak the rice\nYour task is to determine" in official.prompt
 
 
 # -- TempCompass' official release: one nested document per question format -------------------------------------------
@@ -401,7 +454,10 @@ def test_tempcompass_official_documents_load_per_format(tmp_path: Path) -> None:
     assert [s.ground_truth for s in mc.samples] == ["B", "C"]
     assert mc.samples[1].options == ("A. dancing", "B. waving", "C. Both at once")
     assert mc.samples[0].videos == (str(tmp_path / "videos" / "101.mp4"),)
-    assert mc.samples[0].prompt.startswith("Question: Where does the man move?\nOptions:\nA. left")
+    assert (
+        mc.samples[0].prompt
+        == "Where does the man move?\nA. left\nB. right\nC. away\nPlease directly give the best option:"
+    )
     assert mc.samples[0].groups == {"dimension": "direction", "format": "multi-choice",
                                     "format_dimension": "multi-choice/direction"}  # fmt: skip
     # an answer outside the options is a reported row, not a silent drop
@@ -415,9 +471,9 @@ def test_tempcompass_official_documents_load_per_format(tmp_path: Path) -> None:
         ("A", ("A. A man dunks.", "B. A man sleeps.")),
     ]
     yn = bench.load(folder / "yes_no.json")
-    assert [(s.problem_type, s.ground_truth) for s in yn.samples] == [("boolean", "No")]
+    assert [(s.problem_type, s.ground_truth) for s in yn.samples] == [("boolean", "no")]
     cap = bench.load(folder / "captioning.json")
-    assert cap.samples[0].problem_type == "open-ended"
+    assert cap.samples[0].problem_type == "open_ended"
     assert bench.sample_needs_judge(cap.samples[0])
 
 
@@ -432,7 +488,8 @@ def test_tempcompass_folder_loads_every_format_and_scores_format_average(tmp_pat
     assert sorted({s.groups["format"] for s in job.samples}) == ["caption_matching", "captioning", "multi-choice",
                                                                   "yes_no"]  # fmt: skip
     right = {"multi-choice/101/direction/0": "B", "multi-choice/101/direction/1": "A",
-             "yes_no/101/speed/0": "No", "caption_matching/101/action/0": "B", "caption_matching/101/action/1": "B"}  # fmt: skip
+             "yes_no/101/speed/0": "No", "caption_matching/101/action/0": "Option 2",
+             "caption_matching/101/action/1": "B"}  # fmt: skip
     scored = [bench.score(s, right[s.id]) for s in job.samples if s.id in right]
     summary = bench.aggregate(scored)
     assert summary.metrics["format/multi-choice"] == 50.0

@@ -58,4 +58,4 @@ def test_declarations_are_frozen_and_sampling_is_a_cache_spec() -> None:
         b = get_benchmark(name)
         assert b.problem_types
         assert b.judged_types <= set(b.problem_types) | {"open-ended"}
-        assert b.needs_judge == bool(b.judged_types)
+        assert b.needs_judge == bool(b.judged_types | b.judge_fallback_types)

@@ -165,3 +165,90 @@ def test_annotation_files_are_found_by_name_or_alias(tmp_path: Path) -> None:
     assert find_annotations(tmp_path, ["videomme", "video-mme"]).name == "Video-MME.JSONL"
     with pytest.raises(FileNotFoundError, match=r"lvbench\.json\(l\).*other\.json"):
         find_annotations(tmp_path, ["lvbench"])
+
+
+def test_run_writes_a_manifest_and_records_the_protocol(dataset: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "official"
+    assert _run(dataset, out, "--limit", "2") == 0
+    manifest = json.loads((out / "mvbench" / "manifest.json").read_text())
+    assert manifest["protocol"] == {"protocol": "official", "prompt_variant": "official"}
+    assert manifest["model"] == "fake-model"
+    assert manifest["backend"]["backend"] == "fake"
+    assert manifest["versions"]["evr1-eval"]
+    assert manifest["versions"]["evr1-rewards"]
+    assert manifest["annotations"]["digest"].startswith("sha256:")
+    assert manifest["annotations"]["rows_loaded"] == N
+    assert manifest["sampling"]["fps"] == 4
+    assert manifest["generation"]["temperature"] == 0.0
+    assert manifest["reference"].startswith("EvolvingLMMs-Lab/lmms-eval:lmms_eval/tasks/mvbench/utils.py@v0.7.3")
+    assert manifest["preset"] is None
+    # the evr1 protocol asks in the training format: another prompt, so the same folder refuses it
+    assert _run(dataset, out, "--limit", "2", "--protocol", "evr1") == 2
+    assert "protocol" in capsys.readouterr().err
+    evr1 = tmp_path / "evr1"
+    settings = tmp_path / "train.json"
+    settings.write_text(json.dumps({"think": False, "stop": ["</answer>"], "source": "train:quickstart"}))
+    rc = _run(dataset, evr1, "--limit", "2", "--protocol", "evr1", "--evr1-settings", str(settings),
+              response="<answer>A</answer>")  # fmt: skip
+    assert rc == 0
+    manifest = json.loads((evr1 / "mvbench" / "manifest.json").read_text())
+    assert manifest["protocol"]["protocol"] == "evr1"
+    assert manifest["protocol"]["evr1"]["source"] == "train:quickstart"
+    assert manifest["generation"]["stop"] == ["</answer>"]
+    rows = _rows(evr1)
+    assert all(r["evr1_score"] == 1.0 for r in rows.values())  # evr1-rewards reads the <answer> tag
+    # the official rule reads the raw text too: mvbench's `mcq_acc` finds the "A" of <answer>A</answer>
+    assert all(r["score"] == 1.0 for r in rows.values())
+    capsys.readouterr()
+    # `report` prints both protocols' numbers and both manifests, and warns that the settings differ
+    assert main(["report", str(out), str(evr1), "--out", str(tmp_path / "rep"), "--chart", "none"]) == 0
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "the compared runs used different settings" in text
+    assert "mvbench: protocol differs" in text
+    assert "protocol evr1 (prompt official), preset none, model fake-model" in text
+    assert "| mvbench | task_mean |" not in text
+    assert "| mvbench | accuracy | 100.0 · evr1 " in text
+
+
+def test_preset_settings_apply_and_explicit_flags_win(dataset: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "preset"
+    rc = _run(dataset, out, "--limit", "1", "--preset", "qwen3_vl_official", "--max-tokens", "64")
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "presence_penalty=1.5" in err  # published, not applied by the backends: said, and recorded
+    manifest = json.loads((out / "mvbench" / "manifest.json").read_text())
+    assert manifest["preset"]["name"] == "qwen3_vl_official"
+    assert any("Qwen3-VL#1540" in s["where"] for s in manifest["preset"]["sources"])
+    assert manifest["protocol"]["prompt_variant"] == "qwen3_vl"
+    assert manifest["generation"]["max_tokens"] == 64  # the explicit flag
+    assert manifest["generation"]["temperature"] == 0.7  # the preset
+    assert manifest["generation"]["top_k"] == 20
+    # frame settings: the preset's (2,048 frames, 224K video tokens, size factor 32), the command line's on top
+    assert manifest["sampling"]["max_frames"] == 2048
+    assert manifest["sampling"]["size_factor"] == 32
+    assert manifest["sampling"]["fps"] == 4  # --sampling fps=4 (from _run) wins over the preset's 2
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "--preset" in capsys.readouterr().out
+
+
+def test_rows_that_fail_to_load_make_the_exit_status_say_so(dataset: Path, tmp_path: Path, capsys) -> None:
+    ann = tmp_path / "ann"
+    ann.mkdir()
+    rows = json.loads((dataset / "ann" / "mvbench.json").read_text())[:2]
+    # a crafted row: options nested 100,000 levels deep (json.loads alone would raise RecursionError)
+    text = json.dumps(rows)[:-1] + ', {"problem": "q", "options": ' + "[" * 100_000 + '"x"' + "]" * 100_000 + "}]"
+    (ann / "mvbench.json").write_text(text, encoding="utf-8")
+    args = ["run", "--model", "m", "--backend", "fake", "--benchmarks", "mvbench", "--annotations-dir", str(ann),
+            "--media-root", str(dataset / "media"), "--out", str(tmp_path / "o"), "--no-progress"]  # fmt: skip
+    assert main(args) == 1  # two rows ran, one could not be loaded: not a success
+    err = capsys.readouterr().err
+    assert "1 annotation row(s) could not be loaded (2 loaded)" in err
+    assert "nested more than 32 levels deep" in err
+    assert (tmp_path / "o" / "mvbench" / "results.jsonl").exists()
+    (ann / "mvbench.json").write_text(json.dumps([{"problem": "no truth"}, {"bad": 1}]), encoding="utf-8")
+    assert main([*args[:-3], "--out", str(tmp_path / "o2"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "no row of mvbench could be loaded" in err
+    assert "first reasons" in err
+    assert not (tmp_path / "o2").exists()  # nothing was run, no folder pretends otherwise

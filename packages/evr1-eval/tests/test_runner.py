@@ -15,10 +15,11 @@ import pytest
 
 from evr1_eval.backends import BackendConfig, EngineDead, GenerationParams, ImageInput, VideoInput, create_backend
 from evr1_eval.backends.fake import FakeBackend
+from evr1_eval.benchmarks.base import make_error_row
 from evr1_eval.media import Media
 from evr1_eval.results import SettingsMismatch, iter_rows, load_rows, results_path
 from evr1_eval.runner import Job, RunConfig, evaluate, select
-from evr1_eval.types import BenchmarkSummary, Sample, ScoredSample
+from evr1_eval.types import BenchmarkSummary, Judge, Reference, Sample, ScoredSample
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,20 @@ class TinyBench:
     name: str = "tiny"
     prompt_version: str = "t1"
     spec: Spec = Spec()
+    reference: Reference | None = None
 
     @property
     def sampling(self) -> Spec:
         return self.spec
 
-    def score(self, sample: Sample, response: str) -> ScoredSample:
+    async def score_with_judge(self, sample: Sample, response: str, judge: Judge | None) -> ScoredSample:
+        return self.score(sample, response)
+
+    def error_row(self, sample: Sample, error: str) -> ScoredSample:
+        return make_error_row(self.name, sample, error)
+
+    def score(self, sample: Sample, response: str | None) -> ScoredSample:
+        response = response or ""
         if "BOOM" in response:
             raise RuntimeError("scorer crashed")
         extracted = response.strip()[:1].upper() or None
@@ -101,7 +110,7 @@ def samples(n: int, bench: str = "tiny", missing: Sequence[int] = ()) -> list[Sa
             benchmark=bench,
             prompt=f"Question {i}? Answer with a letter.",
             ground_truth="AB"[i % 2],
-            problem_type="multiple choice",
+            problem_type="multiple_choice",
             videos=(f"{'missing' if i in missing else 'v'}{i}.mp4",),
             groups={"task": f"t{i % 3}"},
         )

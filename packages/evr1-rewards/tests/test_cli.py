@@ -37,7 +37,7 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     assert "spatiotemporal_grounding" in text
     assert "spatial-temporal grounding" not in text.split("aliases")[0]
-    assert "network isolation" in text
+    assert "code sandbox: bubblewrap" in text
     assert main(["list", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {d["type"] for d in data} >= {"code", "math", "tracking"}

@@ -128,13 +128,49 @@ def test_asserts_as_plain_text() -> None:
     assert len(parse_tests("assert f(1) == 1\nassert f(2) == 4\n")) == 2
 
 
-def test_asserts_are_hardened() -> None:
-    from evr1_rewards.scorers.code import harden_asserts
+def test_assert_tests_keep_expected_values_out_of_the_sandbox() -> None:
+    from evr1_rewards.scorers.code_checks import plan
 
-    assert harden_asserts("assert f(1) == 2") == "assert __evr1_eq(f(1), 2)\n"
-    assert harden_asserts("assert f(1), 'msg'") == "assert __evr1_truth(f(1)), 'msg'\n"
+    steps, checks = plan("assert add(1, 2) == 982451653")
+    assert steps == [("probe", ["add(1, 2)"])]  # only the call goes in; the expected literal stays here
+    assert "982451653" in checks[0].source
+    assert checks[0].passed([982451653])
+    assert not checks[0].passed([3])
+    steps, _ = plan("assert sorted(f(x)) == [1, 2] and len(g()) == 2")
+    assert steps == [("probe", ["f(x)", "g()"])]  # sorted/len run here, on the returned values
+    steps, checks = plan("assert math.isclose(area(2), 12.566, rel_tol=1e-3)")
+    assert steps == [("probe", ["area(2)"])]
+    assert checks[0].passed([12.5664])
+    assert not checks[0].passed([13.0])
     with pytest.raises(GroundTruthError):
-        harden_asserts("assert (")
+        plan("assert (")
+    with pytest.raises(GroundTruthError, match="no assert"):
+        plan("x = 1")
+
+
+HUMANEVAL = (
+    "METADATA = {}\n\ndef check(candidate):\n    assert candidate([1, 2, 3]) == 6\n"
+    "    assert candidate([]) == 0\n    assert abs(candidate([0.5, 0.25]) - 0.75) < 1e-9\n\ncheck(total)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("program", "tests", "expected"),
+    [
+        ("def total(xs): return sum(xs)", [HUMANEVAL], 1.0),  # HumanEval's check(candidate) layout
+        ("def total(xs): return 6", [HUMANEVAL], 0.0),
+        ("def sq(x): return x * x", ["assert all(sq(i) == i * i for i in range(5))"], 1.0),  # comprehension
+        ("def sq(x): return x + x", ["assert all(sq(i) == i * i for i in range(5))"], 0.0),
+        ("def sq(x): return x * x", ["for i in range(4):\n    assert sq(i) == i ** 2"], 1.0),  # assert in a loop
+        ("def sq(x): return 4", ["for i in range(4):\n    assert sq(i) == i ** 2"], 0.0),
+        ("def f(): return [3, 1]", ["xs = f()\nassert sorted(xs) == [1, 3]"], 1.0),  # set-up statements
+        ("def f(): return None", ["assert f() is None", "assert not f()"], 1.0),
+        ("def f(x): return {'a': [x]}", ["assert f(2)['a'][0] == 2"], 1.0),
+    ],
+)
+def test_assert_layouts(program: str, tests: list[str], expected: float) -> None:
+    res = score(f"<answer>{program}</answer>", json.dumps(tests), "code", extras={"timeout": 2})
+    assert res.accuracy == pytest.approx(expected), res.details
 
 
 def test_tuple_and_list_returns_for_call_based_tests() -> None:

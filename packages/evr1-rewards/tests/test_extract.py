@@ -5,6 +5,13 @@ from __future__ import annotations
 import pytest
 
 from evr1_rewards import extract, extract_answer
+from evr1_rewards import score as _score
+from evr1_rewards.end_of_turn import (
+    END_OF_TURN_TOKENS,
+    add_end_of_turn_tokens,
+    end_of_turn_tokens,
+    strip_end_of_turn,
+)
 from evr1_rewards.extract import MAX_RESPONSE_CHARS, Response, clean_payload, last_boxed, structure_ok
 
 EXTRACT_CASES = [
@@ -100,3 +107,81 @@ def test_truncation_keeps_tail_and_fails_format() -> None:
     assert r.truncated
     assert r.answer_tag == "B"
     assert not structure_ok(r)
+
+
+# -- end-of-turn tokens ---------------------------------------------------------------------------------------------
+
+FAMILY_TOKENS = {
+    "Qwen": "<|im_end|>",
+    "Llama 3": "<|eot_id|>",
+    "Gemma": "<end_of_turn>",
+    "Gemma eos": "<eos>",
+    "DeepSeek": "<｜end▁of▁sentence｜>",
+    "Mistral": "</s>",
+    "Phi-3": "<|end|>",
+    "GLM-4": "<|user|>",
+    "InternLM": "<|im_end|>",
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_TOKENS))
+def test_end_of_turn_tokens_cost_nothing(family: str) -> None:
+    token = FAMILY_TOKENS[family]
+    assert token in END_OF_TURN_TOKENS
+    for tail in (token, "\n" + token, token + "<|endoftext|>", token + "\n"):
+        res = _score(f"<think>blue</think><answer>B</answer>{tail}", "B", "multiple choice")
+        assert (res.overall, res.format) == (1.0, 1.0), (family, tail)
+    assert _score(f"<answer>42</answer>{token}", "42", "numerical").overall == 1.0
+
+
+def test_only_a_trailing_run_is_stripped() -> None:
+    assert strip_end_of_turn("a</s>b") == "a</s>b"
+    assert strip_end_of_turn("answer <|im_end|> \n<|endoftext|>\n") == "answer"
+    assert strip_end_of_turn("plain text ") == "plain text "  # unchanged when there is no token
+    # a token inside the answer still breaks the format
+    assert _score("<answer>B</answer><|im_end|> more text", "B", "mcq").format == 0.0
+
+
+def test_more_tokens_by_registration_router_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evr1_rewards import RewardInput, RewardRouter
+    from evr1_rewards import end_of_turn as eot
+
+    inp = RewardInput(response="<answer>B</answer><|family_eot|>", ground_truth="B", problem_type="mcq")
+    assert RewardRouter().score(inp).format == 0.0
+    assert RewardRouter(end_of_turn_tokens=["<|family_eot|>"]).score(inp).format == 1.0
+    monkeypatch.setattr(eot, "_EXTRA", [])
+    monkeypatch.setattr(eot, "_CACHE", {})
+    add_end_of_turn_tokens("<|family_eot|>")
+    assert "<|family_eot|>" in end_of_turn_tokens()
+    assert RewardRouter().score(inp).format == 1.0
+    with pytest.raises(ValueError, match="non-empty"):
+        add_end_of_turn_tokens("  ")
+    monkeypatch.setattr(eot, "_CACHE", {})
+    monkeypatch.setenv("EVR1_END_OF_TURN_TOKENS", "<|env_a|> <|env_b|>")
+    assert {"<|env_a|>", "<|env_b|>"} <= set(end_of_turn_tokens())
+    tokens = end_of_turn_tokens()
+    assert list(tokens) == sorted(tokens, key=len, reverse=True)  # longest first
+
+
+# -- stated answers beat letters mentioned afterwards ----------------------------------------------------------------
+STATED = [
+    ("The answer is B because option C is wrong.", "B"),
+    ("C\n\nExplanation: the bus is red, so option D does not match.", "C"),
+    ("Answer: B (option C is a distractor)", "B"),
+    ("**Answer:** (B) — option A describes the car", "B"),
+    ("The final answer is D, since options A and B contradict the clip.", "D"),
+    ("I choose B. Option C is wrong and option D is irrelevant.", "B"),
+    ("<think>A? no, C.</think><answer>B because C is wrong</answer>", "B"),
+    ("The answer is A because the others fail.", "A"),
+]
+
+
+@pytest.mark.parametrize(("response", "letter"), STATED)
+def test_stated_answer_beats_later_mentions(response: str, letter: str) -> None:
+    res = _score(response, letter, "multiple choice", options=["A. red", "B. blue", "C. green", "D. white"])
+    assert res.accuracy == 1.0, res.details
+
+
+def test_articles_are_still_not_letters() -> None:
+    assert _score("The answer is a dog.", "A", "mcq").accuracy == 0.0
+    assert _score("<answer>A dog runs</answer>", "A", "mcq").accuracy == 0.0

@@ -4,12 +4,7 @@ reward-loop test with verl itself is test_verl_reward_loop.py)."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
+import pickle  # noqa: TID251  (TRL's async trainer pickles reward functions: that is what is tested)
 
 import pytest
 
@@ -45,6 +40,21 @@ def test_verl_extras_and_numpy_like_ground_truth() -> None:
     assert out["accuracy"] == 1.0  # metric mode swaps the reversed span
     tests = FakeArray([{"input": "", "output": "7"}])
     assert verl.compute_score("code", "<answer>print(7)</answer>", tests)["accuracy"] == 1.0
+
+
+def test_verl_none_in_extra_info_is_absent() -> None:
+    info = {"problem_type": "numerical", "rel_tol": None, "extras": {"abs_tol": None, "rel_tol": 0.01}, "index": None}
+    assert verl.compute_score("x", "<answer>3.01</answer>", "3", info)["accuracy"] == 1.0
+    info = {"problem_type": None, "options": ["A. x", "B. y"], "extras": {"options": None}}
+    assert verl.compute_score("mcq", "<answer>y</answer>", "B", info)["accuracy"] == 1.0  # None never overrides
+
+
+def test_verl_reward_kwargs_choose_the_sandbox_and_tokens() -> None:
+    out = verl.compute_score(
+        "code", "<answer>print(int(input()) + 1)</answer><|my_eot|>", [{"input": "1", "output": "2"}], {},
+        unsafe_local=False, sandbox="bwrap", end_of_turn_tokens=["<|my_eot|>"],
+    )  # fmt: skip
+    assert out == {"score": 1.0, "accuracy": 1.0, "format": 1.0}
 
 
 def test_verl_errors_are_clear() -> None:
@@ -83,6 +93,29 @@ def test_trl_conversational_completions_and_components() -> None:
     assert fmt(prompts=None, completions=completions, ground_truth=["C", "B"]) == [1.0, 1.0]
 
 
+def test_trl_reward_function_pickles_and_keeps_its_settings() -> None:
+    f = trl.make_reward_func(problem_type="mcq", component="accuracy", name="mc_acc", end_of_turn_tokens=["<|my_eot|>"])
+    g = pickle.loads(pickle.dumps(f))
+    assert isinstance(g, trl.RewardFunction)
+    assert g.__name__ == "mc_acc"
+    assert g(completions=["<answer>B</answer><|my_eot|>"], ground_truth=["B"]) == [1.0]
+    fmt = trl.RewardFunction(problem_type="mcq", component="format", end_of_turn_tokens=["<|my_eot|>"])
+    assert pickle.loads(pickle.dumps(fmt))(completions=["<answer>B</answer><|my_eot|>"], ground_truth=["B"]) == [1.0]
+
+
+def test_trl_none_in_extras_is_absent() -> None:
+    # datasets fills keys missing from a row's dict column with None (a heterogeneous `extras` column)
+    f = trl.RewardFunction(component="accuracy")
+    out = f(
+        completions=["<answer>3.001</answer>", "<answer>B</answer>"],
+        problem_type=["numerical", "mcq"],
+        solution=["3", "B"],
+        extras=[{"rel_tol": 0.01, "options": None}, {"rel_tol": None, "options": ["A. x", "B. y"]}],
+        options=[None, None],
+    )
+    assert out == [1.0, 1.0]
+
+
 def test_trl_missing_columns_are_clear() -> None:
     f = trl.make_reward_func()
     with pytest.raises(KeyError, match="ground-truth column"):
@@ -100,15 +133,6 @@ def test_response_from_query_strips_prompt_and_special_tokens() -> None:
     assert openrlhf.response_from_query(query.replace("Which?", "Which ?"), prompt) == "<answer>B</answer>"
 
 
-def _post(url: str, payload: object) -> tuple[int, dict]:
-    req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 PROMPT = "<|im_start|>user\nColour?<|im_end|>\n<|im_start|>assistant\n"
 PAYLOAD = {
     "query": [PROMPT + "<answer>B</answer><|im_end|>", PROMPT + "<answer>3</answer><|im_end|>"],
@@ -117,59 +141,10 @@ PAYLOAD = {
 }
 
 
-def test_openrlhf_server_over_http() -> None:
-    server = openrlhf.make_server("127.0.0.1", 0, RewardRouter(), default_type="numerical")
-    openrlhf.serve_in_thread(server)
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        status, body = _post(url + "/get_reward", PAYLOAD)
-        assert status == 200
-        assert body["rewards"] == [1.0, pytest.approx(0.1)]
-        assert body["scores"] == body["rewards"]
-        assert body["extra_logs"] == {"accuracy": [1.0, 0.0], "format": [1.0, 1.0]}
-        status, body = _post(url + "/get_reward", {"query": ["x"], "prompts": ["p"]})
-        assert status == 400
-        assert "labels" in body["error"]
-        status, body = _post(
-            url, {"query": ["x"], "prompts": [""], "labels": ['{"problem_type": "mcq", "ground_truth": "Q"}']}
-        )
-        assert status == 400
-        assert "option letters" in body["error"]
-        with urllib.request.urlopen(url + "/health", timeout=10) as resp:
-            assert json.loads(resp.read()) == {"status": "ok"}
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_cli_serve_subprocess_over_http() -> None:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "evr1_rewards.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--problem-type", "numerical"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                status, body = _post(f"http://127.0.0.1:{port}/get_reward", PAYLOAD)
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        assert status == 200
-        assert body["rewards"][0] == 1.0
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+def test_openrlhf_labels_with_none_extras() -> None:
+    label = json.dumps({"problem_type": "numerical", "ground_truth": "3", "extras": {"rel_tol": None, "options": None}})
+    out = openrlhf.score_openrlhf(RewardRouter(), ["<answer>3</answer>"], None, [label])
+    assert out["rewards"] == [1.0]
 
 
 def test_openrlhf_reward_func_file_hook() -> None:

@@ -1,17 +1,16 @@
-"""Property tests: any response - random, huge, nested, unbalanced, regex-pathological - never raises, stays in
-[0, 1] and returns quickly, for every non-code type (code runs programs; its totality is tested in test_code.py)."""
+"""Property tests: any response - random, huge, nested, unbalanced, regex-pathological - never raises and stays in
+[0, 1] for every non-code type (code runs programs; its totality is tested in test_code.py). How fast is measured by
+`benchmarks/rewards_throughput.py` (worst case per call), never by a timed assertion here."""
 
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evr1_rewards import RewardInput, RewardRouter
-from evr1_rewards.testing import TYPICAL, adversarial_responses
 
 GT = {
     "multiple_choice": "B",
@@ -43,14 +42,10 @@ ADVERSARIAL = st.one_of(
 )
 
 
-def _check(response: str, ptype: str, router: RewardRouter = ROUTER, budget_s: float | None = None) -> None:
-    start = time.perf_counter()
+def _check(response: str, ptype: str, router: RewardRouter = ROUTER) -> None:
     res = router.score(RewardInput(response=response, ground_truth=GT[ptype], problem_type=ptype))
-    elapsed = time.perf_counter() - start
     for v in (res.overall, res.accuracy, res.format):
-        assert 0.0 <= v <= 1.0
-    if budget_s is not None:
-        assert elapsed < budget_s, f"{ptype}: {elapsed * 1e3:.1f} ms"
+        assert 0.0 <= v <= 1.0, (ptype, response[:80])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -60,37 +55,30 @@ def test_random_responses_never_raise(response: str, ptype: str, metric: bool) -
 
 
 MB = 1 << 20
-HUGE = adversarial_responses(MB)
 
 
 def _nested_json(depth: int) -> str:
     return '{"time": ' * depth + "[1, 2]" + "}" * depth
 
 
-@pytest.mark.parametrize("name", sorted(HUGE))
 @pytest.mark.parametrize("ptype", sorted(set(GT) - {"math"}))
-def test_adversarial_megabyte_inputs_are_fast(name: str, ptype: str) -> None:
-    # The benchmark target is 50 ms per call on one core; the test allows headroom for a loaded CI machine.
-    _check(HUGE[name], ptype, budget_s=1.0)
+def test_adversarial_megabyte_inputs_stay_total(rewards_inputs, ptype: str) -> None:
+    for name, response in rewards_inputs.adversarial_responses(MB).items():
+        res = ROUTER.score(RewardInput(response=response, ground_truth=GT[ptype], problem_type=ptype))
+        assert 0.0 <= res.overall <= 1.0, name
 
 
-def test_math_adversarial_inputs_are_bounded_by_its_timeout() -> None:
-    # math hands non-numeric answers to math-verify in a worker: bounded by extras["math_timeout"], not by parsing.
-    pytest.importorskip("math_verify", reason="the math extra is installed by the rewards test group")
+def test_math_adversarial_inputs_are_rejected_before_math_verify(rewards_inputs) -> None:
+    # Length and nesting bounds on the final-answer span: nothing here reaches the math-verify worker (whose
+    # timeout stays for what passes the bounds), so no call waits on it.
     router = RewardRouter()
-    from evr1_rewards.scorers import math as math_scorer
-
-    start = time.perf_counter()
-    assert math_scorer._Worker()._wait_ready()
-    startup = time.perf_counter() - start  # a killed worker's replacement may still be importing sympy
-    for name in ("empty", "digits", "nested_json", "latex_fracs", "answer_is_flood", "boxed_flood"):
-        response = HUGE[name]
-        start = time.perf_counter()
-        res = router.score(
-            RewardInput(response=response, ground_truth="x^{2}", problem_type="math", extras={"math_timeout": 0.5})
-        )
-        assert 0.0 <= res.overall <= 1.0
-        assert time.perf_counter() - start < 5.0 + 2 * startup, name  # bounded (EVR1: unbounded sympy)
+    for name, response in rewards_inputs.adversarial_responses(MB).items():
+        res = router.score(RewardInput(response=response, ground_truth="x^{2}", problem_type="math"))
+        assert res.overall == 0.0, name
+        if name == "spaces":  # "answer", a megabyte of spaces, "x": the answer is the short, honest "x"
+            assert res.details.get("verifier") == "math_verify"
+        else:
+            assert res.details.get("verifier") != "math_verify", (name, res.details)
 
 
 def test_json_bomb_in_ground_truth_raises_cleanly() -> None:
@@ -106,15 +94,13 @@ def test_non_string_responses_are_tolerated() -> None:
         assert 0.0 <= res.overall <= 1.0
 
 
-def test_ten_megabyte_response_is_bounded() -> None:
-    start = time.perf_counter()
+def test_ten_megabyte_response_is_scored_on_its_tail() -> None:
     res = ROUTER.score(
         RewardInput(response="x" * (10 * MB) + "<answer>B</answer>", ground_truth="B", problem_type="mcq")
     )
     assert res.accuracy == 1.0
     assert res.format == 0.0
     assert res.details.get("truncated")
-    assert time.perf_counter() - start < 2.0
 
 
 def test_nan_and_infinity_in_json_answers() -> None:
@@ -123,9 +109,9 @@ def test_nan_and_infinity_in_json_answers() -> None:
         _check(f"<answer>{payload}</answer>", "spatiotemporal_grounding")
 
 
-@pytest.mark.parametrize("ptype", sorted(TYPICAL))
-def test_typical_cases_score_partially_or_fully(ptype: str) -> None:
-    response, gt = TYPICAL[ptype]
-    res = ROUTER.score(RewardInput(response=response, ground_truth=gt, problem_type=ptype))
-    assert res.format == 1.0
-    assert 0.0 < res.accuracy <= 1.0
+def test_typical_cases_score_partially_or_fully(rewards_inputs) -> None:
+    assert set(rewards_inputs.TYPICAL) == set(GT)
+    for ptype, (response, gt) in rewards_inputs.TYPICAL.items():
+        res = ROUTER.score(RewardInput(response=response, ground_truth=gt, problem_type=ptype))
+        assert res.format == 1.0, ptype
+        assert 0.0 < res.accuracy <= 1.0, ptype

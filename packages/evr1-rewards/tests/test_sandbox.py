@@ -1,38 +1,75 @@
-"""Sandbox escape attempts: each must be contained (no effect outside, bounded time) and score 0."""
+"""The sandbox boundary itself (bubblewrap): what a program inside sees and can do, limits, timeouts, selection.
+
+The scripted attack suite (each escape and cheat scored through the `code` reward) is `test_code_attacks.py`."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+import shutil
 import time
-from pathlib import Path
 
 import pytest
 
-from evr1_rewards.sandbox import SandboxLimits, _unshare_prefix, network_isolation, run_python
+from evr1_rewards import RewardRouter, score
+from evr1_rewards.sandbox import (
+    Job,
+    SandboxConfig,
+    SandboxLimits,
+    SandboxUnavailableError,
+    backend_for,
+    run_jobs,
+    run_python,
+)
+from evr1_rewards.sandbox import config as sandbox_config
 
 LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=4, memory_bytes=256 << 20, output_bytes=1 << 20)
 
 
+def test_the_default_boundary_here_is_bubblewrap() -> None:
+    # CI installs bubblewrap (.ci/run); without it the code type refuses to run (tested below), never falls back.
+    assert backend_for().name == "bwrap"
+
+
 def test_normal_program_runs() -> None:
     r = run_python("print(int(input()) * 2)", "21\n", LIMITS)
-    assert r.ok
+    assert r.ok, r
     assert r.stdout == "42\n"
 
 
-def test_infinite_loop_is_killed_by_cpu_limit() -> None:
+def test_the_sandbox_sees_nothing_of_the_host() -> None:
+    program = (
+        "import os, sys\n"
+        "print(os.getuid(), os.getgid())\n"
+        "print(sorted(os.listdir('/')))\n"
+        "print(sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
+        "print(sorted(os.environ))\n"
+        "print(os.getcwd(), os.listdir('.'))\n"
+        "print(open('/proc/self/uid_map').read().split()[:1])\n"
+    )
+    r = run_python(program, "", LIMITS)
+    assert r.ok, r
+    uid, root, pids, env, cwd, uid_map = r.stdout.splitlines()
+    assert uid == "65534 65534"
+    assert set(eval(root)) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "proc", "dev", "tmp"}
+    assert len(eval(pids)) <= 3  # its own PID namespace: bwrap's init, the interpreter
+    assert "HOME" in env
+    assert "EVR1" not in env
+    assert "PYTEST" not in env
+    assert cwd == "/tmp []"
+    assert uid_map == "['65534']"
+
+
+def test_infinite_loop_is_killed_by_the_cpu_limit() -> None:
     start = time.monotonic()
     r = run_python("while True: pass", "", LIMITS)
     assert not r.ok
-    assert time.monotonic() - start < LIMITS.wall_seconds + 2
+    assert time.monotonic() - start < LIMITS.wall_seconds + 3
 
 
 def test_sleeping_program_hits_the_wall_timeout() -> None:
     r = run_python("import time; time.sleep(60)", "", LIMITS)
     assert r.timed_out
     assert not r.ok
-    assert r.wall_seconds < LIMITS.wall_seconds + 2
 
 
 def test_memory_bomb_is_refused() -> None:
@@ -42,98 +79,16 @@ def test_memory_bomb_is_refused() -> None:
     assert "MemoryError" in r.stderr
 
 
-def test_fork_bomb_is_contained() -> None:
-    r = run_python("import os\nwhile True:\n    os.fork()\n", "", LIMITS)
-    assert not r.ok
-    assert "os.fork is not allowed" in r.stderr
-
-
-@pytest.mark.parametrize(
-    "program",
-    [
-        "import subprocess; subprocess.run(['sh', '-c', 'echo pwned'])",  # subprocess
-        "import os; os.system('echo pwned')",  # os.system
-        "import os; os.execv('/bin/sh', ['sh', '-c', 'echo pwned'])",  # exec
-        "import multiprocessing; multiprocessing.Process(target=print).start()",  # multiprocessing
-        "import pty; pty.spawn('/bin/sh')",  # pty
-        "import ctypes; ctypes.CDLL(None).system(b'echo pwned')",  # ctypes around the hook
-        "import os, signal; os.kill(os.getppid(), signal.SIGKILL)",  # kill the parent
-    ],
-)
-def test_process_escapes_are_refused(program: str) -> None:
-    r = run_python(program, "", LIMITS)
-    assert not r.ok
-    assert "pwned" not in r.stdout
-
-
-def test_network_access_is_refused() -> None:
-    r = run_python(
-        "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.connect(('127.0.0.1', 9))\nprint('connected')",
-        "",
-        LIMITS,
-    )
-    assert not r.ok
-    assert "connected" not in r.stdout
-    assert "socket" in r.stderr
-
-
-def test_network_namespace_has_no_interfaces_when_available() -> None:
-    # The namespace layer on its own (without the audit hook): only a loopback device, and it is down.
-    prefix = _unshare_prefix()
-    if not prefix:
-        assert network_isolation() == "audit-hook"
-        pytest.skip("this system forbids network namespaces; the audit hook alone refuses sockets (tested above)")
-    out = subprocess.run(
-        [*prefix, sys.executable, "-c", "import socket; print([n for _, n in socket.if_nameindex()])"],
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    assert out.stdout.strip() == "['lo']"
-    probe = subprocess.run(
-        [*prefix, sys.executable, "-c", "import socket; socket.create_connection(('127.0.0.1', 9), timeout=2)"],
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    assert probe.returncode != 0
-
-
-def test_writing_outside_the_temp_dir_is_refused(tmp_path: Path) -> None:
-    target = tmp_path / "escaped.txt"
-    r = run_python(f"open({str(target)!r}, 'w').write('x')", "", LIMITS)
-    assert not r.ok
-    assert not target.exists()
-    r = run_python(f"import os; os.rename('main.py', {str(target)!r})", "", LIMITS)
-    assert not r.ok
-    assert not target.exists()
-    r = run_python("import os; os.symlink('/etc/passwd', 'link'); print(open('link').read())", "", LIMITS)
-    assert not r.ok
-    assert "root:" not in r.stdout
-
-
-def test_writing_inside_the_temp_dir_works_but_is_size_limited() -> None:
+def test_private_tmp_is_size_limited_and_files_are_capped() -> None:
     r = run_python("open('a.txt', 'w').write('hi'); print(open('a.txt').read())", "", LIMITS)
     assert r.ok
     assert r.stdout == "hi\n"
-    r = run_python("open('big', 'w').write('x' * (64 << 20))", "", SandboxLimits(file_bytes=1 << 20, wall_seconds=10))
+    r = run_python("open('big', 'wb').write(b'x' * (8 << 20))", "", SandboxLimits(file_bytes=1 << 20))
     assert not r.ok
-    assert "File too large" in r.stderr
-
-
-def test_parent_environment_is_not_visible(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EVR1_SECRET_TOKEN", "s3cret")
-    r = run_python("import os; print(sorted(os.environ)); print(os.environ.get('EVR1_SECRET_TOKEN'))", "", LIMITS)
-    assert r.ok
-    assert "s3cret" not in r.stdout
-    assert "EVR1_SECRET_TOKEN" not in r.stdout
-    r = run_python("import os; print(open(f'/proc/{os.getppid()}/environ').read())", "", LIMITS)
+    assert "File too large" in r.stderr or "Errno 27" in r.stderr
+    r = run_python("open('big', 'wb').write(b'x' * (8 << 20))", "", SandboxLimits(tmpfs_bytes=1 << 20))
     assert not r.ok
-    assert "s3cret" not in r.stdout
-
-
-def test_reading_host_files_is_refused() -> None:
-    # e.g. the training data with the answers
-    here = os.path.abspath(__file__)
-    r = run_python(f"print(open({here!r}).read()[:20])", "", LIMITS)
-    assert not r.ok
-    assert "reading" in r.stderr
+    assert "No space left" in r.stderr
 
 
 def test_output_flood_is_capped() -> None:
@@ -143,24 +98,74 @@ def test_output_flood_is_capped() -> None:
     assert len(r.stdout) <= LIMITS.output_bytes
 
 
-def test_run_tests_isolates_tests_and_reports_each() -> None:
-    from evr1_rewards.sandbox import run_tests
+def test_tests_of_one_answer_run_in_parallel_under_one_deadline() -> None:
+    # ten tests that each sleep: bounded by the answer's deadline, not ten timeouts in a row
+    jobs = [Job("import time; time.sleep(30)")] * 10
+    start = time.monotonic()
+    results = run_jobs(jobs, SandboxLimits(wall_seconds=2), answer_seconds=4)
+    elapsed = time.monotonic() - start
+    assert all(not r.ok for r in results)
+    assert elapsed < 10, elapsed  # 10 x 2 s in a row would be 20 s
 
+
+def test_every_test_gets_a_fresh_sandbox() -> None:
     program = (
-        "import os\nn = int(input())\n"
-        "if n == 1: open('mine.txt', 'w').write('x'); print(sorted(os.listdir('.')))\n"
-        "if n == 2: print(sorted(os.listdir('.')))\n"  # test 2 does not see test 1's file
-        "if n == 3: print(open('../.io/in0').read())\n"  # nor another test's input
-        "if n == 4:\n    while True: pass\n"
-        "if n == 5: print('ok')\n"
+        "import os\nn = int(input())\nif n == 1: open('mine.txt', 'w').write('x')\nprint(sorted(os.listdir('.')))\n"
     )
-    r = run_tests(program, ["1", "2", "3", "4", "5"], LIMITS)
-    assert r[0].ok
-    assert r[0].stdout.strip() == "['mine.txt']"
-    assert r[1].ok
-    assert r[1].stdout.strip() == "[]"
-    assert not r[2].ok
-    assert "reading" in r[2].stderr
-    assert not r[3].ok  # the runaway test is killed ...
-    assert r[4].ok  # ... and the next one still runs
-    assert r[4].stdout == "ok\n"
+    r1, r2 = run_jobs([Job(program, "1"), Job(program, "2")], LIMITS)
+    assert r1.stdout.strip() == "['mine.txt']"
+    assert r2.stdout.strip() == "[]"  # test 2 never sees test 1's files
+
+
+def test_without_a_boundary_code_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    monkeypatch.setattr(sandbox_config, "_BACKENDS", {})
+    monkeypatch.delenv("EVR1_SANDBOX_FUSION_URL", raising=False)
+    with pytest.raises(SandboxUnavailableError, match=r"apt-get install bubblewrap.*SandboxFusion.*unsafe_local"):
+        score("<answer>print(1)</answer>", '[{"input": "", "output": "1"}]', "code")
+    from evr1_rewards import RewardInput
+
+    with pytest.raises(SandboxUnavailableError):  # on_error="zero" does not hide a missing boundary either
+        RewardRouter(on_error="zero").score(
+            RewardInput(response="<answer>print(1)</answer>", ground_truth='[{"input": "", "output": "1"}]',
+                        problem_type="code")
+        )  # fmt: skip
+
+
+def test_unsafe_local_is_an_explicit_opt_in_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sandbox_config, "_BACKENDS", {})
+    monkeypatch.setattr(sandbox_config, "_WARNED", set())
+    router = RewardRouter(sandbox=SandboxConfig(unsafe_local=True))
+    from evr1_rewards import RewardInput
+
+    with caplog.at_level("WARNING"):
+        res = router.score(
+            RewardInput(response="<answer>print(int(input()) + 1)</answer>", ground_truth='[{"input": "1", "output": "2"}]',
+                        problem_type="code")
+        )  # fmt: skip
+    assert res.accuracy == 1.0
+    assert "WITHOUT a sandbox boundary" in caplog.text
+
+
+def test_environment_selects_the_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVR1_SANDBOX", "sandbox_fusion")
+    monkeypatch.setenv("EVR1_SANDBOX_FUSION_URL", "http://127.0.0.1:9/")
+    cfg = sandbox_config.effective(None)
+    assert (cfg.backend, cfg.url) == ("sandbox_fusion", "http://127.0.0.1:9/")
+    assert backend_for().name == "sandbox_fusion"
+    monkeypatch.setenv("EVR1_SANDBOX", "nonsense")
+    with pytest.raises(Exception, match="EVR1_SANDBOX must be one of"):
+        sandbox_config.effective(None)
+
+
+def test_process_limit_holds_for_the_sandbox_uid_when_the_scorer_is_root() -> None:
+    # RLIMIT_NPROC is not enforced for a process whose outer uid is root: bwrap is started as a dedicated uid.
+    program = (
+        "import os, time\nn = 0\ntry:\n    for _ in range(200):\n        if os.fork() == 0:\n"
+        "            time.sleep(5); os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)\n"
+    )
+    r = run_python(program, "", SandboxLimits(processes=16, wall_seconds=8))
+    assert r.ok, r
+    assert int(r.stdout) < 16, (os.geteuid(), r.stdout)

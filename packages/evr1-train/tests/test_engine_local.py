@@ -24,6 +24,7 @@ SMALL = [
     "data.train_batch_size=8",
     "actor_rollout_ref.actor.ppo_mini_batch_size=8",
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
+    "evr1.rollout_dump.write_viewer=false",  # the quickstart's viewer is built by one test only (rollout dumps)
 ]
 
 
@@ -208,3 +209,52 @@ def test_dapo_overlong_shaping_lowers_the_rewards_of_long_responses(prepared: Pa
     assert metrics["reward/overlong_penalty/mean"] == pytest.approx(sum(expected) / len(expected))
     assert metrics["reward/overlong_frac"] == pytest.approx(sum(e < 0 for e in expected) / len(expected))
     assert metrics["critic/score/mean"] == pytest.approx(1.0 + metrics["reward/overlong_penalty/mean"])
+
+
+def test_rollout_dumps_of_a_run_resume_without_duplicates_and_build_the_viewer(
+    prepared: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The quickstart's dumps (on in experiment=quickstart, off in every 7B/8B preset: test_presets): groups of n
+    responses with rewards, advantages, offline flags and cached frames; a run resumed from an earlier checkpoint
+    rewrites the later steps once; the viewer is built (the quickstart's `write_viewer`)."""
+    import json
+
+    from evr1_train.engine.local import run
+    from evr1_train.rollouts.view import read_dump
+
+    out = tmp_path / "run"
+    steps = ["trainer.total_training_steps=4", "trainer.test_freq=0", "trainer.save_freq=2",
+             "evr1.rollout_dump.every_n_steps=2", "evr1.rollout_dump.write_viewer=true",
+             "data.max_response_length=8"]  # fmt: skip
+    run(_cfg(prepared, out, *steps))
+    viewer = out / "viewer" / "index.html"
+    assert f"[evr1] rollout viewer: {viewer.resolve()}" in capsys.readouterr().out
+    _, records, problems = read_dump(out / "rollouts")
+    assert not problems
+    assert [r["step"] for r in records] == [1] * 8 + [2] * 8 + [4] * 8  # include_first + every 2 steps, batch 8
+    for rec in records:
+        assert len(rec["responses"]) == 4
+        assert rec["engine"] == "local"
+        assert sum(x["offline"] for x in rec["responses"]) <= 1  # hybrid k=1
+        advs = [x["advantage"] for x in rec["responses"]]
+        assert abs(sum(advs)) < 1e-3, advs  # GRPO: advantages of a group sum to zero
+        assert {"overall", "accuracy", "format"} <= set(rec["responses"][0]["reward"])
+        for m in rec["media"]:
+            assert m["frames_from"] == "cache", m
+            assert m["kind"] == "image" or m["frame_indices"], m
+    assert any(x["offline"] for r in records for x in r["responses"])
+    before = {p.name: p.read_bytes() for p in (out / "rollouts").glob("step-*.jsonl")}
+    # the run "died" after step 4 with its last checkpoint at step 2: resume and finish again
+    import shutil
+
+    shutil.rmtree(out / "checkpoints" / "step_000004")
+    (out / "checkpoints" / "latest.json").write_text(json.dumps({"path": "step_000002"}))
+    run(_cfg(prepared, out, *steps))
+    _, again, _ = read_dump(out / "rollouts")
+    assert [r["step"] for r in again] == [r["step"] for r in records]  # step 4 once, steps 1 and 2 kept
+    after = {p.name: p.read_bytes() for p in (out / "rollouts").glob("step-*.jsonl")}
+    assert after["step-000001.jsonl"] == before["step-000001.jsonl"]
+    assert after["step-000002.jsonl"] == before["step-000002.jsonl"]
+    manifest = json.loads((out / "rollouts" / "manifest.json").read_text())
+    assert manifest["dropped_on_resume"] == [4]
+    assert (out / "viewer" / "data" / "run" / "index.js").is_file()

@@ -60,6 +60,7 @@ def test_preset_composes_and_validates(name: str) -> None:
     assert cfg.reward.custom_reward_function.path == "pkg://evr1_rewards.integrations.verl"
     assert cfg.actor_rollout_ref.rollout.agent.default_agent_loop == "evr1_hybrid"
     assert cfg.evr1.hybrid.enable == name.endswith("_hybrid")
+    assert cfg.evr1.rollout_dump.enable is False  # rollout dumps: off in the 7B/8B presets (on in the quickstart)
     assert cfg.algorithm.adv_estimator in ADV_ESTIMATOR_REGISTRY
     assert cfg.actor_rollout_ref.actor.policy_loss.loss_mode in POLICY_LOSS_REGISTRY
     OmegaConf.resolve(cfg)

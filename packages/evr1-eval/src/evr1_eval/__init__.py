@@ -14,16 +14,19 @@ from evr1_eval.benchmarks import (
     get_benchmark,
     register,
 )
+from evr1_eval.manifest import package_version
+from evr1_eval.protocol import Evr1Settings, ProtocolSettings
 from evr1_eval.runner import Job, JobResult, RunConfig, evaluate, run_async
 from evr1_eval.scoring import Prediction, read_predictions, score_samples
-from evr1_eval.types import BenchmarkSummary, Generation, Sample, ScoredSample
+from evr1_eval.types import BenchmarkSummary, Generation, Reference, Sample, ScoredSample
 
-__version__ = "0.1.0"
+__version__ = package_version("evr1-eval")
 
 __all__ = [
     "BackendConfig",
     "Benchmark",
     "BenchmarkSummary",
+    "Evr1Settings",
     "Generation",
     "GenerationParams",
     "Job",
@@ -32,6 +35,8 @@ __all__ = [
     "LoadError",
     "LoadResult",
     "Prediction",
+    "ProtocolSettings",
+    "Reference",
     "RunConfig",
     "Sample",
     "ScoredSample",

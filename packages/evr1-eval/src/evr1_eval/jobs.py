@@ -106,10 +106,97 @@ def image_spec_for(spec: Any) -> Any:
     return ImageSpec(size_factor=getattr(spec, "size_factor", 28), family=family)
 
 
-def load_job(bench: Any, annotations_dir: Path, media_root: Path | None) -> Any:
-    """Load every sample of one benchmark into a runner `Job` (bad rows are kept as load errors, not dropped)."""
+def load_job(bench: Any, annotations_dir: Path, media_root: Path | None, protocol: Any = None) -> Any:
+    """Load every sample of one benchmark into a runner `Job` (bad rows are kept as load errors, not dropped), with
+    prompts for `protocol` (a `ProtocolSettings`; default: the official protocol)."""
+    from evr1_eval.protocol import ProtocolSettings
     from evr1_eval.runner import Job
 
+    protocol = protocol or ProtocolSettings()
     path = find_annotations(annotations_dir, [bench.name, *getattr(bench, "aliases", ())])
-    loaded = bench.load(path, media_root)
-    return Job(benchmark=bench, samples=loaded.samples, source=file_digest(path), load_errors=tuple(loaded.errors))
+    loaded = bench.load(path, media_root, protocol=protocol)
+    return Job(
+        benchmark=bench,
+        samples=loaded.samples,
+        source=file_digest(path),
+        load_errors=tuple(loaded.errors),
+        protocol=protocol.record(),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """A run's protocol, preset and what follows from them. Precedence, for every setting: an explicit command-line
+    value, then the preset, then the evr1 settings (evr1 protocol), then the built-in default (greedy, 1,024 tokens,
+    the benchmark's frame defaults)."""
+
+    protocol: Any  # ProtocolSettings
+    preset: Any = None  # Preset | None
+    response_filter: str = "none"
+    system_prompt: str | None = None
+
+    def sampling_for(self, benchmark: str) -> dict[str, Any]:
+        evr1 = dict(self.protocol.evr1.sampling) if self.protocol.protocol == "evr1" else {}
+        return {**evr1, **(self.preset.sampling_for(benchmark) if self.preset else {})}
+
+    def generation(self, explicit: Mapping[str, Any]) -> dict[str, Any]:
+        """GenerationParams keyword arguments."""
+        evr1 = self.protocol.evr1 if self.protocol.protocol == "evr1" else None
+        out: dict[str, Any] = {}
+        if evr1 is not None:
+            out.update(evr1.generation)
+            if evr1.stop:
+                out["stop"] = tuple(evr1.stop)
+        if self.preset is not None:
+            out.update(self.preset.generation)
+        out.update(explicit)
+        if "stop" in out:
+            out["stop"] = tuple(out["stop"] or ())
+        return out
+
+    def announcements(self) -> list[str]:
+        """What a user must know about settings the backends cannot apply."""
+        lines = []
+        if self.preset is not None and self.preset.unapplied_generation:
+            shown = ", ".join(f"{k}={v}" for k, v in self.preset.unapplied_generation.items())
+            lines.append(
+                f"preset {self.preset.name} publishes {shown}, which evr1-eval's backends do not apply yet "
+                "(recorded in the manifest)"
+            )
+        evr1 = self.protocol.evr1
+        if self.protocol.protocol == "evr1" and evr1.stop_token_ids:
+            lines.append(f"evr1 settings stop_token_ids {list(evr1.stop_token_ids)} are recorded; backends stop on EOS")
+        if self.protocol.protocol == "evr1" and evr1.chat_template:
+            lines.append(f"evr1 settings chat_template {evr1.chat_template} is recorded; backends use the tokenizer's")
+        return lines
+
+
+def resolve_settings(
+    *,
+    protocol: str = "official",
+    preset: str | None = None,
+    prompt_variant: str | None = None,
+    evr1_settings: Path | None = None,
+    response_filter: str | None = None,
+    system_prompt: str | None = None,
+) -> RunSettings:
+    """The run settings of `run` (and `precompute`, so both use the same frames)."""
+    from evr1_eval.presets import get_preset
+    from evr1_eval.protocol import Evr1Settings, ProtocolSettings
+
+    chosen = get_preset(preset) if preset else None
+    variant = prompt_variant or (chosen.prompt_variant if chosen and protocol == "official" else "official")
+    evr1 = Evr1Settings.from_file(evr1_settings) if evr1_settings else Evr1Settings()
+    if evr1_settings and protocol != "evr1":
+        raise ValueError("--evr1-settings applies to --protocol evr1 only")
+    system = system_prompt
+    if system is None and chosen is not None:
+        system = chosen.system_prompt
+    if system is None and protocol == "evr1":
+        system = evr1.system_prompt
+    return RunSettings(
+        protocol=ProtocolSettings(protocol=protocol, prompt_variant=variant, evr1=evr1),  # type: ignore[arg-type]
+        preset=chosen,
+        response_filter=response_filter or (chosen.response_filter if chosen else "none"),
+        system_prompt=system,
+    )

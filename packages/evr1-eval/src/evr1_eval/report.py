@@ -3,8 +3,13 @@
 
 Summaries are recomputed from `results*.jsonl` (all ranks merged, last row per id wins) rather than trusted from a
 stale `summary.json`, so a report over shards from several machines is the same as one over a single-machine run.
-The chart uses matplotlib when the `report` extra is installed; without it a small built-in PNG writer draws the
-same grouped bars without text (the Markdown table carries the labels) and the command says how to get labels.
+Each cell shows the official protocol's headline and, beside it, the evr1 protocol's accuracy (evr1-rewards, as
+training scores); the run's own protocol (how it asked) is in its manifest. The report prints every run's manifest
+(protocol, preset, model, engine, frames, decoding) and warns when compared runs differ in a setting that changes
+numbers. The chart uses matplotlib when the `report` extra is installed (every bar labelled with its value, "0.0"
+included; a missing result is marked "n/a"); without it a small built-in PNG writer draws the same grouped bars
+without text — a zero result as a short dark stub on the axis, a missing one as nothing — and the command says how to
+get labels.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ class RunReport:
     summaries: Mapping[str, BenchmarkSummary]
     settings: Mapping[str, Any] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+    #: benchmark -> the manifest.json written beside its results (None for runs written before manifests existed).
+    manifests: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
 
 
 def _is_bench_summary(path: Path) -> bool:
@@ -59,6 +66,7 @@ def _summary_from_json(data: Mapping[str, Any]) -> BenchmarkSummary:
 
 def collect_run(run_dir: Path) -> RunReport:
     """Every benchmark of one run folder (or one benchmark folder), re-aggregated from its rows."""
+    from evr1_eval import manifest
     from evr1_eval.benchmarks import get_benchmark
     from evr1_eval.results import load_rows
 
@@ -67,6 +75,7 @@ def collect_run(run_dir: Path) -> RunReport:
         raise FileNotFoundError(f"run folder {run_dir} does not exist")
     summaries: dict[str, BenchmarkSummary] = {}
     settings: dict[str, Any] = {}
+    manifests: dict[str, Mapping[str, Any] | None] = {}
     problems: list[str] = []
     for bench_dir in _bench_dirs(run_dir):
         rows = load_rows(bench_dir) if any(bench_dir.glob("results*.jsonl")) else []
@@ -80,6 +89,7 @@ def collect_run(run_dir: Path) -> RunReport:
             summaries[bench.name] = bench.aggregate(rows)
         else:
             summaries[bench.name] = _summary_from_json(json.loads((bench_dir / "summary.json").read_text("utf-8")))
+        manifests[bench.name] = manifest.read(bench_dir)
         for run_json in sorted(bench_dir.glob("run*.json")):
             try:
                 settings[bench.name] = json.loads(run_json.read_text("utf-8"))
@@ -88,7 +98,7 @@ def collect_run(run_dir: Path) -> RunReport:
             break
     if not summaries:
         problems.append(f"{run_dir}: no benchmark results found (expected <benchmark>/results.jsonl)")
-    return RunReport(run_dir.name or str(run_dir), str(run_dir), summaries, settings, tuple(problems))
+    return RunReport(run_dir.name or str(run_dir), str(run_dir), summaries, settings, tuple(problems), manifests)
 
 
 def _unique_names(runs: Sequence[RunReport]) -> list[str]:
@@ -109,19 +119,26 @@ def primary_value(summary: BenchmarkSummary | None) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
+def evr1_value(summary: BenchmarkSummary | None) -> float | None:
+    value = None if summary is None else summary.evr1_metrics.get("accuracy")
+    return None if value is None or math.isnan(value) else float(value)
+
+
 def _cell(summary: BenchmarkSummary | None) -> str:
     if summary is None:
         return "-"
     value = primary_value(summary)
     pending = int(summary.counts.get("judge_pending", 0))
+    evr1 = evr1_value(summary)
+    tail = f" · evr1 {evr1:.1f}" if evr1 is not None else ""
     if value is None:
-        return "needs judge" if pending else "n/a"
+        return ("needs judge" if pending else "n/a") + tail
     mark = f" ({pending} need judge)" if pending else ""
-    return f"{value:.1f}{mark}"
+    return f"{value:.1f}{mark}{tail}"
 
 
 def markdown_table(runs: Sequence[RunReport]) -> str:
-    """Benchmarks as rows, runs as columns, the official primary metric in each cell."""
+    """Benchmarks as rows, runs as columns: the official primary metric (the headline) and the evr1 accuracy."""
     names = _unique_names(runs)
     benches = sorted({b for run in runs for b in run.summaries})
     header = "| benchmark | metric | " + " | ".join(names) + " |"
@@ -181,16 +198,66 @@ def _delta_markdown(delta: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def settings_warnings(runs: Sequence[RunReport]) -> list[str]:
+    """Per benchmark, the number-changing settings on which the compared runs differ (from their manifests, or from
+    run.json's fingerprint for runs written before manifests)."""
+    from evr1_eval import manifest
+
+    names = _unique_names(runs)
+    out: list[str] = []
+    for bench in sorted({b for run in runs for b in run.summaries}):
+        records: dict[str, Mapping[str, Any] | None] = {}
+        for name, run in zip(names, runs, strict=True):
+            if bench not in run.summaries:
+                continue
+            record = run.manifests.get(bench)
+            if record is None and bench in run.settings:
+                fp = dict(run.settings[bench].get("fingerprint") or {})
+                record = manifest.build(fp) if fp else None
+            records[name] = record
+        out += [f"{bench}: {line}" for line in manifest.differences(records)]
+    return out
+
+
+def _manifest_line(record: Mapping[str, Any] | None) -> str:
+    if not record:
+        return "no manifest (written by an older evr1-eval)"
+    protocol = record.get("protocol") or {}
+    preset = (record.get("preset") or {}).get("name") or "none"
+    sampling = record.get("sampling") or {}
+    frames = ", ".join(
+        f"{k}={sampling[k]}" for k in ("fps", "nframes", "max_frames", "max_pixels", "total_pixels") if sampling.get(k)
+    )
+    generation = record.get("generation") or {}
+    decoding = ", ".join(f"{k}={generation[k]}" for k in ("temperature", "top_p", "max_tokens") if k in generation)
+    engine = (record.get("backend") or {}).get("engine") or (record.get("backend") or {}).get("backend") or "-"
+    variant = protocol.get("prompt_variant", "official")
+    return (
+        f"protocol {protocol.get('protocol', 'official')} (prompt {variant}), preset {preset}, model "
+        f"{record.get('model') or '-'}, engine {engine}; frames {frames or '-'}; decoding {decoding or '-'}"
+    )
+
+
+def manifests_markdown(runs: Sequence[RunReport]) -> str:
+    lines = ["## Run settings (manifest.json)", ""]
+    for name, run in zip(_unique_names(runs), runs, strict=True):
+        for bench in sorted(run.summaries):
+            lines.append(f"- {name} / {bench}: {_manifest_line(run.manifests.get(bench))}")
+    return "\n".join(lines) + "\n"
+
+
 def summary_json(runs: Sequence[RunReport]) -> dict[str, Any]:
     delta = delta_knowledge(runs)
     return {
         **({"videommmu_delta_knowledge": delta} if delta else {}),
+        "settings_warnings": settings_warnings(runs),
         "runs": [
             {
                 "name": name,
                 "path": run.path,
                 "benchmarks": {b: dataclasses.asdict(s) for b, s in sorted(run.summaries.items())},
                 "settings": dict(run.settings),
+                "manifests": dict(sorted(run.manifests.items())),
                 "problems": list(run.problems),
             }
             for name, run in zip(_unique_names(runs), runs, strict=True)
@@ -206,6 +273,11 @@ def _chart_data(runs: Sequence[RunReport]) -> tuple[list[str], list[str], list[l
     return names, benches, values
 
 
+def bar_label(value: float | None) -> str:
+    """The text over a bar: its value ("0.0" for a zero result), "n/a" where the run has no result."""
+    return "n/a" if value is None else f"{value:.1f}"
+
+
 def write_chart_matplotlib(runs: Sequence[RunReport], path: Path) -> None:
     import matplotlib
 
@@ -217,11 +289,16 @@ def write_chart_matplotlib(runs: Sequence[RunReport], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(benches) * max(1, len(names)) ** 0.5 + 2), 4.5))
     for i, (name, vals) in enumerate(zip(names, values, strict=True)):
         xs = [j + i * width - 0.4 + width / 2 for j in range(len(benches))]
-        ax.bar(xs, [v if v is not None else float("nan") for v in vals], width=width, label=name)
+        bars = ax.bar(xs, [v if v is not None else 0.0 for v in vals], width=width, label=name)
+        for x, bar, v in zip(xs, bars, vals, strict=True):  # every bar carries its value; a missing one says so
+            if v is None:
+                bar.set_visible(False)
+            ax.annotate(bar_label(v), (x, (v or 0.0) + 1), ha="center", va="bottom", fontsize="x-small", rotation=90)
     ax.set_xticks(range(len(benches)))
     ax.set_xticklabels(benches, rotation=35, ha="right")
+    ax.set_xlabel("benchmark")
     ax.set_ylabel("official primary metric (%)")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, 110)
     ax.legend(fontsize="small")
     fig.tight_layout()
     tmp = path.with_name(f".{path.name}.tmp.png")
@@ -241,7 +318,8 @@ def _png_bytes(width: int, height: int, pixels: bytearray) -> bytes:
 
 
 def write_chart_stdlib(runs: Sequence[RunReport], path: Path) -> None:
-    """Grouped bars (one colour per run, in table order), gridlines every 20 %, no text."""
+    """Grouped bars (one colour per run, in table order), gridlines every 20 %, no text; a zero result is a dark stub
+    under the axis, a missing result nothing."""
     names, benches, values = _chart_data(runs)
     group_w, bar_w, margin, plot_h = max(12, 8 * len(names) + 8), 8, 20, 200
     width = margin * 2 + max(1, len(benches)) * group_w
@@ -266,6 +344,8 @@ def write_chart_stdlib(runs: Sequence[RunReport], path: Path) -> None:
             h = round(max(0.0, min(100.0, v)) * plot_h / 100)
             x0 = margin + j * group_w + 4 + i * bar_w
             fill(x0, base - h, x0 + bar_w - 1, base, PALETTE[i % len(PALETTE)])
+            if h == 0:  # a zero result: a dark stub below the axis, so it never looks like a missing result
+                fill(x0, base + 1, x0 + bar_w - 1, base + 5, (40, 40, 40))
     fill(margin, base, width - margin, base + 1, (0, 0, 0))
     tmp = path.with_name(f".{path.name}.tmp.png")
     tmp.write_bytes(_png_bytes(width, height, px))
@@ -300,7 +380,20 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
         for b, s in sorted(run.summaries.items())
         for n in s.notes
     ]
-    md = "# evr1-eval report\n\n" + table + ("\n## Notes\n\n" + "\n".join(notes) + "\n" if notes else "")
+    md = "# evr1-eval report\n\n"
+    warnings = settings_warnings(runs)
+    if warnings:
+        md += "**Warning: the compared runs used different settings**\n\n" + "\n".join(f"- {w}" for w in warnings)
+        md += "\n\n"
+    md += (
+        "Cells: the official protocol's primary metric (the benchmark's own scoring, headline) · evr1: evr1-rewards' "
+        "accuracy of the same answers. Metrics are percentages.\n\n" + table
+    )
+    md += "\n" + manifests_markdown(runs)
+    refs = sorted({(b, s.reference) for run in runs for b, s in run.summaries.items() if s.reference})
+    if refs:
+        md += "\n## Official references\n\n" + "\n".join(f"- {b}: {ref}" for b, ref in refs) + "\n"
+    md += "\n## Notes\n\n" + "\n".join(notes) + "\n" if notes else ""
     delta = delta_knowledge(runs)
     if delta:
         md += "\n" + _delta_markdown(delta)

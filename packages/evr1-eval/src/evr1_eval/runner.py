@@ -18,16 +18,18 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
+from evr1_eval import manifest
 from evr1_eval.backends.base import Backend, EngineDead, GenerationParams, Request
-from evr1_eval.benchmarks.base import make_error_row
+from evr1_eval.manifest import package_version
 from evr1_eval.media import Media, MediaLoader, spec_key
+from evr1_eval.presets.registry import ResponseFilter, apply_response_filter
 from evr1_eval.progress import Progress
 from evr1_eval.results import (
     ResultsStore,
@@ -39,15 +41,14 @@ from evr1_eval.results import (
     write_json_atomic,
     write_summary,
 )
-from evr1_eval.types import BenchmarkSummary, Sample, ScoredSample
+from evr1_eval.types import BenchmarkSummary, Judge, Reference, Sample, ScoredSample
 
 log = logging.getLogger(__name__)
 
-Judge = Callable[[str], Awaitable[str]]
-
 
 class BenchmarkLike(Protocol):
-    """What the runner needs from a benchmark (see `evr1_eval.benchmarks.base.Benchmark`)."""
+    """What the runner needs from a benchmark; `evr1_eval.benchmarks.base.Benchmark` is one (a test double can be
+    another): scoring with and without a judge, the error row of a failed sample, the official aggregation."""
 
     @property
     def name(self) -> str: ...
@@ -58,7 +59,14 @@ class BenchmarkLike(Protocol):
     @property
     def sampling(self) -> Any: ...
 
-    def score(self, sample: Sample, response: str) -> ScoredSample: ...
+    @property
+    def reference(self) -> Reference | None: ...
+
+    def score(self, sample: Sample, response: str | None) -> ScoredSample: ...
+
+    async def score_with_judge(self, sample: Sample, response: str, judge: Judge | None) -> ScoredSample: ...
+
+    def error_row(self, sample: Sample, error: str) -> ScoredSample: ...
 
     def aggregate(self, rows: Sequence[ScoredSample]) -> BenchmarkSummary: ...
 
@@ -93,6 +101,11 @@ class RunConfig:
     progress: bool = True
     #: Extra facts recorded in run.json's "info" (command line, annotation file...).
     info: Mapping[str, Any] = field(default_factory=dict)
+    #: The preset the settings came from (`Preset.record()`), for the manifest (its settings are in the fingerprint).
+    preset: Mapping[str, Any] | None = None
+    #: How a response is read before scoring ("after_think": the text after the last `</think>`, as Qwen3-VL's
+    #: evaluation code reads thinking models); the raw response is what `results.jsonl` keeps.
+    response_filter: ResponseFilter = "none"
 
     def __post_init__(self) -> None:
         if self.max_in_flight < 1:
@@ -104,7 +117,7 @@ class RunConfig:
         shard_suffix(self.rank, self.world_size)  # validates rank / world_size
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Job:
     """One benchmark's loaded samples (all of them: the runner applies limit and rank split)."""
 
@@ -113,6 +126,11 @@ class Job:
     #: Identity of the annotation file (hash): part of the settings, so a changed file is never mixed into a resume.
     source: str | None = None
     load_errors: Sequence[Any] = ()
+    #: How the samples' prompts were built (`ProtocolSettings.record()`): part of the run fingerprint.
+    protocol: Mapping[str, Any] = field(default_factory=lambda: {"protocol": "official", "prompt_variant": "official"})
+    #: This benchmark's SamplingSpec fields from a preset or the evr1 settings; `RunConfig.sampling_overrides` (the
+    #: command line) wins over them.
+    sampling_overrides: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,14 +166,6 @@ def _spec_record(spec: Any) -> Any:
     if dataclasses.is_dataclass(spec) and not isinstance(spec, type):
         return {"key": spec_key(spec), **dataclasses.asdict(spec)}
     return {"key": spec_key(spec)}
-
-
-def error_row(bench: BenchmarkLike, sample: Sample, error: str) -> ScoredSample:
-    make = getattr(bench, "error_row", None)
-    if callable(make):
-        row: ScoredSample = make(sample, error)
-        return row
-    return make_error_row(bench.name, sample, error)
 
 
 def _describe(exc: BaseException) -> str:
@@ -200,7 +210,8 @@ class Runner:
         c = self.config
         return {
             "benchmark": job.benchmark.name,
-            "prompt_version": getattr(job.benchmark, "prompt_version", None),
+            "prompt_version": job.benchmark.prompt_version,
+            "protocol": dict(job.protocol),
             "annotations": job.source,
             "sampling": _spec_record(spec),
             "backend": self.backend.settings(),
@@ -210,6 +221,7 @@ class Runner:
             "rank": c.rank,
             "world_size": c.world_size,
             **({"without_video": True} if c.without_video else {}),
+            **({"response_filter": c.response_filter} if c.response_filter != "none" else {}),
         }
 
     def _prepare(self, job: Job) -> _State:
@@ -220,10 +232,10 @@ class Runner:
             raise ValueError(
                 f"{bench.name}: duplicate sample ids {sorted(set(dups))[:5]}; ids must be unique to resume safely"
             )
-        spec = sampling_for(bench, c.sampling_overrides)
+        spec = sampling_for(bench, {**job.sampling_overrides, **c.sampling_overrides})
         out_dir = Path(c.out_dir) / bench.name
         info = {
-            "evr1_eval": _version(),
+            "evr1_eval": package_version(),
             "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "samples_in_file": len(job.samples),
             "load_errors": len(job.load_errors),
@@ -231,7 +243,17 @@ class Runner:
             "max_in_flight": c.max_in_flight,
             **dict(c.info),
         }
-        check_settings(settings_path(out_dir, c.rank, c.world_size), self.fingerprint(job, spec), info)
+        fingerprint = self.fingerprint(job, spec)
+        check_settings(settings_path(out_dir, c.rank, c.world_size), fingerprint, info)
+        counts = {"rows_loaded": len(job.samples), "load_errors": len(job.load_errors)}
+        record = manifest.build(
+            fingerprint,
+            preset=c.preset,
+            reference=str(job.benchmark.reference or ""),
+            annotations=counts,
+            extra={"command": c.info.get("command"), "limit": c.limit, "world_size": c.world_size},
+        )
+        write_json_atomic(out_dir / manifest.MANIFEST, record)
         if job.load_errors:
             write_json_atomic(
                 out_dir / f"load_errors{shard_suffix(c.rank, c.world_size)}.json",
@@ -250,10 +272,8 @@ class Runner:
 
     # -- one sample ---------------------------------------------------------------------------------------------
     async def _score(self, bench: BenchmarkLike, sample: Sample, text: str) -> ScoredSample:
-        with_judge = getattr(bench, "score_with_judge", None)
-        if self.judge is not None and callable(with_judge):
-            row: ScoredSample = await with_judge(sample, text, self.judge)
-            return row
+        if self.judge is not None:
+            return await bench.score_with_judge(sample, text, self.judge)
         return bench.score(sample, text)
 
     async def _one(self, st: _State, sample: Sample, pool: ThreadPoolExecutor, bar: Progress) -> None:
@@ -265,7 +285,7 @@ class Runner:
             shown = dataclasses.replace(sample, videos=()) if self.config.without_video else sample
             media = await loop.run_in_executor(pool, self.media.load, shown, st.spec)
         except Exception as exc:
-            row = error_row(bench, sample, f"media: {_describe(exc)}")
+            row = bench.error_row(sample, f"media: {_describe(exc)}")
         else:
             bar.cache_hits += media.cache_hits
             request = Request(
@@ -283,16 +303,19 @@ class Runner:
             except EngineDead:
                 raise
             except asyncio.TimeoutError:
-                row = error_row(bench, sample, f"engine: timed out after {self.config.request_timeout_s} s")
+                row = bench.error_row(sample, f"engine: timed out after {self.config.request_timeout_s} s")
             except Exception as exc:
-                row = error_row(bench, sample, f"engine: {_describe(exc)}")
+                row = bench.error_row(sample, f"engine: {_describe(exc)}")
             else:
                 del request
                 tokens = gen.completion_tokens
                 try:
-                    row = await self._score(bench, sample, gen.text)
+                    scored = apply_response_filter(gen.text, self.config.response_filter)
+                    row = await self._score(bench, sample, scored)
+                    if scored != gen.text:
+                        row = dataclasses.replace(row, response=gen.text)
                 except Exception as exc:  # a scorer must never crash on adversarial output; record it if it does
-                    row = dataclasses.replace(error_row(bench, sample, f"scoring: {_describe(exc)}"), response=gen.text)
+                    row = dataclasses.replace(bench.error_row(sample, f"scoring: {_describe(exc)}"), response=gen.text)
                 row = dataclasses.replace(row, prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens)
         row = dataclasses.replace(
             row,
@@ -399,12 +422,3 @@ async def run_async(
 def evaluate(backend: Backend, jobs: Sequence[Job], config: RunConfig, **kwargs: Any) -> list[JobResult]:
     """Synchronous entry point (CLI, scripts): `asyncio.run(run_async(...))`."""
     return asyncio.run(run_async(backend, jobs, config, **kwargs))
-
-
-def _version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("evr1-eval")
-    except metadata.PackageNotFoundError:
-        return "unknown"

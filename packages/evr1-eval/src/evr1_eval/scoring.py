@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evr1_eval.types import BenchmarkSummary, Sample, ScoredSample
+from evr1_eval.types import BenchmarkSummary, Judge, Sample, ScoredSample
 
 if TYPE_CHECKING:
-    from evr1_eval.benchmarks.base import Benchmark, Judge
+    from evr1_eval.benchmarks.base import Benchmark
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,24 @@
-"""The records that flow through an evaluation: a sample in, a scored row out.
+"""The records that flow through an evaluation: a sample in, a scored row out, and the value types around them.
 
 They are the contract between benchmark modules (which load and score), backends (which generate) and the runner
-(which schedules, resumes and aggregates), so each can change without the others.
+(which schedules, resumes and aggregates), so each can change without the others. This module imports nothing of
+evr1_eval: every other module may import it, and it closes no import cycle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+#: The two ways a benchmark can be run and scored (docs/eval-benchmarks.md, "Protocols"):
+#: "official" = the benchmark's own prompt, answer format, extractor and aggregation, quirks included;
+#: "evr1" = the training answer format (`<answer>` tags) scored by evr1-rewards, as the model was trained.
+ProtocolName = Literal["official", "evr1"]
+PROTOCOLS: tuple[ProtocolName, ...] = ("official", "evr1")
+
+#: An LLM judge: an async callable that receives the judge prompt and returns the judge's raw text.
+Judge = Callable[[str], Awaitable[str]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -18,7 +28,7 @@ class Sample:
     #: Stable id: `problem_id` when present, else the benchmark's own id field, else the 0-based position in the file.
     id: str
     benchmark: str
-    #: The user text sent to the model (the benchmark's prompt template already applied).
+    #: The user text sent to the model (the run protocol's prompt already applied).
     prompt: str
     #: Ground truth as the scorer of `problem_type` expects it (letter, number, JSON string, text...).
     ground_truth: Any
@@ -29,7 +39,8 @@ class Sample:
     options: tuple[str, ...] = ()
     #: Grouping keys used by the official aggregation (task, category, duration bucket, question group...).
     groups: Mapping[str, str] = field(default_factory=dict)
-    #: Anything else a scorer may need (fps, image size, coordinate convention, tolerance...).
+    #: Anything else a scorer may need (fps, image size, coordinate convention, tolerance...). `official_doc` holds
+    #: the row in the shape the benchmark's official code reads (its field names), built once at load time.
     extras: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -43,9 +54,40 @@ class Generation:
     finish_reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class LoadError:
+    """One annotation row that could not become a Sample: `row` is its 0-based position in the file."""
+
+    row: int
+    id: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    samples: list[Sample]
+    errors: list[LoadError]
+    #: Rows that were loaded but changed (a duplicate id made unique): worth reading, not fatal.
+    warnings: list[LoadError] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a benchmark's official rule decides for one response, before it is wrapped into a ScoredSample."""
+
+    score: float
+    extracted: str | None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    #: True when the official metric needs an LLM judge that was not given: the row gets no score.
+    needs_judge: bool = False
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScoredSample:
-    """One row of `results.jsonl`; `error` is set (and `score` is 0) when the sample could not be answered."""
+    """One row of `results.jsonl`; `error` is set (and `score` is 0) when the sample could not be answered.
+
+    `score` is the official protocol's per-sample score (the headline); `evr1_score` is evr1-rewards' accuracy of the
+    same response (the evr1 protocol, as training scores it), None on error rows."""
 
     id: str
     benchmark: str
@@ -63,14 +105,33 @@ class ScoredSample:
     #: True when the official metric is LLM-judged and no judge was given: the row has no score yet (`score` is 0 and
     #: aggregations leave it out of every denominator, reporting how many are pending).
     needs_judge: bool = False
+    evr1_score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """Where a benchmark's official protocol comes from: the code that computed the published numbers."""
+
+    repository: str
+    path: str
+    commit: str
+    note: str = ""
+
+    def __str__(self) -> str:
+        tail = f" ({self.note})" if self.note else ""
+        return f"{self.repository}:{self.path}@{self.commit[:7]}{tail}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BenchmarkSummary:
-    """The official metrics of one benchmark run: `metrics` holds the headline number under `primary`."""
+    """The metrics of one benchmark run: `metrics` holds the official protocol's metrics (headline under `primary`),
+    `evr1_metrics` the evr1 protocol's (evr1-rewards accuracy, the way training scores); `reference` names the
+    official code the official metrics reproduce."""
 
     benchmark: str
     primary: str
     metrics: Mapping[str, float]
     counts: Mapping[str, int]
     notes: Sequence[str] = ()
+    evr1_metrics: Mapping[str, float] = field(default_factory=dict)
+    reference: str = ""

@@ -3,12 +3,26 @@
 >>> from evr1_rewards import score
 >>> score("<think>red is A</think><answer>B</answer>", "B", "multiple choice").overall
 1.0
+
+Public API (typed, stable): scoring (`score`, `RewardRouter`, `RewardInput`, `RewardResult`, `RewardWeights`), the
+problem-type vocabulary (`evr1_rewards.vocabulary`: canonical constants, aliases, `normalize_problem_type`),
+ground-truth parsing (`parse_ground_truth` -> `GroundTruth`), answer extraction (`extract`, `extract_answer`), the
+errors, end-of-turn tokens (`END_OF_TURN_TOKENS`, `add_end_of_turn_tokens`, `end_of_turn_tokens`,
+`strip_end_of_turn`), and for scorer authors `register`, `Scorer`, `Outcome`, `Context`, `Response`.
 """
 
 from __future__ import annotations
 
 from evr1_rewards import scorers as _scorers  # noqa: F401  (registers the built-in scorers)
+from evr1_rewards import vocabulary
+from evr1_rewards.end_of_turn import (
+    END_OF_TURN_TOKENS,
+    add_end_of_turn_tokens,
+    end_of_turn_tokens,
+    strip_end_of_turn,
+)
 from evr1_rewards.errors import (
+    AmbiguousProblemTypeError,
     GroundTruthError,
     MissingExtraError,
     RewardConfigError,
@@ -16,6 +30,7 @@ from evr1_rewards.errors import (
     UnknownProblemTypeError,
 )
 from evr1_rewards.extract import Extraction, Response, extract, extract_answer
+from evr1_rewards.ground_truth import GroundTruth, parse_ground_truth
 from evr1_rewards.registry import (
     ScorerInfo,
     available_types,
@@ -23,15 +38,32 @@ from evr1_rewards.registry import (
     get_scorer,
     normalize_problem_type,
     register,
+    require,
 )
 from evr1_rewards.router import RewardRouter, score
-from evr1_rewards.types import Context, Mode, Outcome, RewardInput, RewardResult, RewardWeights, Scorer
+from evr1_rewards.scorers.multiple_choice import Choices, parse_options
+from evr1_rewards.truth import clean_extras
+from evr1_rewards.types import (
+    Context,
+    FormatsTruth,
+    Mode,
+    Outcome,
+    RewardInput,
+    RewardResult,
+    RewardWeights,
+    Scorer,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "END_OF_TURN_TOKENS",
+    "AmbiguousProblemTypeError",
+    "Choices",
     "Context",
     "Extraction",
+    "FormatsTruth",
+    "GroundTruth",
     "GroundTruthError",
     "MissingExtraError",
     "Mode",
@@ -47,12 +79,20 @@ __all__ = [
     "ScorerInfo",
     "UnknownProblemTypeError",
     "__version__",
+    "add_end_of_turn_tokens",
     "available_types",
+    "clean_extras",
     "describe_types",
+    "end_of_turn_tokens",
     "extract",
     "extract_answer",
     "get_scorer",
     "normalize_problem_type",
+    "parse_ground_truth",
+    "parse_options",
     "register",
+    "require",
     "score",
+    "strip_end_of_turn",
+    "vocabulary",
 ]

@@ -18,9 +18,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from evr1_rewards.errors import RewardError
-from evr1_rewards.registry import describe_types, get_scorer, normalize_problem_type
+from evr1_rewards.errors import MissingExtraError, RewardError
+from evr1_rewards.ground_truth import parse_ground_truth
+from evr1_rewards.integrations._common import merge_extras
+from evr1_rewards.registry import describe_types, normalize_problem_type
 from evr1_rewards.router import RewardRouter
+from evr1_rewards.sandbox.config import SandboxConfig
 from evr1_rewards.types import RewardInput
 
 RESPONSE_KEYS = ("response", "prediction", "output", "completion", "model_output")
@@ -61,10 +64,18 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, object] | None, str | Non
 
 
 def _extras(row: Mapping[str, object]) -> dict[str, object]:
-    out = {k: row[k] for k in EXTRA_KEYS if k in row}
-    if isinstance(row.get("extras"), Mapping):
-        out.update(row["extras"])  # type: ignore[arg-type, call-overload]
-    return out
+    """Scorer extras of a row: its known top-level keys, then its `extras` object; None values are absent keys."""
+    return merge_extras({k: row[k] for k in EXTRA_KEYS if k in row}, row.get("extras"))
+
+
+def _router(args: argparse.Namespace) -> RewardRouter:
+    sandbox = None
+    if args.sandbox_fusion_url or args.unsafe_local:
+        sandbox = SandboxConfig(url=args.sandbox_fusion_url, unsafe_local=args.unsafe_local)
+    return RewardRouter(
+        {"accuracy": args.accuracy_weight, "format": 1.0 - args.accuracy_weight}, mode=args.mode, think=args.think,
+        sandbox=sandbox, end_of_turn_tokens=args.end_of_turn_token,
+    )  # fmt: skip
 
 
 def _progress(total: int | None, desc: str):  # type: ignore[no-untyped-def]
@@ -82,7 +93,7 @@ def _progress(total: int | None, desc: str):  # type: ignore[no-untyped-def]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from evr1_rewards.sandbox import network_isolation
+    from evr1_rewards.sandbox import describe
 
     infos = describe_types()
     if args.json:
@@ -94,7 +105,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{info.name:26s} {info.description}{missing}")
         if info.aliases:
             print(f"{'':26s} aliases: {', '.join(info.aliases)}")
-    print(f"\ncode sandbox network isolation: {network_isolation()}")
+    print(f"\ncode sandbox: {describe()}")
     return 0
 
 
@@ -115,10 +126,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         try:
             if not ptype:
                 raise RewardError(f"no {args.type_key!r} field (or pass --problem-type)")
-            key = normalize_problem_type(str(ptype))
             gt = _first(row, TRUTH_KEYS, args.gt_key)
-            get_scorer(key).parse_truth(gt, _extras(row))
-            counts[key] += 1
+            counts[parse_ground_truth(str(ptype), gt, _extras(row)).problem_type] += 1
         except RewardError as e:
             print(f"{where}: {e}", file=sys.stderr)
             errors += 1
@@ -135,9 +144,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     src = Path(args.predictions)
     out = Path(args.output) if args.output else src.with_name(src.stem + ".scored.jsonl")
     partial = out.with_name(out.name + ".partial")
-    router = RewardRouter(
-        {"accuracy": args.accuracy_weight, "format": 1.0 - args.accuracy_weight}, mode=args.mode, think=args.think
-    )
+    router = _router(args)
     done: set[str] = set()
     if partial.exists():
         # Resume: keep only complete lines of the previous run, then skip their keys.
@@ -230,22 +237,17 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from evr1_rewards.integrations.openrlhf import make_server
+    from evr1_rewards.server import ServerLimits, require_serve_extra, serve
 
+    require_serve_extra()
     if args.problem_type:
         normalize_problem_type(args.problem_type)
-    router = RewardRouter(
-        {"accuracy": args.accuracy_weight, "format": 1.0 - args.accuracy_weight}, mode=args.mode, think=args.think
+    router = _router(args)
+    limits = ServerLimits(
+        max_body_bytes=int(args.max_body_mb * (1 << 20)), read_timeout_s=args.read_timeout, backlog=args.backlog
     )
-    server = make_server(args.host, args.port, router, args.problem_type)
-    host, port = server.server_address[:2]
-    print(f"evr1-rewards: serving OpenRLHF rewards on http://{host}:{port}/get_reward", flush=True)  # type: ignore[str-bytes-safe]
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    print(f"evr1-rewards: serving OpenRLHF rewards on http://{args.host}:{args.port}/get_reward", flush=True)
+    serve(args.host, args.port, router, args.problem_type, limits, log_level=args.log_level)
     return 0
 
 
@@ -254,6 +256,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--think", choices=("optional", "required", "forbidden"), default="optional")
     p.add_argument("--accuracy-weight", type=float, default=0.9, help="format weight is 1 - this (default 0.9)")
     p.add_argument("--problem-type", default=None, help="type for rows without one")
+    p.add_argument(
+        "--end-of-turn-token",
+        action="append",
+        default=[],
+        metavar="TOKEN",
+        help="another chat-template token to strip from the end of responses (repeatable)",
+    )
+    p.add_argument("--sandbox-fusion-url", default=None, help="run code answers on this SandboxFusion service")
+    p.add_argument("--unsafe-local", action="store_true", help="run code answers WITHOUT a sandbox (trusted data only)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -283,9 +294,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=4, help="threads for scoring (code/math run subprocesses)")
     _common(p)
     p.set_defaults(fn=cmd_score)
-    p = sub.add_parser("serve", help="OpenRLHF remote reward server", epilog="example: evr1-rewards serve --port 8000")
+    p = sub.add_parser(
+        "serve", help="OpenRLHF remote reward server (needs evr1-rewards[serve])",
+        epilog="example: evr1-rewards serve --port 8000  (OpenRLHF: --reward.remote_url http://HOST:8000/get_reward)",
+    )  # fmt: skip
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--backlog", type=int, default=4096, help="listen backlog (queued connections)")
+    p.add_argument("--max-body-mb", type=float, default=64.0, help="largest request body accepted (413 above)")
+    p.add_argument("--read-timeout", type=float, default=30.0, help="seconds a request body may take to arrive (408)")
+    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     _common(p)
     p.set_defaults(fn=cmd_serve)
     return parser
@@ -295,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args))
-    except (RewardError, OSError) as e:
+    except (RewardError, OSError, MissingExtraError) as e:
         print(f"evr1-rewards: error: {e}", file=sys.stderr)
         return 2
 

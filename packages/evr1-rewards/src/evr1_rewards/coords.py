@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from evr1_rewards.errors import GroundTruthError
 
 Box = tuple[float, float, float, float]
+Conventions = tuple[str, str, tuple[float, float] | None]
+"""(prediction convention, ground-truth convention, image size [w, h] or None)."""
 
 _ALIASES = {
     "absolute": "absolute", "abs": "absolute", "pixels": "absolute", "pixel": "absolute", "qwen2.5": "absolute",
@@ -23,23 +25,29 @@ _SCALE = {"norm1000": 1000.0, "relative": 1.0}
 
 
 def _convention(extras: Mapping[str, object], key: str) -> str:
-    raw = extras.get(key, extras.get("box_format", "absolute"))
+    raw = extras.get(key)
+    if raw is None:
+        raw = extras.get("box_format")
+    if raw is None:
+        raw = "absolute"
     conv = _ALIASES.get(str(raw).strip().lower())
     if conv is None:
         raise GroundTruthError(f"extras[{key!r}] = {raw!r} is not a box convention; use one of {sorted(set(_ALIASES))}")
     return conv
 
 
-def conventions(extras: Mapping[str, object]) -> tuple[str, str, tuple[float, float] | None]:
+def conventions(extras: Mapping[str, object]) -> Conventions:
     """(pred convention, gt convention, image size or None); raises if a conversion needs a missing size."""
     pred, gt = _convention(extras, "pred_box_format"), _convention(extras, "gt_box_format")
     size = extras.get("image_size")
-    if size is None and "width" in extras and "height" in extras:
+    if size is None and extras.get("width") is not None and extras.get("height") is not None:
         size = (extras["width"], extras["height"])
     wh: tuple[float, float] | None = None
     if size is not None:
         try:
-            w, h = (float(x) for x in size)  # type: ignore[union-attr, attr-defined]
+            if not isinstance(size, (list, tuple)):
+                raise TypeError
+            w, h = (float(x) for x in size)
         except (TypeError, ValueError):
             raise GroundTruthError(f"extras['image_size'] must be [width, height], got {size!r}") from None
         if not (w > 0 and h > 0):

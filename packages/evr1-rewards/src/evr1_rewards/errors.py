@@ -20,6 +20,22 @@ class UnknownProblemTypeError(RewardError):
         self.suggestion = suggestion
 
 
+class AmbiguousProblemTypeError(UnknownProblemTypeError):
+    """A `problem_type` that means different types in different communities (see `evr1_rewards.vocabulary.AMBIGUOUS`)."""
+
+    def __init__(self, problem_type: str, *, readings: dict[str, str]) -> None:
+        RewardError.__init__(
+            self,
+            f"problem_type {problem_type!r} is ambiguous: it can mean "
+            + " or ".join(f"{meaning} - write {alias!r}" for alias, meaning in readings.items())
+            + f"; or pass your context's reading, e.g. normalize_problem_type(name, aliases={{{problem_type!r}: "
+            f"{next(iter(readings))!r}}})",
+        )
+        self.problem_type = problem_type
+        self.suggestion = None
+        self.readings = readings
+
+
 class GroundTruthError(RewardError):
     """A ground truth that cannot be parsed for its problem type: a dataset bug, never silently scored as 0."""
 

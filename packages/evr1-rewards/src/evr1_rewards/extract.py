@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from evr1_rewards.end_of_turn import end_of_turn_tokens, strip_end_of_turn
+
 MAX_RESPONSE_CHARS = 1 << 20
 """Longer responses are scored on their last MAX_RESPONSE_CHARS characters (and never earn the format score)."""
 
@@ -37,6 +39,7 @@ _STMT_PREFIX_WORDS = frozenset(
 _LAST_WORD = re.compile(r"([a-z]+)[^a-z]{0,3}$")
 _ZH_AFTER = re.compile(r"[ \t]{0,3}(?:是|为|:|：)[ \t]{0,3}")
 _TRAILING = ".。;；*$ \t"
+_BARE_STATEMENT = ("answer", "answer is", "answer would be", "answer should be", "answer will be")
 
 
 def ascii_lower(text: str) -> str:
@@ -65,17 +68,21 @@ class Extraction:
 
 
 class Response:
-    """A model response with cached, lazily computed views shared by the router, the format check and scorers."""
+    """A model response with cached, lazily computed views shared by the router, the format check and scorers.
+
+    A trailing run of end-of-turn tokens (`<|im_end|>`, `<end_of_turn>`, … see `evr1_rewards.end_of_turn`) is removed
+    first, so chat-template markers never cost the format score or reach an extractor."""
 
     __slots__ = ("_after_think", "_candidates", "_tag", "low", "text", "truncated")
 
-    def __init__(self, text: object) -> None:
+    def __init__(self, text: object, end_of_turn: tuple[str, ...] | None = None) -> None:
         if text is None:
             text = ""
         elif isinstance(text, bytes):
             text = text.decode("utf-8", "replace")
         elif not isinstance(text, str):
             text = str(text)
+        text = strip_end_of_turn(text, end_of_turn if end_of_turn is not None else end_of_turn_tokens())
         self.truncated = len(text) > MAX_RESPONSE_CHARS
         self.text: str = text[-MAX_RESPONSE_CHARS:] if self.truncated else text
         self.low: str = ascii_lower(self.text)
@@ -181,7 +188,8 @@ def last_statement(text: str, low: str, start: int = 0) -> str | None:
         m = _STMT_AFTER.match(low, pos + 6)
         if m and _statement_prefix_ok(low, pos):
             payload = _rest_of_line(text, m.end())
-            if payload:
+            # "the answer is the answer is" names no answer: a payload that is itself a bare statement is skipped.
+            if payload and not payload.lower().rstrip(" :：*").endswith(_BARE_STATEMENT):
                 best_pos, best = pos, payload
                 break
         end = pos

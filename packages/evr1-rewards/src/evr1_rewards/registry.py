@@ -1,20 +1,22 @@
-"""Scorer registry: a dict plus a `register()` decorator that refuses duplicates and suggests close names."""
+"""Scorer registry: a dict plus a `register()` decorator that refuses duplicates and suggests close names.
+
+The names themselves (canonical constants, built-in aliases, ambiguous names, spelling normalisation) are the
+vocabulary in `evr1_rewards.vocabulary`; this module maps them to scorer instances, built-ins and plugins alike.
+"""
 
 from __future__ import annotations
 
 import difflib
 import importlib.util
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from evr1_rewards.errors import MissingExtraError, RewardConfigError, UnknownProblemTypeError
+from evr1_rewards.errors import AmbiguousProblemTypeError, MissingExtraError, RewardConfigError, UnknownProblemTypeError
 from evr1_rewards.types import Scorer
+from evr1_rewards.vocabulary import AMBIGUOUS, BUILTIN_ALIASES, name_key
 
-T = TypeVar("T")
-
-_SEP = re.compile(r"[\s\-_/]+")
+S = TypeVar("S", bound=Scorer[Any])
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,39 +35,40 @@ class ScorerInfo:
         return tuple(m for m in self.requires if importlib.util.find_spec(m) is None)
 
 
-_SCORERS: dict[str, Scorer] = {}
+_SCORERS: dict[str, Scorer[Any]] = {}
 _INFO: dict[str, ScorerInfo] = {}
 _ALIASES: dict[str, str] = {}
 _RESOLVED: dict[str, str] = {}  # raw name -> canonical key (names repeat every call)
 
 
-def _key(name: str) -> str:
-    """Case, spaces, hyphens and underscores are not significant: 'Spatial-Temporal Grounding' == 'spatial_temporal_grounding'."""
-    return _SEP.sub("_", str(name).strip().lower()).strip("_")
-
-
 def register(
     problem_type: str, *, aliases: Iterable[str] = (), requires: Iterable[str] = (), extra: str | None = None
-) -> Callable[[T], T]:
+) -> Callable[[type[S]], type[S]]:
     """Class decorator: instantiate the scorer class and route `problem_type` and its aliases to it.
+
+    A built-in name also gets its aliases from `vocabulary.BUILTIN_ALIASES`. Names in `vocabulary.AMBIGUOUS` and
+    names already taken are refused.
 
     >>> @register("my_type", aliases=("mine",))   # doctest: +SKIP
     ... class MyScorer: ...
     """
-    key = _key(problem_type)
-    names = list(dict.fromkeys(n for n in (_key(a) for a in aliases) if n != key))  # normalised, deduplicated
+    key = name_key(problem_type)
+    wanted = (*BUILTIN_ALIASES.get(key, ()), *aliases)
+    names = list(dict.fromkeys(n for n in (name_key(a) for a in wanted) if n != key))  # normalised, deduplicated
 
-    def decorator(cls: T) -> T:
+    def decorator(cls: type[S]) -> type[S]:
         for name in (key, *names):
+            if name in AMBIGUOUS:
+                raise RewardConfigError(f"problem type name {name!r} is ambiguous ({AMBIGUOUS[name]}); pick another")
             owner = _ALIASES.get(name) or (name if name in _SCORERS else None)
             if owner is not None:
                 raise RewardConfigError(
                     f"problem type name {name!r} is already registered (to {owner!r}); choose another name or alias"
                 )
-        scorer = cls() if isinstance(cls, type) else cls
-        scorer.name = key  # type: ignore[attr-defined, union-attr]
-        _SCORERS[key] = scorer  # type: ignore[assignment]
-        doc = (getattr(cls, "__doc__", None) or "").strip().splitlines()
+        scorer = cls()
+        scorer.name = key
+        _SCORERS[key] = scorer
+        doc = (cls.__doc__ or "").strip().splitlines()
         _INFO[key] = ScorerInfo(key, tuple(names), tuple(requires), extra, doc[0] if doc else "")
         for name in names:
             _ALIASES[name] = key
@@ -74,35 +77,51 @@ def register(
     return decorator
 
 
-def _ensure_builtin() -> None:
-    if not _SCORERS:
-        importlib.import_module("evr1_rewards.scorers")
+def _lookup(key: str) -> str | None:
+    return key if key in _SCORERS else _ALIASES.get(key)
 
 
-def normalize_problem_type(problem_type: str) -> str:
-    """The canonical registered name for a problem type or alias; UnknownProblemTypeError (with a suggestion) otherwise."""
-    hit = _RESOLVED.get(problem_type) if isinstance(problem_type, str) else None
-    if hit is not None and hit in _SCORERS:
-        return hit
-    _ensure_builtin()
-    key = _key(problem_type)
-    if key in _SCORERS:
-        if len(_RESOLVED) < 4096:
-            _RESOLVED[problem_type] = key
-        return key
-    if key in _ALIASES:
-        if len(_RESOLVED) < 4096:
-            _RESOLVED[problem_type] = _ALIASES[key]
-        return _ALIASES[key]
+def normalize_problem_type(problem_type: str, *, aliases: Mapping[str, str] | None = None) -> str:
+    """The canonical registered name for a problem type or alias.
+
+    `aliases` are the caller's own readings, consulted first (keys and values are spelling-normalised), e.g. a
+    benchmark loader's `{"REC": "repetition_counting"}`. Raises `AmbiguousProblemTypeError` for a name in
+    `vocabulary.AMBIGUOUS` that `aliases` does not settle, and `UnknownProblemTypeError` (with the closest known name)
+    for anything else unknown.
+    """
+    if aliases is None:
+        hit = _RESOLVED.get(problem_type) if isinstance(problem_type, str) else None
+        if hit is not None:
+            return hit
+    key = name_key(problem_type)
+    if aliases:
+        local = {name_key(k): name_key(v) for k, v in aliases.items()}
+        if key in local:
+            target = local[key]
+            found = _lookup(target)
+            if found is None:
+                raise RewardConfigError(f"alias {problem_type!r} -> {target!r}: {target!r} is not a known problem type")
+            return found
+    found = _lookup(key)
+    if found is not None:
+        if aliases is None and len(_RESOLVED) < 4096 and isinstance(problem_type, str):
+            _RESOLVED[problem_type] = found
+        return found
+    if key in AMBIGUOUS:
+        raise AmbiguousProblemTypeError(str(problem_type), readings=dict(AMBIGUOUS[key]))
     names = sorted({*_SCORERS, *_ALIASES})
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-    raise UnknownProblemTypeError(problem_type, known=sorted(_SCORERS), suggestion=close[0] if close else None)
+    raise UnknownProblemTypeError(str(problem_type), known=sorted(_SCORERS), suggestion=close[0] if close else None)
 
 
-def get_scorer(problem_type: str) -> Scorer:
-    """The scorer for a problem type (aliases accepted); raises MissingExtraError if its optional deps are absent."""
-    key = normalize_problem_type(problem_type)
-    return _SCORERS[key]
+def get_scorer(problem_type: str) -> Scorer[Any]:
+    """The scorer for a problem type (aliases accepted).
+
+    Never raises MissingExtraError itself: a scorer with an optional dependency works without it where it can (math
+    scores numbers and option letters without math-verify) and raises MissingExtraError only for answers that need
+    it. Call `require(problem_type)` to check the dependencies up front.
+    """
+    return _SCORERS[normalize_problem_type(problem_type)]
 
 
 def require(problem_type: str) -> None:
@@ -115,11 +134,9 @@ def require(problem_type: str) -> None:
 
 def available_types() -> tuple[str, ...]:
     """Canonical problem-type names, sorted."""
-    _ensure_builtin()
     return tuple(sorted(_SCORERS))
 
 
 def describe_types() -> list[ScorerInfo]:
     """Canonical names with aliases, optional requirements and a one-line description."""
-    _ensure_builtin()
     return [_INFO[k] for k in sorted(_INFO)]

@@ -6,12 +6,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
+from typing import Any, Literal
 
+from evr1_rewards.end_of_turn import end_of_turn_tokens as eot_tokens
 from evr1_rewards.errors import GroundTruthError, RewardConfigError, RewardError
 from evr1_rewards.extract import Response, structure_ok
 from evr1_rewards.registry import get_scorer, normalize_problem_type
-from evr1_rewards.scorers.ocr import references
+from evr1_rewards.sandbox.config import SandboxConfig
+from evr1_rewards.sandbox.types import SandboxUnavailableError
+from evr1_rewards.truth import clean_extras, references
 from evr1_rewards.types import MODES, Context, Mode, Outcome, RewardInput, RewardResult, RewardWeights, Scorer
 
 log = logging.getLogger(__name__)
@@ -61,6 +64,11 @@ class RewardRouter:
         workers: threads used by score_batch for code/math (subprocess-bound) samples.
         judge: optional async LLM judge used by `ascore`/`ascore_batch` for `judge_types` (benchmarks whose official
             protocol is LLM-judged); the synchronous `score` never calls it.
+        end_of_turn_tokens: chat-template tokens to strip from the end of responses, beyond the built-in and
+            registered ones (`evr1_rewards.end_of_turn`).
+        sandbox: how `code` answers run: a `SandboxConfig`, a mapping of its fields, a backend name, or a
+            SandboxFusion URL; None reads the environment (`evr1_rewards.sandbox.config`). A missing boundary
+            raises SandboxUnavailableError even with on_error="zero" (it is not a per-sample problem).
     """
 
     def __init__(
@@ -74,6 +82,8 @@ class RewardRouter:
         workers: int = 4,
         judge: JudgeFn | None = None,
         judge_types: Sequence[str] = ("open_ended",),
+        sandbox: SandboxConfig | Mapping[str, object] | str | None = None,
+        end_of_turn_tokens: Sequence[str] = (),
     ) -> None:
         self.weights = RewardWeights.coerce(weights)
         if mode not in MODES:
@@ -91,10 +101,12 @@ class RewardRouter:
         self.on_unknown = on_unknown
         self.on_error = on_error
         self.workers = workers
-        self._cache: dict[object, object] = {}
+        self._cache: dict[object, Any] = {}
         self.judge = judge
         self.judge_types = frozenset(normalize_problem_type(t) for t in judge_types)
-        self._scorers: dict[str, Scorer] = {}
+        self._scorers: dict[str, Scorer[Any]] = {}
+        self.sandbox = SandboxConfig.coerce(sandbox)
+        self.extra_end_of_turn = tuple(end_of_turn_tokens)
 
     def _resolve(self, problem_type: str) -> str:
         try:
@@ -113,13 +125,15 @@ class RewardRouter:
             key = self._resolve(inp.problem_type)
             scorer = get_scorer(key) if key not in self._scorers else self._scorers[key]
             self._scorers[key] = scorer
-            extras = inp.extras if isinstance(inp.extras, Mapping) else {}
+            extras = clean_extras(inp.extras) if isinstance(inp.extras, Mapping) else {}
             try:
                 truth = self._truth(key, scorer, inp.ground_truth, extras)
             except GroundTruthError as e:
                 raise GroundTruthError(f"{_name(inp, _index)} ({key}): {e}") from None
-            resp = Response(inp.response)
-            outcome = scorer.score(resp, truth, Context(extras, mode))
+            resp = Response(inp.response, eot_tokens(self.extra_end_of_turn))
+            outcome = scorer.score(resp, truth, Context(extras, mode, self.sandbox))
+        except SandboxUnavailableError:
+            raise
         except RewardError as e:
             if self.on_error == "zero":
                 log.warning("reward: scoring %s failed, scored 0: %s", _name(inp, _index), e)
@@ -129,7 +143,7 @@ class RewardRouter:
             raise
         return self._combine(key, resp, outcome)
 
-    def _truth(self, key: str, scorer: Scorer, ground_truth: object, extras: Mapping[str, object]) -> object:
+    def _truth(self, key: str, scorer: Scorer[Any], ground_truth: object, extras: Mapping[str, object]) -> Any:
         """Parsed ground truth, cached: in GRPO every prompt's ground truth is scored n times in a row."""
         try:
             cache_key = (key, ground_truth, tuple(extras.items()) if extras else ())
@@ -179,12 +193,12 @@ class RewardRouter:
         key = self._resolve(inp.problem_type)
         if self.judge is None or key not in self.judge_types:
             return self.score(inp, mode=mode)
-        extras = inp.extras if isinstance(inp.extras, Mapping) else {}
+        extras = clean_extras(inp.extras) if isinstance(inp.extras, Mapping) else {}
         try:
             refs = references(inp.ground_truth, normalize=False)
         except GroundTruthError as e:
             raise GroundTruthError(f"{_name(inp)} ({key}): {e}") from None
-        resp = Response(inp.response)
+        resp = Response(inp.response, eot_tokens(self.extra_end_of_turn))
         answer = resp.extraction().text
         value = _clip(await self.judge(answer, refs, extras)) if answer.strip() else 0.0
         return self._combine(key, resp, Outcome(value, bool(answer.strip()), {"judge": True}))

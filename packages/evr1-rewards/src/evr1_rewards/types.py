@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
 
 from evr1_rewards.errors import RewardConfigError
 from evr1_rewards.extract import Response
+
+if TYPE_CHECKING:
+    from evr1_rewards.sandbox.config import SandboxConfig
 
 Mode = Literal["reward", "metric"]
 """`reward`: strict (RL training; malformed answers score 0). `metric`: benchmark conventions (e.g. lmms-eval swaps
@@ -76,13 +79,13 @@ class RewardWeights:
             raise RewardConfigError(f"unknown reward weight keys {sorted(unknown)}; use 'accuracy' and 'format'")
         acc = weights.get("accuracy")
         fmt = weights.get("format")
-        if acc is None and fmt is None:
-            return cls()
-        if acc is None:
-            acc = 1.0 - float(fmt)  # type: ignore[arg-type]
-        if fmt is None:
-            fmt = 1.0 - float(acc)
-        return cls(accuracy=float(acc), format=float(fmt))
+        if acc is not None and fmt is not None:
+            return cls(accuracy=float(acc), format=float(fmt))
+        if acc is not None:
+            return cls(accuracy=float(acc), format=1.0 - float(acc))
+        if fmt is not None:
+            return cls(accuracy=1.0 - float(fmt), format=float(fmt))
+        return cls()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +97,33 @@ class Outcome:
     details: Mapping[str, object] = field(default_factory=dict)
 
 
-class Scorer(Protocol):
-    """One problem type. `parse_truth` is strict (raises GroundTruthError); `score` is total on any response."""
+T = TypeVar("T")
+
+
+class Scorer(Protocol[T]):
+    """One problem type. `parse_truth` is strict (raises GroundTruthError); `score` is total on any response.
+
+    `T` is the scorer's parsed ground truth: whatever `parse_truth` returns is what `score` receives (the router
+    caches it, since GRPO scores each ground truth n times in a row).
+    """
 
     name: str
 
-    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> object: ...
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> T: ...
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome: ...
+    def score(self, response: Response, truth: T, ctx: Context) -> Outcome: ...
+
+
+T_contra = TypeVar("T_contra", contravariant=True)
+
+
+@runtime_checkable
+class FormatsTruth(Protocol[T_contra]):
+    """Optional for a scorer: the canonical text of a parsed ground truth (it parses back to the same truth).
+
+    Used for `GroundTruth.text` (what evr1-eval stores and shows); built-in scorers implement it, plugins may."""
+
+    def format_truth(self, truth: T_contra) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,3 +132,5 @@ class Context:
 
     extras: Mapping[str, object]
     mode: Mode = "reward"
+    sandbox: SandboxConfig | None = None
+    """How `code` answers run (None: from the environment, see `evr1_rewards.sandbox.config`)."""

@@ -7,6 +7,7 @@ Examples:
     evr1-train +experiment=qwen3_vl_8b_grpo_hybrid evr1.hybrid.mode=below_accuracy evr1.hybrid.accuracy_threshold=0.5
     evr1-train +experiment=NAME --cfg job        # print the composed config
     evr1-train --help                            # Hydra's help: config groups and options
+    evr1-train view runs/quickstart              # the rollout viewer (static HTML) of a run's rollout dumps
     evr1-train parity --help                     # input parity: verl dataset vs transformers vs vLLM
 
 Without an `experiment` and without `engine=...` the quickstart preset is added (`+experiment=quickstart`).
@@ -67,10 +68,14 @@ def run_verl(cfg: Any) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["view"]:  # `evr1-train view RUN/`: the rollout viewer (not a Hydra run)
+        from evr1_train.rollouts.view import main as view_main
+
+        raise SystemExit(view_main(sys.argv[2:]))
     if sys.argv[1:2] == ["parity"]:  # not a Hydra run: `evr1-train parity --help`
         from evr1_train.parity.cli import main as parity_main
 
-        sys.exit(parity_main(sys.argv[2:]))
+        raise SystemExit(parity_main(sys.argv[2:]))
     import hydra
 
     sys.argv = [sys.argv[0], *_with_default_experiment(sys.argv[1:])]

@@ -1,4 +1,8 @@
-"""The benchmark registry: importing this package registers every benchmark module."""
+"""The benchmark registry: importing this package registers every benchmark module.
+
+`registry` holds the dict and the lookups; `base` the `Benchmark` contract; one module per benchmark declares its
+loader, its official protocol (reference, prompt, per-sample rule, aggregation) and registers itself here.
+"""
 
 from evr1_eval.benchmarks import (  # noqa: F401  (each import registers one benchmark)
     charades_sta,
@@ -24,17 +28,9 @@ from evr1_eval.benchmarks import (  # noqa: F401  (each import registers one ben
     videoreasonbench,
     vsibench,
 )
-from evr1_eval.benchmarks.base import (
-    DEFAULT_SAMPLING,
-    Benchmark,
-    Judge,
-    LoadError,
-    LoadResult,
-    Outcome,
-    available_benchmarks,
-    get_benchmark,
-    register,
-)
+from evr1_eval.benchmarks.base import DEFAULT_SAMPLING, Benchmark
+from evr1_eval.benchmarks.registry import available_benchmarks, get_benchmark, register
+from evr1_eval.types import Judge, LoadError, LoadResult, Outcome
 
 __all__ = [
     "DEFAULT_SAMPLING",

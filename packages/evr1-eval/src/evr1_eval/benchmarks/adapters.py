@@ -1,9 +1,8 @@
 """Official annotation layouts -> EasyVideoR1 rows, so one loader serves both.
 
-Field names follow the official releases as summarised in research/benchmarks.md and research/easyvideor1.md §8
-(EasyVideoR1's files keep the official fields next to its own: Video-MME's `videoID/question/options/answer`,
-MVBench's `video/question/candidates/answer`, ...). They were checked against those field lists, not against
-downloaded files (no datasets can be fetched here).
+Field names follow the official releases (EasyVideoR1's files keep the official fields next to its own: Video-MME's
+`videoID/question/options/answer`, MVBench's `video/question/candidates/answer`, ...). They were checked against
+those field lists and EasyVideoR1's files, not against the releases' downloads (see docs/eval-benchmarks.md).
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ def official_mc(row: Any) -> Mapping[str, Any]:
         "problem": question,
         "options": formatted,
         "solution": f"<answer>{letter}</answer>",
-        "problem_type": "multiple choice",
+        "problem_type": "multiple_choice",
         "path": _video(row),
     }
 
@@ -85,7 +84,7 @@ def vsibench_official(row: Any) -> Mapping[str, Any]:
         "problem": row["question"],
         "options": options,
         "solution": f"<answer>{row['ground_truth']}</answer>",
-        "problem_type": "multiple choice" if options else "regression",
+        "problem_type": "multiple_choice" if options else "regression",
         "path": f"{row['dataset']}/{row['scene_name']}.mp4",
     }
 
@@ -100,7 +99,7 @@ def charades_official(row: Any) -> Mapping[str, Any]:
     vid, start, end, sentence = m.groups()
     return {
         "problem": sentence.strip(),
-        "problem_type": "temporal grounding",
+        "problem_type": "temporal_grounding",
         "solution": json.dumps({"time": [float(start), float(end)]}),
         "path": f"{vid}.mp4",
     }

@@ -1,90 +1,67 @@
-"""The benchmark contract: what the runner, `score` and `report` may rely on, and the registry that holds them.
+"""The benchmark contract: what the runner, `score` and `report` may rely on.
 
 A `Benchmark` is a frozen declaration: one module per benchmark fills in only what differs (id fields, grouping fields,
-official extractor, aggregation, judged problem types, frame defaults); loading, prompting and scoring are shared here
-so 22 benchmarks do not become 22 near-copies.
+the official protocol's reference, document, prompt, per-sample rule and aggregation, judged problem types, frame
+defaults); loading, prompting and scoring are shared here so 22 benchmarks do not become 22 near-copies. It imports
+the shared implementations at top level; none of them imports this module back (no import cycle).
+
+Every answer is scored under both protocols: `score` is the official rule's (the headline), `evr1_score`
+evr1-rewards' (the evr1 protocol). The run's protocol decides only how the question is asked (the prompt).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from evr1_eval.types import BenchmarkSummary, Sample, ScoredSample
-
-if TYPE_CHECKING:
-    from evr1_cache.spec import SamplingSpec
-
-#: An LLM judge: an async callable that receives the judge prompt and returns the judge's raw text.
-Judge = Callable[[str], Awaitable[str]]
+from evr1_cache.spec import SamplingSpec
+from evr1_eval.benchmarks.aggregation import Aggregator, summarize
+from evr1_eval.benchmarks.judging import judge_outcome
+from evr1_eval.benchmarks.loading import RowView, generic_prompt, load_samples
+from evr1_eval.benchmarks.prompts import check_variant
+from evr1_eval.benchmarks.scoring_rules import Rule, rewards_outcome
+from evr1_eval.protocol import ProtocolSettings
+from evr1_eval.types import BenchmarkSummary, Judge, LoadResult, Outcome, Reference, Sample, ScoredSample
 
 #: How an error row (no response: missing video, decode/engine error, timeout) counts in the official aggregation.
 #: "wrong": in every denominator with score 0 (default: a failure is never a free pass);
 #: "exclude": dropped from every denominator (only where the official protocol drops unanswered items).
 ErrorPolicy = Literal["wrong", "exclude"]
-
-
-@dataclass(frozen=True, slots=True)
-class LoadError:
-    """One annotation row that could not become a Sample: `row` is its 0-based position in the file."""
-
-    row: int
-    id: str | None
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class LoadResult:
-    samples: list[Sample]
-    errors: list[LoadError]
-    #: Rows that were loaded but changed (a duplicate id made unique): worth reading, not fatal.
-    warnings: list[LoadError] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What a benchmark's scorer decides for one response, before it is wrapped into a ScoredSample."""
-
-    score: float
-    extracted: str | None
-    details: Mapping[str, Any] = field(default_factory=dict)
-    #: True when the official metric needs an LLM judge that was not given: the row gets no score.
-    needs_judge: bool = False
-
-
-#: The official per-sample rule: (benchmark, sample, response) -> Outcome.
-Scorer = Callable[["Benchmark", Sample, str], Outcome]
-#: The official aggregation over rows already filtered for errors and pending judgements.
-Aggregator = Callable[["Benchmark", Sequence[ScoredSample]], tuple[str, dict[str, float], list[str]]]
 #: Turns one row of the benchmark's official annotation layout into the EasyVideoR1 layout (or returns it unchanged).
-RowAdapter = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+RowAdapter = Callable[[Any], Mapping[str, Any]]
 #: Turns an official annotation *document* that is not a list of rows (TempCompass' `{video: {dimension: [...]}}`)
 #: into its rows; gets the document and the file's stem (some layouts name the question format only in the file name).
 DocumentFlattener = Callable[[Mapping[str, Any], str], list[Any]]
+#: A parsed row -> the row in the official code's own field names (what its prompt and scorer read).
+DocBuilder = Callable[[RowView], dict[str, Any]]
+#: The official document -> the prompt text the official code sends.
+OfficialPrompt = Callable[[Mapping[str, Any]], str]
 
-#: Frame defaults shared by most benchmarks: Qwen's published video recipe (2 fps, 4..768 frames; research §1.3).
+#: Frame defaults shared by most benchmarks: Qwen's published video recipe (2 fps, 4..768 frames).
 DEFAULT_SAMPLING: Mapping[str, Any] = {"fps": 2.0, "min_frames": 4, "max_frames": 768}
 
 
 @dataclass(frozen=True, kw_only=True)
 class Benchmark:
-    """One benchmark's loader, prompt, official extraction/metric and aggregation (see docs/eval-benchmarks.md)."""
+    """One benchmark's loader, prompts, official extraction/metric and aggregation (see docs/eval-benchmarks.md)."""
 
     name: str
     title: str
-    #: Canonical problem types this benchmark contains (see loading.canonical_problem_type).
+    #: evr1-rewards' canonical names of the problem types this benchmark contains (`evr1_rewards.vocabulary`).
     problem_types: tuple[str, ...]
+    #: This benchmark's own readings of problem-type names, consulted before evr1-rewards' vocabulary
+    #: (`normalize_problem_type(..., aliases=...)`): OVO-Bench's "REC" is repetition counting, not referring expressions.
+    type_aliases: Mapping[str, str] = field(default_factory=dict)
     #: The benchmark's own id fields, tried after `problem_id` and before the row position.
     id_fields: tuple[str, ...] = ("question_id", "qid", "id")
     #: A field that distinguishes rows sharing one id (VideoMathQA's multi-binary pairs reuse their question's
     #: `problem_id`): when present the id becomes `<id>#<value>`.
     id_suffix_field: str | None = None
-    #: Problem type -> template wrapping the row's question (`{question}`) before the shared prompt is applied, for
-    #: benchmarks whose annotation holds a bare query (Charades-STA sentences, OVO-Bench forward steps).
+    #: Task group or problem type -> template wrapping a bare query (`{question}`) in the evr1 and generic prompts
+    #: (Charades-STA sentences, OVO-Bench forward steps); official prompts have their own wording.
     question_templates: Mapping[str, str] = field(default_factory=dict)
     #: Question text for rows whose `problem` is empty (Video-MMLU captions).
     default_question: str | None = None
@@ -97,31 +74,55 @@ class Benchmark:
     adapter: RowAdapter | None = None
     #: Flattens an official nested document (a JSON object that is not `{"data": [...]}`) into rows for `adapter`.
     flatten: DocumentFlattener | None = None
-    #: Official per-sample rule; None = evr1-rewards' scorer of the sample's problem type (metric mode).
-    scorer: Scorer | None = None
+    # -- the official protocol ------------------------------------------------------------------------------------
+    #: The code the official protocol reproduces (None: no official code could be read; `notes` say what is used).
+    reference: Reference | None = None
+    #: Builds the row in the official code's field names, stored as `sample.extras["official_doc"]`.
+    official_doc: DocBuilder | None = None
+    #: The official prompt from the official document (None: the generic prompt, `loading.generic_prompt`).
+    official_prompt: OfficialPrompt | None = None
+    #: Model-family prompts of this benchmark (e.g. Qwen3-VL's own Video-MME prompt) by variant name; variants not
+    #: listed use `prompts.direct_prompt`.
+    prompt_variants: Mapping[str, OfficialPrompt] = field(default_factory=dict)
+    #: Official per-sample rule; None = evr1-rewards' scorer of the sample's problem type.
+    scorer: Rule | None = None
     #: Official aggregation; None = micro accuracy plus per-group breakdowns.
     aggregator: Aggregator | None = None
     #: Problem types whose official metric is LLM-judged (these rows need a judge to be scored).
     judged_types: frozenset[str] = frozenset()
-    #: Problem types the official protocol also judges, scored by rule when no judge is given (MMVU/VCR-Bench MC).
+    #: Problem types the official protocol also judges, scored by rule when no judge is given (VCR-Bench MC).
     judge_optional_types: frozenset[str] = frozenset()
+    #: Problem types whose official rule defers some answers to an LLM judge (the rule's `Outcome.needs_judge`):
+    #: MMVU's open answers the rules reject, TempCompass answers no rule matches.
+    judge_fallback_types: frozenset[str] = frozenset()
     error_policy: ErrorPolicy = "wrong"
-    #: SamplingSpec keyword arguments (evr1_cache.spec); recorded by the runner, overridable from the CLI.
+    #: SamplingSpec keyword arguments (evr1_cache.spec); recorded by the runner, overridable from the CLI / presets.
     sampling_defaults: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_SAMPLING))
-    #: Version of the prompt template; part of the run settings so a changed template never mixes into a resume.
-    prompt_version: str = "v1"
+    #: Version of the prompt templates; part of the run settings so a changed template never mixes into a resume.
+    prompt_version: str = "v2"
     #: Other names this benchmark is known by (EasyVideoR1's keys).
     aliases: tuple[str, ...] = ()
     #: Deviations and caveats shown in summaries and docs.
     notes: tuple[str, ...] = ()
 
     # -- loading and prompting ---------------------------------------------------------------------------------
-    def load(self, annotations: Path, media_root: Path | None = None, *, style: str = "direct") -> LoadResult:
+    def load(
+        self, annotations: Path, media_root: Path | None = None, *, protocol: ProtocolSettings | None = None
+    ) -> LoadResult:
         """Parse every row of `annotations` (JSON list, JSONL, {"data": [...]}, an official nested document, or a folder
-        of such files); bad rows are reported, not dropped."""
-        from evr1_eval.benchmarks.loading import load_samples
+        of such files) with prompts for `protocol` (default: official); bad rows are reported, not dropped."""
+        return load_samples(self, Path(annotations), None if media_root is None else Path(media_root), protocol)
 
-        return load_samples(self, Path(annotations), None if media_root is None else Path(media_root), style=style)
+    def prompt_for(self, view: RowView, doc: Mapping[str, Any] | None, protocol: ProtocolSettings) -> str:
+        """The user text for one parsed row under `protocol` (applied at load time: `sample.prompt`)."""
+        if protocol.protocol == "evr1":
+            return generic_prompt(self, view, protocol)
+        variant = check_variant(protocol.prompt_variant)
+        if doc is not None and variant in self.prompt_variants:
+            return self.prompt_variants[variant](doc)
+        if doc is not None and variant == "official" and self.official_prompt is not None:
+            return self.official_prompt(doc)
+        return generic_prompt(self, view, protocol)
 
     def prompt(self, sample: Sample) -> str:
         """The user text sent to the model: the template is applied at load time, so this is `sample.prompt`."""
@@ -129,62 +130,67 @@ class Benchmark:
 
     @property
     def sampling(self) -> SamplingSpec:
-        """Default frame settings as the cache's SamplingSpec (imported lazily: the spec module is stdlib only)."""
-        from evr1_cache.spec import SamplingSpec
-
+        """Default frame settings as the cache's SamplingSpec."""
         return SamplingSpec(**dict(self.sampling_defaults))
 
     # -- scoring -------------------------------------------------------------------------------------------------
     @property
     def needs_judge(self) -> bool:
-        """True when some of this benchmark's official metrics are LLM-judged."""
-        return bool(self.judged_types)
+        """True when some of this benchmark's official metrics are (or may be) LLM-judged."""
+        return bool(self.judged_types or self.judge_fallback_types)
 
     def sample_needs_judge(self, sample: Sample) -> bool:
         return sample.problem_type in self.judged_types
 
-    def score(self, sample: Sample, response: str | None) -> ScoredSample:
-        """Score one response with the official rule; a judged row without a judge is marked, never guessed."""
+    def official_outcome(self, sample: Sample, response: str) -> Outcome:
+        """The official rule alone (judged types come back pending)."""
         if self.sample_needs_judge(sample):
-            outcome = Outcome(
+            return Outcome(
                 score=0.0, extracted=None, details={"reason": "official metric is LLM-judged"}, needs_judge=True
             )
-            return _scored(sample, response, outcome)
+        return (self.scorer or rewards_outcome)(sample, response)
+
+    def score(self, sample: Sample, response: str | None) -> ScoredSample:
+        """Score one response under both protocols; a judged row without a judge is marked pending, never guessed."""
+        text = response if isinstance(response, str) else ""
         try:
-            outcome = (self.scorer or _default_scorer)(self, sample, response if isinstance(response, str) else "")
+            evr1 = rewards_outcome(sample, text)
+            outcome = evr1 if self.scorer is None and not self.sample_needs_judge(sample) else None
+            outcome = outcome or self.official_outcome(sample, text)
         except (ValueError, TypeError, KeyError, LookupError) as exc:  # the GT or config, never the response
             row = self.error_row(sample, f"scoring failed on this sample's ground truth: {type(exc).__name__}: {exc}")
             return dataclasses.replace(row, response=response)
-        return _scored(sample, response, outcome)
+        return scored_row(sample, response, outcome, evr1)
 
     async def score_with_judge(self, sample: Sample, response: str, judge: Judge | None) -> ScoredSample:
-        """Like `score`, but judged rows (and the optionally judged types) go to `judge` (the openai backend);
-        without a judge, judged rows stay pending and optional ones are scored by rule."""
-        judged = self.sample_needs_judge(sample) or sample.problem_type in self.judge_optional_types
-        if not judged or judge is None:
-            return self.score(sample, response)
-        from evr1_eval.benchmarks.judging import judge_outcome
-
-        return _scored(sample, response, await judge_outcome(self, sample, response, judge))
+        """Like `score`, but rows the official protocol judges (pending ones and the optionally judged types) go to
+        `judge` (the openai backend); without a judge, pending rows stay pending and optional ones are scored by rule."""
+        row = self.score(sample, response)
+        wants = row.needs_judge or sample.problem_type in self.judge_optional_types
+        if judge is None or row.error is not None or not wants:
+            return row
+        outcome = await judge_outcome(sample, response, judge)
+        return dataclasses.replace(
+            row,
+            score=float(outcome.score),
+            extracted=outcome.extracted,
+            details={**dict(outcome.details), "evr1": row.details.get("evr1", {})},
+            needs_judge=outcome.needs_judge,
+        )
 
     def error_row(self, sample: Sample, error: str) -> ScoredSample:
         """The row recorded when a sample could not be answered (it counts per `error_policy`)."""
         return make_error_row(self.name, sample, error)
 
     def aggregate(self, rows: Sequence[ScoredSample]) -> BenchmarkSummary:
-        """Official aggregation; error rows count per `error_policy`, judge-pending rows are excluded and counted."""
-        from evr1_eval.benchmarks.aggregation import summarize
-
+        """Official aggregation (and the evr1 protocol's metrics); errors count per `error_policy`, judge-pending rows
+        are excluded and counted."""
         return summarize(self, rows)
 
 
-def _default_scorer(bench: Benchmark, sample: Sample, response: str) -> Outcome:
-    from evr1_eval.benchmarks.scoring_rules import rewards_outcome
-
-    return rewards_outcome(sample, response)
-
-
-def _scored(sample: Sample, response: str | None, outcome: Outcome) -> ScoredSample:
+def scored_row(sample: Sample, response: str | None, outcome: Outcome, evr1: Outcome) -> ScoredSample:
+    details = dict(outcome.details)
+    details["evr1"] = {"extracted": evr1.extracted, **dict(evr1.details)}
     return ScoredSample(
         id=sample.id,
         benchmark=sample.benchmark,
@@ -193,45 +199,10 @@ def _scored(sample: Sample, response: str | None, outcome: Outcome) -> ScoredSam
         extracted=outcome.extracted,
         score=float(outcome.score),
         groups=dict(sample.groups),
-        details=dict(outcome.details),
+        details=details,
         needs_judge=outcome.needs_judge,
+        evr1_score=float(evr1.score),
     )
-
-
-# -- registry ------------------------------------------------------------------------------------------------------
-_REGISTRY: dict[str, Benchmark] = {}
-_ALIASES: dict[str, str] = {}
-
-
-def register(bench: Benchmark) -> Benchmark:
-    """Add a benchmark (and its aliases) to the registry; a duplicate name is a programming error."""
-    for key in (bench.name, *bench.aliases):
-        if key in _REGISTRY or key in _ALIASES:
-            raise ValueError(f"benchmark name {key!r} is already registered")
-    _REGISTRY[bench.name] = bench
-    for alias in bench.aliases:
-        _ALIASES[alias] = bench.name
-    return bench
-
-
-def get_benchmark(name: str) -> Benchmark:
-    """Look a benchmark up by name or alias; an unknown name raises with the closest known names."""
-    import evr1_eval.benchmarks  # noqa: F401  (registers every module)
-
-    key = name.strip()
-    key = _ALIASES.get(key, key)
-    if key in _REGISTRY:
-        return _REGISTRY[key]
-    known = [*_REGISTRY, *_ALIASES]
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    raise KeyError(f"unknown benchmark {name!r}.{hint} Run `evr1-eval list` for all {len(_REGISTRY)} benchmarks.")
-
-
-def available_benchmarks() -> list[str]:
-    import evr1_eval.benchmarks  # noqa: F401
-
-    return sorted(_REGISTRY)
 
 
 def make_error_row(benchmark: str, sample: Sample, error: str) -> ScoredSample:
@@ -246,3 +217,16 @@ def make_error_row(benchmark: str, sample: Sample, error: str) -> ScoredSample:
         groups=dict(sample.groups),
         error=error,
     )
+
+
+__all__ = [
+    "DEFAULT_SAMPLING",
+    "Benchmark",
+    "DocBuilder",
+    "DocumentFlattener",
+    "ErrorPolicy",
+    "OfficialPrompt",
+    "RowAdapter",
+    "make_error_row",
+    "scored_row",
+]

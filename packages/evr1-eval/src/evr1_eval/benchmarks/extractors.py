@@ -1,25 +1,43 @@
-"""Official answer extractors, re-implemented from their documented behaviour (research/benchmarks.md §2).
+"""Answer extractors shared by several benchmarks' official protocols, re-implemented from the reference code.
 
-They reproduce each benchmark's published quirks on purpose (first capital letter anywhere, substring matches, random
-fallbacks) because published numbers were computed with them. Two deliberate, documented deviations apply to all:
-the text scanned is `final_text(response)` (last `<answer>`, else text after the last `</think>`, else the response),
-so reasoning-style runs are not scored on their chain of thought; and "random" fallbacks draw from a generator seeded
-with the sample id, so a score never changes between two scorings of the same file. Inputs are capped in length so
-adversarial model output stays cheap to scan.
+Each function reproduces one reference function's behaviour exactly, quirks included (first capital letter anywhere,
+case-sensitive prefixes, the article "a" read as option A), because published numbers were computed with them; the
+tests pin every quirk and the `lmms_eval` nox session compares them with the real functions. References (lmms-eval
+0.7.3 is the PyPI release `lmms-eval==0.7.3`; paths are inside its `lmms_eval/` package):
+
+- `strip_reasoning`: `api/reasoning.py::strip_reasoning_tags`, with the CLI's default tag pairs (`--reasoning_tags`):
+  lmms-eval's scoring loop applies it to every response before a task's `process_results` sees it.
+- `extract_mcq_answer`: `tasks/_task_utils/mcq_extract.py::extract_mcq_answer` (LVBench, MLVU, Video-MMMU).
+- `first_letter_after_prefixes`: the Video-MME family (`extract_characters_regex` of Video-MME's evaluation script,
+  `tasks/videomathqa/utils.py`, `tasks/longvideobench/utils.py::parse_multi_choice_response`).
+- `mmmu_parse_multi_choice`: `tasks/video_holmes/utils.py::parse_multi_choice_response` (MMMU's parser).
+
+The only departure: where the reference draws `random.choice(...)` (no parsable answer), `random_choice` draws from a
+generator seeded by the sample id, so scoring the same file twice gives the same number. Inputs are capped in length
+(`MAX_SCAN`) so adversarial output stays cheap to scan; real answers are far shorter, and where a cap could change a
+result the cap is documented at the caller.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-MAX_SCAN = 20_000
+MAX_SCAN = 100_000
+#: lmms-eval's `--reasoning_tags` default.
+LMMS_REASONING_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<analysis>", "</analysis>"))
+
+
+def capped(text: str | None) -> str:
+    """The response as text, at most MAX_SCAN characters (the tail: answers come last)."""
+    s = text if isinstance(text, str) else ""
+    return s if len(s) <= MAX_SCAN else s[-MAX_SCAN:]
 
 
 def last_answer_tag(text: str) -> str | None:
-    """Content of the last non-empty `<answer>…</answer>` pair (scanned backwards: linear, no regex backtracking)."""
+    """Content of the last non-empty `<answer>…</answer>` pair, case-insensitive (scanned backwards: linear time on
+    adversarial input, no regex backtracking)."""
     low = text.lower()
     end = low.rfind("</answer>")
     for _ in range(64):
@@ -35,167 +53,167 @@ def last_answer_tag(text: str) -> str | None:
     return None
 
 
-def final_text(response: str | None) -> str:
-    """The part of a response that holds the answer: last non-empty `<answer>`, else after the last `</think>`."""
-    text = response if isinstance(response, str) else ""
-    if len(text) > 4 * MAX_SCAN:
-        text = text[-4 * MAX_SCAN :]
-    answer = last_answer_tag(text)
-    if answer is not None:
-        return answer.strip()[:MAX_SCAN]
-    cut = text.lower().rfind("</think>")
-    if cut >= 0:
-        text = text[cut + len("</think>") :]
-    return text.strip()[-MAX_SCAN:]
-
-
-def seeded_choice(sample_id: str, letters: Sequence[str]) -> str:
-    """The official 'random.choice' fallback, made reproducible: seeded by the sample id."""
+def random_choice(sample_id: str, choices: Sequence[str]) -> str:
+    """The official `random.choice` fallback, made reproducible: seeded by the sample id."""
     seed = int.from_bytes(hashlib.sha256(sample_id.encode()).digest()[:8], "big")
-    return random.Random(seed).choice(list(letters))
+    return random.Random(seed).choice(list(choices))
 
 
-# Video-MME official `extract_characters_regex` (research §2.1), including the two missing-comma concatenations.
-_VIDEOMME_PREFIXES = (
-    "The best answer is",
-    "The correct answer is",
-    "The answer is",
-    "The answer",
-    # The official list misses two commas, so these two pairs are single concatenated prefixes (kept on purpose).
-    "The best option isThe correct option is",
-    "Best answer:Best option:",
+def strip_reasoning(text: str, tag_pairs: Sequence[tuple[str, str]] = LMMS_REASONING_TAGS) -> str:
+    """Remove every complete `<think>…</think>` block (first start tag, first end tag after it, repeatedly); when only
+    an end tag is left, keep what follows its last occurrence; case-sensitive; the result is stripped."""
+    result = text
+    for start_tag, end_tag in tag_pairs:
+        while start_tag in result and end_tag in result:
+            start = result.find(start_tag)
+            end = result.find(end_tag, start)
+            if end == -1:
+                break
+            result = result[:start] + result[end + len(end_tag) :]
+        if end_tag in result and start_tag not in result:
+            result = result.rsplit(end_tag, 1)[-1]
+    return result.strip()
+
+
+_MCQ_PHRASES = (
+    "the answer is",
+    "answer is",
+    "the correct answer is",
+    "correct answer is",
+    "the best answer is",
+    "best answer is",
+    "the correct option is",
+    "correct option is",
+    "the best option is",
+    "best option is",
+    "the choice is",
+    "choice is",
+    "the correct choice is",
+    "correct choice is",
+    "i choose",
+    "i select",
+    "i pick",
+    "my answer is",
+    "my choice is",
+    "옵션",
+    "정답은",
+    "답은",
+    "답:",
+    "答案是",
+    "答案为",
+    "选",
+    "答えは",
 )
+#: Candidate formats, tried in this order; the best candidate has the highest priority, then the latest position.
+_MCQ_FORMATS = (("({})", 6), ("{}.", 5), ("{}:", 4), ("{})", 3), ("{} ", 2))
+_DEFAULT_CHOICES = tuple("ABCDEFGH")
 
 
-def videomme_extract(response: str, letters: str = "ABCD") -> str:
-    """Official Video-MME extraction: strip prefixes, give up on long answers without a letter, else FIRST letter
-    anywhere (inside words too). Returns "" when unparsable (the official script then drops the item)."""
-    s = final_text(response).strip()
-    for prefix in _VIDEOMME_PREFIXES:
-        s = s.replace(prefix, "")
-    pattern = f"[{letters}]"
-    if len(s.split()) > 10 and not re.search(pattern, s):
+def _mcq_format_candidates(text: str, letters: Sequence[str]) -> list[tuple[int, int, str]]:
+    """(priority, position, letter) of "(X)", "X.", "X:", "X)" and "X " (their last occurrence), format by format."""
+    found = []
+    for fmt, priority in _MCQ_FORMATS:
+        for ch in letters:
+            pos = text.rfind(fmt.format(ch))
+            if pos != -1:
+                found.append((priority, pos, ch))
+    return found
+
+
+def _mcq_phrase_candidates(text: str, letters: Sequence[str]) -> list[tuple[int, int, str]]:
+    """After the first occurrence of each answer phrase, the first occurrence of EVERY letter (so the latest wins)."""
+    found = []
+    lower = text.lower()
+    for phrase in _MCQ_PHRASES:
+        idx = lower.find(phrase)
+        if idx != -1:
+            after = idx + len(phrase)
+            found += [(7, pos, ch) for ch in letters if (pos := text.find(ch, after)) != -1]
+    return found
+
+
+def _mcq_edge_candidates(text: str, letters: Sequence[str]) -> list[tuple[int, int, str]]:
+    """A standalone letter that starts (priority 10) or ends (9) the answer."""
+    stripped = text.strip()
+    found = [
+        (10, 0, ch) for ch in letters if stripped.startswith(ch) and (len(stripped) == 1 or not stripped[1].isalpha())
+    ]
+    found += [
+        (9, len(text) - 1, ch)
+        for ch in letters
+        if stripped.endswith(ch) and (len(stripped) == 1 or not stripped[-2].isalpha())
+    ]
+    return found
+
+
+def extract_mcq_answer(response: str, choices: Sequence[str] | None = None) -> str:
+    """The shared lmms-eval MCQ extractor: collect (letter, position, format) candidates, keep the one with the highest
+    format priority, then the latest position (a stable sort: among exact ties the first inserted wins); failing
+    every format, the last occurrence of any letter."""
+    if not response or not response.strip():
         return ""
-    m = re.search(pattern, s)
-    return m.group(0) if m else ""
-
-
-_LMMS_PHRASES = ("the answer is", "answer is", "the correct answer is", "i choose", "answer:", "答案是", "选")
-
-
-def lmms_mcq_extract(response: str, letters: Sequence[str] = "ABCDEFGH") -> str:
-    """lmms-eval's shared `extract_mcq_answer` (research §2.2): candidates by format priority, ties broken by the
-    later position; case-sensitive; "" when no choice letter occurs."""
-    s = final_text(response).strip().strip(",.!?;:'\"")
-    padded = f" {s} "
-    candidates: list[tuple[int, int, str]] = []  # (priority, position, letter)
-    for c in letters:
-        for fmt, prio in ((f"({c})", 6), (f"{c}.", 5), (f"{c}:", 4), (f"{c})", 3), (f" {c} ", 2)):
-            pos = padded.rfind(fmt)
-            if pos >= 0 and (prio == 6 or prio == 2 or pos == 0 or not padded[pos - 1].isalnum()):
-                candidates.append((prio, pos, c))
-    low = padded.lower()
-    for phrase in _LMMS_PHRASES:
-        pos = low.rfind(phrase)
-        if pos >= 0:
-            tail = padded[pos + len(phrase) :]
-            hits = [(tail.find(c), c) for c in letters if tail.find(c) >= 0]
-            if hits:
-                first = min(hits)
-                candidates.append((7, pos + len(phrase) + first[0], first[1]))
-    if s and s[0] in letters and (len(s) == 1 or not s[1].isalnum()):
-        candidates.append((10, 0, s[0]))
-    if s and s[-1] in letters and (len(s) == 1 or not s[-2].isalnum()):
-        candidates.append((9, len(s), s[-1]))
-    if not candidates:
-        for c in letters:
-            pos = s.rfind(c)
-            if pos >= 0:
-                candidates.append((0, pos, c))
-    if not candidates:
+    letters = list(choices) if choices else list(_DEFAULT_CHOICES)
+    text = response.strip()
+    for char in (",", ".", "!", "?", ";", ":", "'", '"'):
+        text = text.strip(char)
+    text = f" {text} "
+    found = _mcq_format_candidates(text, letters) + _mcq_phrase_candidates(text, letters)
+    found += _mcq_edge_candidates(text, letters)
+    if not found:
+        found = [(0, pos, ch) for ch in letters if (pos := text.rfind(ch)) != -1]
+    if not found:
         return ""
-    return max(candidates)[2]
+    best = found[0]
+    for cand in found[1:]:  # max by (priority, position); the first of equal keys wins, as in a stable reverse sort
+        if (cand[0], cand[1]) > (best[0], best[1]):
+            best = cand
+    return best[2]
 
 
-_LVB_PREFIXES = (
-    "The best answer is",
-    "The correct answer is",
-    "The answer is",
-    "The answer",
-    "The best option is",
-    "The correct option is",
-    "Best answer:",
-    "Best option:",
-)
-
-
-def longvideobench_extract(response: str, letters: str, sample_id: str) -> str:
-    """LongVideoBench `parse_multi_choice_response`: strip prefixes; >10 words without a letter or no letter at all ->
-    (seeded) random option; else the FIRST option letter anywhere ("Answer: D" -> "A", as in the official code)."""
-    s = final_text(response)
-    for prefix in _LVB_PREFIXES:
+def first_letter_after_prefixes(response: str, prefixes: Sequence[str], letters: str) -> str | None:
+    """The Video-MME family: strip, delete each prefix (case-sensitive, in order), then the FIRST character of
+    `letters` anywhere (inside words too). None when there is none: each caller maps that to "" (Video-MME,
+    VideoMathQA) or to a random option (LongVideoBench). (The references also give up on answers of more than ten
+    words without a letter; that case has no letter either, so it needs no rule of its own.)"""
+    s = response.strip()
+    for prefix in prefixes:
         s = s.replace(prefix, "")
-    pattern = f"[{letters}]"
-    m = re.search(pattern, s)
-    if m is None:
-        return seeded_choice(sample_id, letters)
-    return m.group(0)
+    for ch in s:
+        if ch in letters:
+            return ch
+    return None
 
 
-def mmmu_extract(response: str, options: Sequence[tuple[str, str]], sample_id: str) -> str:
-    """MMMU-style `parse_multi_choice_response` (Video-Holmes): "(X)" -> " X " -> "X." -> option text -> random;
-    several candidates -> the one occurring last."""
-    s = f" {final_text(response).strip(' .,!?;:')} "
-    letters = [letter for letter, _ in options]
-    for fmt in ("({})", " {} ", "{}."):
-        hits = [(s.rfind(fmt.format(c)), c) for c in letters if fmt.format(c) in s]
-        if hits:
-            return max(hits)[1]
-    if len(s.split()) > 5:
-        low = s.lower()
-        hits = [(low.rfind(text.lower()), c) for c, text in options if text and text.lower() in low]
-        if hits:
-            return max(hits)[1]
-    return seeded_choice(sample_id, letters)
+def _mmmu_letter_candidates(text: str, choices: Sequence[str]) -> tuple[list[str], bool]:
+    """Letters marked "(X)" (and True), else followed by a space, else followed by a period."""
+    bracketed = [c for c in choices if f"({c})" in text]
+    if bracketed:
+        return bracketed, True
+    spaced = [c for c in choices if f"{c} " in text]
+    return (spaced or [c for c in choices if f"{c}." in text]), False
 
 
-_MINERVA_DECL = re.compile(r"(?:answer|option)\s*(?:is|:)\s*\(?([A-E])\b", re.IGNORECASE)
-
-
-def minerva_extract(response: str, sample_id: str, letters: str = "ABCDE") -> str:
-    """MINERVA `_extract_choice_letter`: last "answer/option is|: X", else the LAST capital option letter, else random."""
-    s = final_text(response)
-    decls = [m.group(1).upper() for m in _MINERVA_DECL.finditer(s) if m.group(1).upper() in letters]
-    if decls:
-        return decls[-1]
-    for prefix in _LVB_PREFIXES:
-        s = s.replace(prefix, "")
-    found = re.findall(f"[{letters}]", s)
-    return found[-1] if found else seeded_choice(sample_id, letters)
-
-
-def motionbench_extract(response: str) -> str:
-    """MotionBench: text after the last `</think>`, upper-cased, prefixes stripped, first standalone A-F ("a" -> A)."""
-    s = final_text(response).upper()
-    for prefix in _LVB_PREFIXES:
-        s = s.replace(prefix.upper(), "")
-    m = re.search(r"\b([A-F])\b", s)
-    return m.group(1) if m else ""
-
-
-def mvbench_extract(response: str) -> str:
-    """lmms-eval MVBench `mcq_acc`: "X. text" -> X; else punctuation stripped, lower-cased, first standalone a-e (the
-    article "a" reads as option A, as in the reference)."""
-    s = final_text(response).strip()
-    m = re.match(r"^([A-E])\.\s*(.+)$", s, re.DOTALL)
-    if m:
-        return m.group(1)
-    cleaned = re.sub(r"[^\w\s]", " ", s).lower()
-    m = re.search(r"\b([a-e])\b", cleaned)
-    return m.group(1).upper() if m else ""
-
-
-def vsibench_first_token(response: str) -> str:
-    """VSI-Bench official `fuzzy_matching`: first space-separated token, trailing "." removed."""
-    s = final_text(response).strip()
-    return s.split(" ")[0].rstrip(".").strip() if s else ""
+def mmmu_parse_multi_choice(response: str, choices: Sequence[str], index2ans: Mapping[str, str], sample_id: str) -> str:
+    """MMMU's `parse_multi_choice_response` as Video-Holmes' task file has it: "(X)", else "X " (a letter followed by a
+    space; nothing required before it), else "X."; else, for answers longer than 5 words, an option's text; several
+    candidates -> the one whose marker occurs last (ties: the first candidate); none -> a random option."""
+    for char in (",", ".", "!", "?", ";", ":", "'"):
+        response = response.strip(char)
+    text = f" {response} "
+    candidates, with_brackets = _mmmu_letter_candidates(text, choices)
+    low = text.lower()
+    by_text = False
+    if not candidates and len(text.split()) > 5:
+        candidates = [c for c, ans in index2ans.items() if ans.lower() in low]
+        by_text = bool(candidates)
+    if not candidates:
+        return random_choice(sample_id, choices)
+    if len(candidates) == 1:
+        return candidates[0]
+    if by_text:
+        starts = [low.rfind(index2ans[c].lower()) for c in candidates]
+    elif with_brackets:
+        starts = [text.rfind(f"({c})") for c in candidates]
+    else:
+        starts = [text.rfind(f" {c} ") for c in candidates]
+    return candidates[starts.index(max(starts))]  # numpy.argmax: the first maximum

@@ -7,18 +7,20 @@ builds the prompt and reads the verdict. A judge that fails leaves the row pendi
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from evr1_eval.benchmarks.base import Outcome
-from evr1_eval.benchmarks.extractors import final_text
-
-if TYPE_CHECKING:
-    from evr1_eval.benchmarks.base import Benchmark, Judge
-    from evr1_eval.types import Sample
+from evr1_eval.benchmarks.extractors import capped, last_answer_tag, strip_reasoning
+from evr1_eval.types import Judge, Outcome, Sample
 
 JUDGE_PROMPT_VERSION = "judge-v1"
 _VERDICT = re.compile(r"judgement\s*:\s*([01])", re.IGNORECASE)
 _FINAL = re.compile(r"therefore,?\s+the\s+final\s+answer\s+is\s*:?", re.IGNORECASE)
+
+
+def final_text(response: str) -> str:
+    """The answer part of a response: the last non-empty `<answer>`, else the text after the reasoning blocks."""
+    text = capped(response)
+    answer = last_answer_tag(text)
+    return answer.strip() if answer is not None else strip_reasoning(text)
 
 
 def judge_prompt(sample: Sample, response: str) -> str:
@@ -43,7 +45,7 @@ def parse_verdict(text: str) -> int | None:
     return int(found[-1]) if found else None
 
 
-async def judge_outcome(bench: Benchmark, sample: Sample, response: str, judge: Judge) -> Outcome:
+async def judge_outcome(sample: Sample, response: str, judge: Judge) -> Outcome:
     prompt = judge_prompt(sample, response)
     try:
         verdict_text = await judge(prompt)

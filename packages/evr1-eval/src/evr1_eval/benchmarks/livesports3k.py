@@ -2,13 +2,14 @@
 and OCR breakdowns; evr1-rewards letter extraction.
 """
 
-from evr1_eval.benchmarks.base import Benchmark, register
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.registry import register
 
 BENCHMARK = register(
     Benchmark(
         name="livesports3k",
         title="LiveSports-3K QA",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={"q_type": ("q_type_livesports", "q_type"), "ocr": ("ocr_livesports", "ocr")},
         aliases=("livesports3k_qa",),
     )

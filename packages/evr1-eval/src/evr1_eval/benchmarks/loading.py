@@ -1,213 +1,148 @@
 """Shared annotation loader: EasyVideoR1's `{problem, options, solution, problem_type, path, data_type, problem_id}`
 rows (plus official layouts through each benchmark's adapter) -> `Sample`s, every ground truth parsed up front.
 
-EasyVideoR1's files wrap ground truths in several ways (research/easyvideor1.md §8): `<answer>B</answer>`, Charades-STA's
-`<think>{"time": [s, e]}</think><[PLHD21…]>` with no answer tag, JSON strings for grounding, option lists written
-"A. …", "A: …" or null. A row whose ground truth cannot be parsed for its problem type is a `LoadError` naming the
-row, the id and what to fix; it is never dropped silently.
+Problem types and ground truths are evr1-rewards' (`normalize_problem_type`, `parse_ground_truth`, `parse_options`):
+the vocabulary and the truth readers exist once, in the package that scores them, so a row that loads is a row that
+scores. EasyVideoR1's wrappers (`<answer>B</answer>`, Charades-STA's `<think>{"time": [s, e]}</think><[PLHD…]>`,
+JSON strings for grounding, options written "A. …", "A: …" or null) are read there; a benchmark that reads a name its
+own way passes `Benchmark.type_aliases` (OVO-Bench's "REC" is repetition counting). A row that cannot become a sample
+is a `LoadError` naming the file, the row, the id and what to fix; it is never dropped silently, and it never costs
+the other rows: a row nested deeper than `MAX_DEPTH` (a crafted file) is one load error, not a `RecursionError` for
+the whole file.
+
+Each sample's prompt is the run protocol's (`ProtocolSettings`): the benchmark's official wording (or a model
+family's published variant) for `official`, the trainer's `<answer>` format (`Evr1Settings`) for `evr1`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from evr1_eval.benchmarks.prompts import render_prompt
-from evr1_eval.types import Sample
+from evr1_eval.benchmarks.prompts import direct_prompt
+from evr1_eval.protocol import ProtocolSettings
+from evr1_eval.types import LoadError, LoadResult, Sample
+from evr1_rewards import RewardError, normalize_problem_type, parse_ground_truth, parse_options
 
 if TYPE_CHECKING:
-    from evr1_eval.benchmarks.base import Benchmark, DocumentFlattener, LoadError, LoadResult
+    from evr1_eval.benchmarks.base import Benchmark, DocumentFlattener
 
+#: Deepest nesting of lists / objects an annotation row may have (real rows nest 3-4 levels).
+MAX_DEPTH = 32
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-_TYPE_ALIASES = {
-    "multiple choice": "multiple choice",
-    "multiple_choice": "multiple choice",
-    "mcq": "multiple choice",
-    "mc": "multiple choice",
-    "numerical": "numerical",
-    "number": "numerical",
-    "numeric": "numerical",
-    "regression": "regression",
-    "boolean": "boolean",
-    "binary classification": "boolean",
-    "yes/no": "boolean",
-    "temporal grounding": "temporal grounding",
-    "spatial-temporal grounding": "spatial-temporal grounding",
-    "spatial temporal grounding": "spatial-temporal grounding",
-    "spatiotemporal grounding": "spatial-temporal grounding",
-    "stvg": "spatial-temporal grounding",
-    "open-ended": "open-ended",
-    "open ended": "open-ended",
-    "free-form": "open-ended",
-    "video qa": "open-ended",
-    "caption": "caption",
-    "rec": "REC",
-    "ssr": "SSR",
-    "crr": "CRR",
-}
-_PLACEHOLDER = re.compile(r"<\[PLHD[^\]]{0,200}\]>")
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
-_OPTION = re.compile(r"^\s*\(?([A-Za-z])\)?\s*[.:)\uff1a]\s*(.*)$", re.DOTALL)
 _MEDIA_TOKEN = re.compile(r"<(?:video|image)>")
 _VIDEO_KEYS = ("path", "video_path", "video")
 _SCALAR = (str, int, float, bool)
+_IMAGE_HINT = "The image for this question is at the end of the video."
 
 
-def canonical_problem_type(value: Any) -> str:
-    """Normalise case, underscores and aliases; unknown names are a load error rather than a silent default."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError("missing `problem_type`")
-    key = " ".join(value.strip().replace("_", " ").split()).lower()
-    if key in _TYPE_ALIASES:
-        return _TYPE_ALIASES[key]
-    if key.replace(" ", "-") in _TYPE_ALIASES:
-        return _TYPE_ALIASES[key.replace(" ", "-")]
-    raise ValueError(f"unknown problem_type {value!r} (known: {', '.join(sorted(set(_TYPE_ALIASES.values())))})")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RowView:
+    """One annotation row, parsed: what a benchmark's official-doc builder and prompt need."""
+
+    row: Mapping[str, Any]
+    sample_id: str
+    problem_type: str
+    #: Question text (media tokens removed), before any template.
+    question: str
+    options: tuple[tuple[str, str], ...]
+    truth: Any
+    videos: tuple[str, ...]
+    images: tuple[str, ...]
+    groups: Mapping[str, str]
 
 
-def unwrap_ground_truth(value: Any) -> Any:
-    """Strip EasyVideoR1's wrappers: last non-empty `<answer>`, else JSON inside `<think>`, minus placeholder tokens."""
-    if not isinstance(value, str):
-        return value
-    text = _PLACEHOLDER.sub("", value).strip()
-    answers = [a.strip() for a in _ANSWER.findall(text) if a.strip()]
-    if answers:
-        return answers[-1]
-    if "<answer>" in text.lower():
-        raise ValueError("the solution's <answer> tag is empty or unclosed")
-    thinks = [t.strip() for t in _THINK.findall(text) if "{" in t]
-    if thinks:
-        return thinks[-1]
-    return text
+# -- reading files ---------------------------------------------------------------------------------------------------
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Depth of nested lists / objects (a scalar is 0), counted level by level without recursion; stops past `limit`.
+    (Parsed JSON holds only dicts and lists, so exact type checks suffice and keep this cheap per row.)"""
+    depth, level = 0, [value]
+    while depth <= limit:
+        children: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is dict:
+                children.extend(item.values())
+            elif kind is list or kind is tuple:
+                children.extend(item)
+        if len(children) == 0:
+            return depth + any(type(i) in (dict, list, tuple) for i in level)
+        depth += 1
+        level = children
+    return depth
 
 
-def parse_options(value: Any) -> list[tuple[str, str]]:
-    """Options as (letter, text): lists of "A. …"/"A: …"/"(A) …"/plain texts, or {"A": text} mappings, or None."""
-    if value is None or value == "":
-        return []
-    if isinstance(value, Mapping):
-        return [(str(k).strip().upper(), str(v).strip()) for k, v in value.items()]
-    if isinstance(value, str):
-        value = [line for line in value.splitlines() if line.strip()]
-    if not isinstance(value, Sequence):
-        raise ValueError(f"`options` must be a list, a mapping or null, got {type(value).__name__}")
-    out: list[tuple[str, str]] = []
-    lettered = all(isinstance(o, str) and _OPTION.match(o) for o in value)
-    for i, opt in enumerate(value):
-        if not isinstance(opt, _SCALAR):
-            raise ValueError(f"option {i} is a {type(opt).__name__}, expected text")
-        text = str(opt).strip()
-        m = _OPTION.match(text) if lettered else None
-        if m:
-            out.append((m.group(1).upper(), m.group(2).strip()))
-        else:
-            out.append((LETTERS[i], text))
-    letters = [letter for letter, _ in out]
-    if len(set(letters)) != len(letters):
-        raise ValueError(f"duplicate option letters {letters}")
-    return out
+def _too_deep(value: Any) -> str | None:
+    if nesting_depth(value) > MAX_DEPTH:
+        return f"nested more than {MAX_DEPTH} levels deep (annotation rows nest a few levels); fix or delete the row"
+    return None
 
 
-def parse_mc_truth(raw: Any, options: Sequence[tuple[str, str]]) -> str:
-    letters = [letter for letter, _ in options] or list(LETTERS[:10])
-    if isinstance(raw, bool) or raw is None:
-        raise ValueError(f"multiple-choice answer {raw!r} is not an option letter")
-    text = str(raw).strip()
-    m = re.match(r"^\(?([A-Za-z])\)?(?:[.:)\s]|$)", text)
-    if m and m.group(1).upper() in letters:
-        return m.group(1).upper()
-    matches = [letter for letter, opt in options if opt and opt.strip().lower() == text.lower()]
-    if len(matches) == 1:
-        return matches[0]
-    raise ValueError(f"multiple-choice answer {text[:60]!r} is not one of the option letters {''.join(letters)}")
-
-
-def parse_number(raw: Any) -> float:
-    if isinstance(raw, bool):
-        raise ValueError(f"expected a number, got {raw!r}")
-    if isinstance(raw, (int, float)):
-        value = float(raw)
-    else:
-        try:
-            value = float(str(raw).strip().replace(",", ""))
-        except ValueError:
-            raise ValueError(f"expected a number, got {str(raw)[:60]!r}") from None
-    if not math.isfinite(value):
-        raise ValueError(f"expected a finite number, got {raw!r}")
-    return value
-
-
-def _json_object(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, Mapping):
-        return dict(raw)
+def _loads(text: str) -> tuple[Any, str | None]:
+    """json.loads that reports (instead of raising) bad JSON and pathological nesting."""
     try:
-        obj = json.loads(str(raw))
-    except json.JSONDecodeError:
-        raise ValueError(f"expected a JSON object, got {str(raw)[:80]!r}") from None
-    if not isinstance(obj, dict):
-        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    return obj
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg}, column {exc.colno})"
+    except RecursionError:
+        return None, f"nested more than {MAX_DEPTH} levels deep (JSON too deep to parse); fix or delete the row"
 
 
-def parse_span(value: Any) -> list[float]:
-    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
-        raise ValueError(f'"time" must be [start, end] in seconds, got {value!r}')
-    start, end = (parse_number(v) for v in value)
-    if end < start:
-        raise ValueError(f'"time" span [{start}, {end}] ends before it starts')
-    return [start, end]
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]')
 
 
-def parse_box(value: Any) -> list[float]:
-    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 4:
-        raise ValueError(f"a box must be [x1, y1, x2, y2], got {value!r}")
-    return [parse_number(v) for v in value]
+def _split_top_array(text: str) -> Iterator[str]:
+    """The element texts of a top-level JSON array, found by bracket depth outside strings (no recursion): lets a
+    file whose one row is nested 100,000 deep still load its other rows."""
+    depth, start = 0, 0
+    for m in _TOKENS.finditer(text):
+        tok = m.group()
+        if tok[0] == '"':
+            continue
+        if tok in "[{":
+            depth += 1
+            if depth == 1:
+                start = m.end()
+        elif tok == "," and depth == 1:
+            yield text[start : m.start()]
+            start = m.end()
+        elif tok in "]}":
+            depth -= 1
+            if depth == 0:
+                if text[start : m.start()].strip():
+                    yield text[start : m.start()]
+                return
 
 
-def parse_ground_truth(problem_type: str, raw: Any, options: Sequence[tuple[str, str]], row: Mapping[str, Any]) -> Any:
-    """The ground truth in the form the scorer expects; raises ValueError saying what is wrong."""
-    value = unwrap_ground_truth(raw)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise ValueError("empty ground truth (`solution`)")
-    if problem_type == "multiple choice":
-        return parse_mc_truth(value, options)
-    if problem_type in ("numerical", "regression"):
-        number = parse_number(value)
-        return str(int(number)) if number.is_integer() and "." not in str(value) else str(number)
-    if problem_type == "REC":
-        number = parse_number(value)
-        if not number.is_integer() or number < 0:
-            raise ValueError(f"REC count must be a non-negative integer, got {value!r}")
-        return str(int(number))
-    if problem_type in ("boolean", "SSR", "CRR"):
-        if problem_type != "boolean" and str(row.get("ovo_type", "")).strip() in ("0", "1"):
-            return "Yes" if str(row["ovo_type"]).strip() == "1" else "No"
-        word = str(value).strip().rstrip(".").lower()
-        if word in ("yes", "y", "true", "1"):
-            return "Yes"
-        if word in ("no", "n", "false", "0"):
-            return "No"
-        raise ValueError(f"expected Yes or No, got {str(value)[:60]!r}")
-    if problem_type == "temporal grounding":
-        obj = _json_object(value)
-        return json.dumps({"time": parse_span(obj.get("time"))})
-    if problem_type == "spatial-temporal grounding":
-        obj = _json_object(value)
-        boxes = obj.get("boxes") or {}
-        if not isinstance(boxes, Mapping):
-            raise ValueError(f'"boxes" must map seconds to [x1, y1, x2, y2], got {type(boxes).__name__}')
-        parsed = {str(k): parse_box(v) for k, v in boxes.items()}
-        return json.dumps({"time": parse_span(obj.get("time")), "boxes": parsed})
-    if not isinstance(value, _SCALAR):
-        raise ValueError(f"expected a text answer, got {type(value).__name__}")
-    return str(value).strip()
+def _document_rows(
+    path: Path, stripped: str, flatten: DocumentFlattener | None
+) -> Iterator[tuple[int, Any, str | None]]:
+    data, error = _loads(stripped)
+    if error is not None and "deep" in error and stripped[:1] == "[":
+        for i, element in enumerate(_split_top_array(stripped)):
+            row, err = _loads(element)
+            yield i, row, None if err is None else f"row {i}: {err}"
+        return
+    if error is not None:
+        raise ValueError(f"{path} is {error}")
+    if isinstance(data, Mapping):
+        for key in ("data", "annotations", "questions", "samples"):
+            if isinstance(data.get(key), list):
+                data = data[key]
+                break
+        else:
+            if flatten is None:
+                raise ValueError(f"{path}: expected a list of rows or an object with a 'data' list")
+            data = flatten(data, path.stem)
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected a list of rows, got {type(data).__name__}")
+    for i, row in enumerate(data):
+        yield i, row, _too_deep(row)
 
 
 def read_rows(path: Path, flatten: DocumentFlattener | None = None) -> Iterator[tuple[int, Any, str | None]]:
@@ -217,44 +152,35 @@ def read_rows(path: Path, flatten: DocumentFlattener | None = None) -> Iterator[
         raise FileNotFoundError(f"annotation file {path} does not exist; pass --annotations with the benchmark's JSON")
     text = path.read_text(encoding="utf-8-sig")
     stripped = text.lstrip()
-    if path.suffix == ".jsonl" or (stripped and stripped[0] == "{" and "\n{" in stripped and not _is_json(stripped)):
+    if path.suffix == ".jsonl" or (stripped[:1] == "{" and "\n{" in stripped and _loads(stripped)[1] is not None):
         for i, line in enumerate(text.splitlines()):
             if not line.strip():
                 continue
-            try:
-                yield i, json.loads(line), None
-            except json.JSONDecodeError as exc:
-                yield i, None, f"line {i + 1} is not valid JSON ({exc.msg}); fix or delete that line"
+            row, error = _loads(line)
+            if error is None:
+                error = _too_deep(row)
+            yield i, row, None if error is None else f"line {i + 1} is {error}; fix or delete that line"
         return
     if stripped[:1] in ("[", "{"):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
-        if isinstance(data, Mapping):
-            for key in ("data", "annotations", "questions", "samples"):
-                if isinstance(data.get(key), list):
-                    data = data[key]
-                    break
-            else:
-                if flatten is None:
-                    raise ValueError(f"{path}: expected a list of rows or an object with a 'data' list")
-                data = flatten(data, path.stem)
-        yield from ((i, row, None) for i, row in enumerate(data))
+        yield from _document_rows(path, stripped, flatten)
         return
     for i, line in enumerate(text.splitlines()):  # official plain-text layouts (Charades-STA)
         if line.strip():
             yield i, line.strip(), None
 
 
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except json.JSONDecodeError:
-        return False
-    return True
+def annotation_files(annotations: Path) -> list[Path]:
+    """The file itself, or every .json/.jsonl/.txt file of a folder (official releases split a benchmark over
+    several files: TempCompass' four question formats, MVBench's per-task files), sorted by name."""
+    if not annotations.is_dir():
+        return [annotations]
+    files = sorted(p for p in annotations.iterdir() if p.is_file() and p.suffix.lower() in (".json", ".jsonl", ".txt"))
+    if not files:
+        raise FileNotFoundError(f"annotation folder {annotations} holds no .json/.jsonl/.txt file")
+    return files
 
 
+# -- one row -> one sample -------------------------------------------------------------------------------------------
 def _first(row: Mapping[str, Any], keys: Sequence[str]) -> Any:
     for key in keys:
         value = row.get(key)
@@ -265,7 +191,7 @@ def _first(row: Mapping[str, Any], keys: Sequence[str]) -> Any:
 
 def _resolve(path: Any, media_root: Path | None) -> str:
     if not isinstance(path, str) or not path.strip():
-        raise ValueError(f"media path must be a non-empty string, got {path!r}")
+        raise ValueError(f"media path must be a non-empty string, got {str(path)[:80]}")
     p = Path(path.strip())
     return str(p if media_root is None or p.is_absolute() else media_root / p)
 
@@ -290,77 +216,163 @@ def parent_folder(row: Mapping[str, Any]) -> str | None:
     return folders[-1] if folders else None
 
 
-def build_sample(
-    bench: Benchmark, row: Mapping[str, Any], position: int | str, media_root: Path | None, style: str
-) -> Sample:
+def _sample_id(bench: Benchmark, row: Mapping[str, Any], position: int | str) -> str:
     sample_id = _first(row, ("problem_id", *bench.id_fields))
     sample_id = str(position) if sample_id is None else str(sample_id)
     if bench.id_suffix_field is not None and row.get(bench.id_suffix_field) not in (None, ""):
         sample_id = f"{sample_id}#{row[bench.id_suffix_field]}"
-    if "problem_type" in row or len(bench.problem_types) != 1:
-        problem_type = canonical_problem_type(row.get("problem_type"))
-    else:
-        problem_type = bench.problem_types[0]
+    return sample_id
+
+
+def _problem_type(bench: Benchmark, row: Mapping[str, Any]) -> str:
+    """evr1-rewards' canonical name of the row's `problem_type` (the benchmark's own readings first)."""
+    if "problem_type" not in row and len(bench.problem_types) == 1:
+        return bench.problem_types[0]
+    value = row.get("problem_type")
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("missing `problem_type`")
+    return normalize_problem_type(value, aliases=bench.type_aliases or None)
+
+
+_LETTER_MARK = re.compile(r"^\s*\(?([A-Za-z])\)?\s*[.:)\uff1a]")
+
+
+def _options(value: Any) -> tuple[tuple[str, str], ...]:
+    """(letter, text) pairs from evr1-rewards' `parse_options`; every option written with a letter mark but the
+    letters repeating is a broken row (reasoning text split into fake options), not options A, B, C, ..."""
+    if value is None or value == "" or value == []:
+        return ()
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        marks = [_LETTER_MARK.match(v) for v in value]
+        letters = [m.group(1).upper() for m in marks if m]
+        if len(letters) == len(value) and len(set(letters)) != len(letters):
+            raise ValueError(f"duplicate option letters {letters}")
+    return tuple(parse_options(value).items)
+
+
+def _question(bench: Benchmark, row: Mapping[str, Any]) -> str:
     question = _first(row, ("problem", "question")) or bench.default_question
     if not isinstance(question, str) or not question.strip():
         raise ValueError("missing question text (`problem`)")
-    question = _MEDIA_TOKEN.sub("", question).strip()
-    template = bench.question_templates.get(problem_type)
-    if template:
-        question = template.format(question=question)
-    options = parse_options(row.get("options"))
-    if problem_type == "multiple choice" and not options and not re.search(r"\n\s*\(?[A-J][.):]", question):
-        raise ValueError("multiple-choice row has no options (neither `options` nor lettered lines in the question)")
-    if "solution" not in row and "answer" not in row:
-        raise ValueError("missing ground truth (`solution`)")
-    truth = parse_ground_truth(problem_type, row.get("solution", row.get("answer")), options, row)
+    return _MEDIA_TOKEN.sub("", question).strip()
+
+
+def _media(row: Mapping[str, Any], media_root: Path | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     video = _first(row, _VIDEO_KEYS)
     if video is None:
         raise ValueError("missing video path (`path`)")
-    if isinstance(video, list):
-        videos = tuple(_resolve(v, media_root) for v in video)
-    else:
-        videos = (_resolve(video, media_root),)
+    videos = tuple(_resolve(v, media_root) for v in (video if isinstance(video, list) else [video]))
     image = _first(row, ("image_path", "image"))
     images = (
         () if image is None else tuple(_resolve(i, media_root) for i in (image if isinstance(image, list) else [image]))
     )
+    return videos, images
+
+
+def _groups(bench: Benchmark, row: Mapping[str, Any]) -> dict[str, str]:
     groups: dict[str, str] = {}
     for name, keys in bench.group_fields.items():
         value = _first(row, keys)
-        if value is not None:
+        if value is not None and isinstance(value, _SCALAR):
             groups[name] = str(value)
     for name, derive in bench.derived_groups.items():
         if name not in groups:
             value = derive(row)
             if value:
                 groups[name] = value
-    formatted = tuple(f"{letter}. {text}" for letter, text in options)
-    extras = {k: v for k, v in row.items() if isinstance(v, _SCALAR) and k not in ("problem", "solution", "options")}
-    extras["option_letters"] = "".join(letter for letter, _ in options)
-    extras["question"] = question
-    if images:
-        question = f"{question}\nThe image for this question is at the end of the video."
-    return Sample(
-        id=sample_id,
-        benchmark=bench.name,
-        prompt=render_prompt(problem_type, question, formatted, style),
-        ground_truth=truth,
+    return groups
+
+
+def parse_row(bench: Benchmark, row: Mapping[str, Any], position: int | str, media_root: Path | None) -> RowView:
+    """Everything of one row that does not depend on the protocol; raises ValueError naming what is wrong."""
+    problem_type = _problem_type(bench, row)
+    question = _question(bench, row)
+    options = _options(row.get("options"))
+    if problem_type == "multiple_choice" and not options and not re.search(r"\n\s*\(?[A-J][.):]", question):
+        raise ValueError("multiple-choice row has no options (neither `options` nor lettered lines in the question)")
+    if "solution" not in row and "answer" not in row:
+        raise ValueError("missing ground truth (`solution`)")
+    raw = row.get("solution", row.get("answer"))
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        raise ValueError("empty ground truth (`solution`)")
+    extras = {"options": [f"{k}. {t}" for k, t in options]} if options else None
+    truth = parse_ground_truth(problem_type, raw, extras).text
+    videos, images = _media(row, media_root)
+    return RowView(
+        row=row,
+        sample_id=_sample_id(bench, row, position),
         problem_type=problem_type,
+        question=question,
+        options=options,
+        truth=truth,
         videos=videos,
         images=images,
-        options=formatted,
-        groups=groups,
+        groups=_groups(bench, row),
+    )
+
+
+def generic_prompt(bench: Benchmark, view: RowView, protocol: ProtocolSettings) -> str:
+    """The evr1 protocol's prompt, or the VLMEvalKit / Qwen-style direct prompt of a benchmark without an official
+    one (bare queries such as Charades-STA sentences go through the benchmark's question template first)."""
+    template = bench.question_templates.get(
+        view.groups.get("task", ""), bench.question_templates.get(view.problem_type)
+    )
+    question = template.format(question=view.question) if template else view.question
+    if view.images:
+        question = f"{question}\n{_IMAGE_HINT}"
+    formatted = [f"{letter}. {text}" for letter, text in view.options]
+    if protocol.protocol == "evr1":
+        return protocol.evr1.render(
+            view.problem_type, question, formatted, n_videos=len(view.videos), n_images=len(view.images)
+        )
+    return direct_prompt(view.problem_type, question, formatted)
+
+
+def build_sample(bench: Benchmark, view: RowView, protocol: ProtocolSettings) -> Sample:
+    doc = bench.official_doc(view) if bench.official_doc is not None else None
+    extras: dict[str, Any] = {
+        k: v for k, v in view.row.items() if isinstance(v, _SCALAR) and k not in ("problem", "solution", "options")
+    }
+    extras["option_letters"] = "".join(letter for letter, _ in view.options)
+    extras["question"] = view.question
+    if doc is not None:
+        extras["official_doc"] = doc
+    return Sample(
+        id=view.sample_id,
+        benchmark=bench.name,
+        prompt=bench.prompt_for(view, doc, protocol),
+        ground_truth=view.truth,
+        problem_type=view.problem_type,
+        videos=view.videos,
+        images=view.images,
+        options=tuple(f"{letter}. {text}" for letter, text in view.options),
+        groups=dict(view.groups),
         extras=extras,
     )
 
 
-def load_samples(bench: Benchmark, annotations: Path, media_root: Path | None, *, style: str = "direct") -> LoadResult:
-    from evr1_eval.benchmarks.base import LoadError, LoadResult
-    from evr1_eval.benchmarks.prompts import STYLES
+# -- a file -> samples + load errors ---------------------------------------------------------------------------------
+def _annotation_rows(bench: Benchmark, annotations: Path) -> Iterator[tuple[Path, int, Any, str | None]]:
+    for file in annotation_files(annotations):
+        for position, raw, parse_error in read_rows(file, bench.flatten):
+            yield file, position, raw, parse_error
 
-    if style not in STYLES:
-        raise ValueError(f"unknown prompt style {style!r}; choose one of {', '.join(STYLES)}")
+
+def _one_row(
+    bench: Benchmark, raw: Any, label: int | str, media_root: Path | None, protocol: ProtocolSettings
+) -> Sample:
+    row = raw
+    if (not isinstance(row, Mapping) or "problem" not in row) and bench.adapter is not None:
+        row = bench.adapter(row)
+    if not isinstance(row, Mapping):
+        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
+    return build_sample(bench, parse_row(bench, row, label, media_root), protocol)
+
+
+def load_samples(
+    bench: Benchmark, annotations: Path, media_root: Path | None, protocol: ProtocolSettings | None = None
+) -> LoadResult:
+    protocol = protocol or ProtocolSettings()
     samples: list[Sample] = []
     errors: list[LoadError] = []
     warnings: list[LoadError] = []
@@ -370,17 +382,11 @@ def load_samples(bench: Benchmark, annotations: Path, media_root: Path | None, *
             errors.append(LoadError(position, None, f"{file.name}: {parse_error}"))
             continue
         row_id = str(raw.get("problem_id")) if isinstance(raw, Mapping) and "problem_id" in raw else None
+        # in a folder of files, a row without an id is named by its file and position
+        label = position if file == annotations else f"{file.stem}:{position}"
         try:
-            row = raw
-            needs_adapter = not isinstance(row, Mapping) or "problem" not in row
-            if needs_adapter and bench.adapter is not None:
-                row = bench.adapter(row)
-            if not isinstance(row, Mapping):
-                raise ValueError(f"expected a JSON object, got {type(row).__name__}")
-            # in a folder of files, a row without an id is named by its file and position
-            label = position if file == annotations else f"{file.stem}:{position}"
-            sample = build_sample(bench, row, label, media_root, style)
-        except (ValueError, TypeError, KeyError) as exc:
+            sample = _one_row(bench, raw, label, media_root, protocol)
+        except (ValueError, TypeError, KeyError, RecursionError, RewardError) as exc:
             reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             errors.append(LoadError(position, row_id, f"{file.name} row {position}: {reason}"))
             continue
@@ -405,20 +411,3 @@ def load_samples(bench: Benchmark, annotations: Path, media_root: Path | None, *
         seen[sample.id] = (position, raw)
         samples.append(sample)
     return LoadResult(samples=samples, errors=errors, warnings=warnings)
-
-
-def annotation_files(annotations: Path) -> list[Path]:
-    """The file itself, or every .json/.jsonl/.txt file of a folder (official releases split a benchmark over
-    several files: TempCompass' four question formats, MVBench's per-task files), sorted by name."""
-    if not annotations.is_dir():
-        return [annotations]
-    files = sorted(p for p in annotations.iterdir() if p.is_file() and p.suffix.lower() in (".json", ".jsonl", ".txt"))
-    if not files:
-        raise FileNotFoundError(f"annotation folder {annotations} holds no .json/.jsonl/.txt file")
-    return files
-
-
-def _annotation_rows(bench: Benchmark, annotations: Path) -> Iterator[tuple[Path, int, Any, str | None]]:
-    for file in annotation_files(annotations):
-        for position, raw, parse_error in read_rows(file, bench.flatten):
-            yield file, position, raw, parse_error

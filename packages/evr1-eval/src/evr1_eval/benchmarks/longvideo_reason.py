@@ -2,13 +2,14 @@
 letter extraction (the paper's rule is a letter match). EasyVideoR1's file has 851 rows (split size unverified).
 """
 
-from evr1_eval.benchmarks.base import Benchmark, register
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.registry import register
 
 BENCHMARK = register(
     Benchmark(
         name="longvideo_reason",
         title="LongVideo-Reason",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={"category": ("question_type", "category", "original_question_type")},
         aliases=("longvideoreason",),
     )

@@ -1,26 +1,106 @@
 """LongVideoBench val (arXiv 2407.15754): 1,337 MC questions with 4-5 options; accuracy by duration group and category.
 
-Extraction: the official `parse_multi_choice_response` (prefixes stripped, FIRST option letter anywhere, so
-"Answer: D" reads as A; no letter -> random option, here seeded by the sample id).
+Official protocol (reference: lmms-eval 0.7.3 `tasks/longvideobench/utils.py`): the prompt "<question>\\nA. …\\n…\\n
+Answer with the option's letter from the given choices directly.\\n"; `parse_multi_choice_response` on the response
+after reasoning-tag stripping: answer prefixes deleted, then the FIRST of A-E anywhere — always A-E, also on
+4-option rows, so "Answer: D" reads as A and an "E" inside a word counts; no letter -> a random option of the row
+(here seeded by the sample id). Overall accuracy = the instance-level mean, rounded to 5 decimals (of a fraction);
+the same per `duration_group` and `question_category`.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from evr1_eval.benchmarks.adapters import official_mc
-from evr1_eval.benchmarks.base import Benchmark, register
-from evr1_eval.benchmarks.extractors import longvideobench_extract
-from evr1_eval.benchmarks.scoring_rules import letter_rule, letters_of
+from evr1_eval.benchmarks.aggregation import Result, by_group, group_names
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.extractors import first_letter_after_prefixes, random_choice
+from evr1_eval.benchmarks.loading import LETTERS, RowView
+from evr1_eval.benchmarks.references import lmms_eval
+from evr1_eval.benchmarks.registry import register
+from evr1_eval.benchmarks.scoring_rules import doc_of, lmms_input
+from evr1_eval.types import Outcome, Sample, ScoredSample
+
+PREFIXES = (
+    "The best answer is",
+    "The correct answer is",
+    "The answer is",
+    "The answer",
+    "The best option is",
+    "The correct option is",
+    "Best answer:",
+    "Best option:",
+)
+
+
+def official_doc(view: RowView) -> dict[str, Any]:
+    texts = [t for _, t in view.options][:5]
+    doc: dict[str, Any] = {f"option{i}": (texts[i] if i < len(texts) else "N/A") for i in range(5)}
+    doc.update(
+        question=view.question,
+        correct_choice=[k for k, _ in view.options].index(view.truth),
+        duration_group=view.groups.get("duration_group"),
+        question_category=view.groups.get("category"),
+    )
+    return doc
+
+
+def official_prompt(doc: Mapping[str, Any]) -> str:
+    candidates = [doc[f"option{i}"] for i in range(5) if doc[f"option{i}"] != "N/A"]
+    lines = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(candidates))
+    return f"{doc['question']}\n{lines}\nAnswer with the option's letter from the given choices directly.\n"
+
+
+def choices_of(doc: Mapping[str, Any]) -> list[str]:
+    out = []
+    for i in range(5):
+        if doc[f"option{i}"] == "N/A":
+            break
+        out.append(LETTERS[i])
+    return out
+
+
+def rule(sample: Sample, response: str) -> Outcome:
+    doc = doc_of(sample)
+    letter = first_letter_after_prefixes(lmms_input(response), PREFIXES, "ABCDE")
+    drawn = letter is None
+    pred = random_choice(sample.id, choices_of(doc)) if drawn else letter
+    return Outcome(
+        score=float(pred == LETTERS[int(doc["correct_choice"])]),
+        extracted=pred,
+        details={"scorer": "longvideobench-parse_multi_choice_response", "random_fallback": drawn},
+    )
+
+
+def _acc(rows: Sequence[ScoredSample]) -> float:
+    """`evaluate_longvideobench`'s accuracy, as a percentage of the 5-decimal fraction the reference prints."""
+    return 100.0 * round(sum(r.score for r in rows) / len(rows), 5) if rows else float("nan")
+
+
+def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
+    metrics = {"accuracy": _acc(rows)}
+    for name in group_names(bench):
+        for value, members in by_group(rows, name).items():
+            metrics[f"{name}/{value}"] = _acc(members)
+    return "accuracy", metrics, []
+
 
 BENCHMARK = register(
     Benchmark(
         name="longvideobench",
         title="LongVideoBench (val)",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         group_fields={
             "duration_group": ("duration_group",),
             "category": ("question_category", "original_question_type"),
         },
         adapter=official_mc,
-        scorer=letter_rule(
-            lambda s, r: longvideobench_extract(r, letters_of(s, "ABCDE"), s.id), "longvideobench-official"
-        ),
+        reference=lmms_eval("longvideobench"),
+        official_doc=official_doc,
+        official_prompt=official_prompt,
+        scorer=rule,
+        aggregator=aggregate,
     )
 )

@@ -1,22 +1,51 @@
 """LVBench (arXiv 2406.08035): 1,549 MC-4 questions on 103 hour-long videos; accuracy.
 
-Extraction: lmms-eval's shared `extract_mcq_answer` restricted to A-D. EasyVideoR1's file has 1,492 rows (4 videos
-missing).
+Official protocol (reference: lmms-eval 0.7.3 `tasks/lvbench/utils.py` + `lvbench.yaml`): the prompt "<question>\\n(A) …
+\\n…\\nAnswer the question with the option letter" (the yaml's post-prompt, without a final period); the shared
+`extract_mcq_answer` over A-D on the response after reasoning-tag stripping, compared with the answer letter; the
+mean over items. EasyVideoR1's file has 1,492 rows (4 videos missing).
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
 from evr1_eval.benchmarks.adapters import official_mc
-from evr1_eval.benchmarks.base import Benchmark, register
-from evr1_eval.benchmarks.extractors import lmms_mcq_extract
-from evr1_eval.benchmarks.scoring_rules import letter_rule
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.extractors import extract_mcq_answer
+from evr1_eval.benchmarks.loading import LETTERS, RowView
+from evr1_eval.benchmarks.references import lmms_eval
+from evr1_eval.benchmarks.registry import register
+from evr1_eval.benchmarks.scoring_rules import letter_rule, lmms_input
+from evr1_eval.types import Sample
+
+
+def official_doc(view: RowView) -> dict[str, Any]:
+    return {"question": view.question, "options": [t for _, t in view.options], "answer": view.truth}
+
+
+def official_prompt(doc: Mapping[str, Any]) -> str:
+    options = "\n".join(f"({LETTERS[i]}) {opt}" for i, opt in enumerate(doc["options"]))
+    question = str(doc["question"]) + ("\n" + options if doc["options"] else "")
+    return question + "\nAnswer the question with the option letter"
+
+
+def extract(sample: Sample, response: str) -> str:
+    return extract_mcq_answer(lmms_input(response), ["A", "B", "C", "D"])
+
 
 BENCHMARK = register(
     Benchmark(
         name="lvbench",
         title="LVBench",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         id_fields=("uid", "question_id", "id"),
         group_fields={"question_type": ("question_type", "original_question_type")},
         adapter=official_mc,
-        scorer=letter_rule(lambda s, r: lmms_mcq_extract(r, "ABCD"), "lmms-extract-mcq"),
+        reference=lmms_eval("lvbench"),
+        official_doc=official_doc,
+        official_prompt=official_prompt,
+        scorer=letter_rule(extract, "lmms-extract_mcq_answer"),
     )
 )

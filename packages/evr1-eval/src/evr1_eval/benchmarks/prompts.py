@@ -1,55 +1,37 @@
-"""Prompt templates, one per problem type and style, versioned through `Benchmark.prompt_version`.
+"""Prompts shared by benchmarks that have no official wording of their own, and the model-family prompt variants.
 
-"direct" follows the VLMEvalKit / Qwen3-VL evaluation prompts (research §1.3: "Question: …\\nOptions:\\nA. …\\nAnswer
-with the option letter only."), which is what published Qwen numbers use. "reasoning" asks for `<think>` then
-`<answer>`, the format RL-trained checkpoints (and evr1-rewards' format score) expect.
+`direct_prompt` is VLMEvalKit's Qwen3-VL evaluation prompt ("Question: …\\nOptions:\\nA. …\\nAnswer with the option
+letter only."; open-compass/VLMEvalKit `vlmeval/vlm/qwen3_vl/prompt.py`), extended to the other problem types with
+the same one-line instruction. It is the official-protocol prompt of benchmarks whose official code could not be read
+(the summary says so), and the `qwen3_vl` / `vlmevalkit` prompt variant a preset can select for every benchmark that
+has no variant of its own (Qwen3-VL's reported numbers were made with VLMEvalKit).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-STYLES = ("direct", "reasoning")
+from evr1_eval.protocol import PROMPT_VARIANTS, check_variant
 
 _DIRECT_TAIL = {
-    "multiple choice": "Answer with the option letter only.",
+    "multiple_choice": "Answer with the option letter only.",
     "numerical": "Answer with a single number only.",
     "regression": "Answer with a single number only.",
     "boolean": "Answer with Yes or No only.",
-    "temporal grounding": 'Give the start and end time in seconds as JSON: {"time": [start, end]}.',
-    "spatial-temporal grounding": (
+    "temporal_grounding": 'Give the start and end time in seconds as JSON: {"time": [start, end]}.',
+    "spatiotemporal_grounding": (
         "Give the time span in seconds and one box [x1, y1, x2, y2] per whole second inside it as JSON: "
         '{"time": [start, end], "boxes": {"<second>": [x1, y1, x2, y2]}}.'
     ),
-    "REC": "Answer with a single number only.",
-    "SSR": "Answer with Yes or No only.",
-    "CRR": "Answer with Yes or No only.",
-}
-
-_REASONING_PAYLOAD = {
-    "multiple choice": "the option letter",
-    "numerical": "a single number",
-    "regression": "a single number",
-    "boolean": "Yes or No",
-    "temporal grounding": 'JSON {"time": [start, end]} in seconds',
-    "spatial-temporal grounding": 'JSON {"time": [start, end], "boxes": {"<second>": [x1, y1, x2, y2]}}',
-    "REC": "a single number",
-    "SSR": "Yes or No",
-    "CRR": "Yes or No",
 }
 
 
-def render_prompt(problem_type: str, question: str, options: Sequence[str], style: str = "direct") -> str:
-    """The text sent with the video; `options` are already formatted as "A. text"."""
-    if style not in STYLES:
-        raise ValueError(f"unknown prompt style {style!r}; choose one of {', '.join(STYLES)}")
+def direct_prompt(problem_type: str, question: str, options: Sequence[str]) -> str:
+    """VLMEvalKit / Qwen3-VL style: question, lettered options ("A. text"), a one-line answer instruction."""
     body = f"Question: {question.strip()}"
     if options:
         body += "\nOptions:\n" + "\n".join(options)
-    if style == "direct":
-        tail = _DIRECT_TAIL.get(problem_type, "Answer the question concisely.")
-        return f"{body}\n{tail}"
-    payload = _REASONING_PAYLOAD.get(problem_type, "your final answer")
-    return (
-        f"{body}\nThink step by step inside <think> </think> tags, then give {payload} inside <answer> </answer> tags."
-    )
+    return f"{body}\n{_DIRECT_TAIL.get(problem_type, 'Answer the question concisely.')}"
+
+
+__all__ = ["PROMPT_VARIANTS", "check_variant", "direct_prompt"]

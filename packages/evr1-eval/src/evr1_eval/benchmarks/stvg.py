@@ -1,21 +1,143 @@
 """STVG (HC-STVG / VidSTG style spatio-temporal grounding; EasyVideoR1's 2,000-row file).
 
-Official-style metrics: m_tIoU, m_vIoU, vIoU@0.3, vIoU@0.5 with the paper's vIoU (union denominator over per-second
-box keys), not TubeDETR's min-end quirk and not EasyVideoR1's 0.5·tIoU + 0.5·mean box IoU over shared keys.
-Rows whose ground truth has no boxes (71 in EasyVideoR1's file) only count in m_tIoU.
+No official scorer for this file could be read (EasyVideoR1 cites it without code); the metrics follow the papers'
+definitions: m_tIoU, m_vIoU, vIoU@0.3, vIoU@0.5 with the paper's vIoU (union denominator over per-second box keys) —
+not TubeDETR's min-end quirk and not EasyVideoR1's 0.5·tIoU + 0.5·mean box IoU over shared keys. Rows whose ground
+truth has no boxes (71 in EasyVideoR1's file) only count in m_tIoU. The answer is the last JSON object of the final
+answer (last `<answer>`, else after the reasoning), as the JSON prompt asks.
 """
 
-from evr1_eval.benchmarks import aggregation
-from evr1_eval.benchmarks.base import Benchmark, register
-from evr1_eval.benchmarks.scoring_rules import stvg_rule
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evr1_eval.benchmarks.aggregation import Result, pct
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.judging import final_text
+from evr1_eval.benchmarks.registry import register
+from evr1_eval.types import Outcome, Sample, ScoredSample
+
+_JSON_SCAN = 20_000  # characters scanned back from a closing brace (real answers are far shorter)
+
+
+def extract_json_object(response: str) -> dict[str, Any] | None:
+    """The last balanced `{...}` in the answer part of a response that parses to a JSON object (bounded scan)."""
+    text = final_text(response)[-_JSON_SCAN:]
+    ends = [i for i, ch in enumerate(text) if ch == "}"][-20:]
+    for end in reversed(ends):
+        depth = 0
+        for start in range(end, max(-1, end - _JSON_SCAN), -1):
+            ch = text[start]
+            if ch == "}":
+                depth += 1
+            elif ch == "{":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        obj = json.loads(text[start : end + 1])
+                    except (json.JSONDecodeError, RecursionError):
+                        break
+                    if isinstance(obj, dict):
+                        return obj
+                    break
+    return None
+
+
+def _span(value: Any) -> tuple[float, float] | None:
+    if not isinstance(value, list) or len(value) != 2:
+        return None
+    try:
+        s, e = float(value[0]), float(value[1])
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(s) and math.isfinite(e)) or e < s:
+        return None
+    return s, e
+
+
+def _box(value: Any) -> tuple[float, float, float, float] | None:
+    if not isinstance(value, list) or len(value) != 4:
+        return None
+    try:
+        x1, y1, x2, y2 = (float(v) for v in value)
+    except (TypeError, ValueError):
+        return None
+    return (x1, y1, x2, y2) if all(math.isfinite(v) for v in (x1, y1, x2, y2)) else None
+
+
+def box_iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    area_a = max(0.0, a[2] - a[0]) * max(0.0, a[3] - a[1])
+    area_b = max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = iw * ih
+    union = area_a + area_b - inter
+    return inter / union if union > 1e-12 else 0.0
+
+
+def span_iou(a: tuple[float, float], b: tuple[float, float]) -> float:
+    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+    union = max(a[1], b[1]) - min(a[0], b[0])
+    return inter / union if union > 1e-12 else 0.0
+
+
+def _second_key(key: Any) -> str | None:
+    try:
+        value = float(key)
+    except (TypeError, ValueError):
+        return None
+    return f"{value:g}" if math.isfinite(value) else None
+
+
+def rule(sample: Sample, response: str) -> Outcome:
+    """tIoU of the time spans and the paper's vIoU = Σ_{t ∈ Tp ∩ Tg} IoU(b̂_t, b_t) / |Tp ∪ Tg| over the per-second box
+    keys ("9" = "9.0"). Score = vIoU, or tIoU when the GT has no boxes (vIoU undefined; such rows are flagged)."""
+    gt = json.loads(sample.ground_truth)
+    gt_span = (float(gt["time"][0]), float(gt["time"][1]))
+    gt_boxes = {k: tuple(v) for k, v in ((_second_key(k), v) for k, v in gt["boxes"].items()) if k is not None}
+    pred = extract_json_object(response)
+    pred_span = _span(pred.get("time")) if pred else None
+    raw_boxes = pred.get("boxes") if pred else None
+    pred_boxes: dict[str, tuple[float, ...]] = {}
+    if isinstance(raw_boxes, Mapping):
+        for key, value in list(raw_boxes.items())[:10_000]:
+            k, box = _second_key(key), _box(value)
+            if k is not None and box is not None:
+                pred_boxes[k] = box
+    tiou = span_iou(pred_span, gt_span) if pred_span else 0.0
+    details: dict[str, Any] = {"scorer": "stvg", "tiou": tiou, "parsed": pred is not None}
+    if not gt_boxes:
+        details["viou"] = None
+        return Outcome(score=tiou, extracted=None if pred is None else json.dumps(pred)[:500], details=details)
+    union = set(gt_boxes) | set(pred_boxes)
+    viou = sum(box_iou(pred_boxes[k], gt_boxes[k]) for k in set(gt_boxes) & set(pred_boxes)) / len(union)
+    details["viou"] = viou
+    return Outcome(score=viou, extracted=None if pred is None else json.dumps(pred)[:500], details=details)
+
+
+def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
+    """m_tIoU, m_vIoU, vIoU@0.3/0.5 (strict `>`); rows whose GT has no boxes are outside the vIoU metrics."""
+    tious = [float(r.details.get("tiou") or 0.0) for r in rows]
+    vrows = [r for r in rows if r.error is not None or r.details.get("viou") is not None]
+    vious = [float(r.details.get("viou") or 0.0) for r in vrows]
+    metrics = {"m_viou": pct(vious), "m_tiou": pct(tious)}
+    for t in (0.3, 0.5):
+        metrics[f"viou@{t}"] = pct(float(v > t) for v in vious)
+    notes = [] if len(vrows) == len(rows) else [f"{len(rows) - len(vrows)} rows have no GT boxes: tIoU only"]
+    return "m_viou", metrics, notes
+
 
 BENCHMARK = register(
     Benchmark(
         name="stvg",
         title="STVG",
-        problem_types=("spatial-temporal grounding",),
-        scorer=stvg_rule,
-        aggregator=aggregation.stvg,
+        problem_types=("spatiotemporal_grounding",),
+        scorer=rule,
+        aggregator=aggregate,
         sampling_defaults={"fps": 2.0, "min_frames": 4, "max_frames": 128},
+        notes=("no official scorer available: the papers' m_vIoU / m_tIoU definitions are used",),
     )
 )

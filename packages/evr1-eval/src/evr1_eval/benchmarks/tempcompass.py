@@ -7,9 +7,17 @@ Two layouts load:
   `{video_id: {dimension: [{question, answer}, ...]}}`, videos at `<media-root>/<video_id>.mp4`. Pass one file, or the
   folder (as `--annotations`, or as `<annotations-dir>/tempcompass/`) to load all four. Sample ids are
   `<format>/<video_id>/<dimension>/<n>`.
-Official scoring tries hand rules, then a ChatGPT judge. Here multi-choice and caption-matching rows are lettered
-multiple choice (caption matching's "Option 1"/"Sentence A"/"Caption A" labels become A, B, ...) and yes/no rows are
-boolean, all scored by rule with no judge fallback; captioning rows need a judge.
+
+Official protocol (reference: llyx97/TempCompass `eval_multi-choice.py`, `eval_yes_no.py`, `eval_caption_matching.py`
+@e1b4631; prompts from its `run_*.py`; lmms-eval 0.7.3 `tasks/tempcompass/utils.py` has the same rules): the question
+as released plus "\nPlease directly give the best option:" / "\nPlease answer yes or no:"; the response with `</s>`
+removed and stripped; multi-choice right when it equals the answer, is a bare letter, or starts "X." / "X)" with the
+answer's letter; yes/no by `startswith("yes"|"no")` (lower-cased: "Yes, it is" reads yes, "The answer is yes" matches
+nothing); caption matching by the reference's `eval_rule` (a whole option line, an option sentence, or an option label
+— "Option 2", "Caption B", "Sentence A" or just "B"). An answer no rule matches goes to the ChatGPT judge in the
+reference: without a judge it stays pending here (`accuracy_judge_failed_as_wrong` = the reference with
+`--disable_llm`). Captioning rows need a judge. Caption-matching rows keep the release's own labels in the official
+prompt; the evr1 prompt letters them A, B, ... like multiple choice.
 """
 
 from __future__ import annotations
@@ -18,10 +26,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks import aggregation
-from evr1_eval.benchmarks.base import Benchmark, register
-from evr1_eval.benchmarks.loading import LETTERS
-from evr1_eval.types import ScoredSample
+import evr1_eval.benchmarks.aggregation as aggregation
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.extractors import capped
+from evr1_eval.benchmarks.loading import LETTERS, RowView
+from evr1_eval.benchmarks.references import TEMPCOMPASS
+from evr1_eval.benchmarks.registry import register
+from evr1_eval.types import Outcome, Sample, ScoredSample
 
 #: File stems of the official release -> format name used in groups and ids.
 FORMATS = {
@@ -78,8 +89,8 @@ def _guess_format(question: str, answer: str) -> str:
     return "multi-choice"
 
 
-def official_row(row: Any) -> Mapping[str, Any]:
-    """One flattened official question -> an EasyVideoR1 row (ValueError naming what is wrong)."""
+def _validated(row: Any) -> tuple[str, str, str]:
+    """(question, answer, video id) of a flattened official question, or a ValueError naming what is missing."""
     if not isinstance(row, Mapping):
         raise ValueError(f"expected a JSON object, got {type(row).__name__}")
     if "invalid" in row:
@@ -92,39 +103,133 @@ def official_row(row: Any) -> Mapping[str, Any]:
     video_id = str(row.get("video_id", "")).strip()
     if not video_id:
         raise ValueError("official row has no `video_id`")
-    fmt = row.get("format") or _guess_format(question, answer)
-    out: dict[str, Any] = {
-        "problem_id": f"{fmt}/{video_id}/{row.get('dimension')}/{row.get('n')}",
-        "path": video_id if "." in video_id.rsplit("/", 1)[-1] else f"{video_id}.mp4",
-        "dimension": row.get("dimension"),
-        "format": fmt,
-        "format_dimension": f"{fmt}/{row.get('dimension')}",
-    }
-    if fmt == "yes_no":
-        return {**out, "problem": question.strip(), "solution": answer.strip(), "problem_type": "boolean"}
-    if fmt == "captioning":
-        return {**out, "problem": question.strip(), "solution": answer.strip(), "problem_type": "open-ended"}
+    return question, answer, video_id
+
+
+def _lettered(fmt: str, question: str, answer: str) -> tuple[str, list[str], int]:
+    """Question stem, option texts and the answer's index of a multi-choice or caption-matching question."""
     pattern = _CAPTION_LABEL if fmt == "caption_matching" else _LETTERED
     stem, options = _split_lines(question, pattern)
     if len(options) < 2:
         raise ValueError(f"{fmt} question has fewer than 2 option lines: {question[-80:]!r}")
     m = pattern.match(answer.strip())
     answer_text = m.group(2).strip() if m else answer.strip()
-    texts = [text for _, text in options]
-    labels = [label for label, _ in options]
+    labels, texts = [label for label, _ in options], [text for _, text in options]
     if m and m.group(1) in labels and texts[labels.index(m.group(1))] == answer_text:
-        index = labels.index(m.group(1))
-    elif answer_text in texts:
-        index = texts.index(answer_text)
-    else:
-        raise ValueError(f"answer {answer[:60]!r} matches none of the options {labels}")
+        return stem, texts, labels.index(m.group(1))
+    if answer_text in texts:
+        return stem, texts, texts.index(answer_text)
+    raise ValueError(f"answer {answer[:60]!r} matches none of the options {labels}")
+
+
+def official_row(row: Any) -> Mapping[str, Any]:
+    """One flattened official question -> an EasyVideoR1 row (ValueError naming what is wrong)."""
+    question, answer, video_id = _validated(row)
+    fmt = row.get("format") or _guess_format(question, answer)
+    out: dict[str, Any] = {
+        "official_question": question,
+        "official_answer": answer,
+        "problem_id": f"{fmt}/{video_id}/{row.get('dimension')}/{row.get('n')}",
+        "path": video_id if "." in video_id.rsplit("/", 1)[-1] else f"{video_id}.mp4",
+        "dimension": row.get("dimension"),
+        "format": fmt,
+        "format_dimension": f"{fmt}/{row.get('dimension')}",
+    }
+    if fmt in ("yes_no", "captioning"):
+        kind = "boolean" if fmt == "yes_no" else "open_ended"
+        return {**out, "problem": question.strip(), "solution": answer.strip(), "problem_type": kind}
+    stem, texts, index = _lettered(fmt, question, answer)
     return {
         **out,
         "problem": stem,
         "options": [f"{LETTERS[i]}. {text}" for i, text in enumerate(texts)],
         "solution": f"<answer>{LETTERS[index]}</answer>",
-        "problem_type": "multiple choice",
+        "problem_type": "multiple_choice",
     }
+
+
+#: The answer instruction each format's question gets (TempCompass `run_qwen2_vl.py`, `answer_prompt`).
+ANSWER_PROMPT = {
+    "multi-choice": "\nPlease directly give the best option:",
+    "yes_no": "\nPlease answer yes or no:",
+    "caption_matching": "\nPlease directly give the best option:",
+    "captioning": "",
+}
+
+
+def official_doc(view: RowView) -> dict[str, Any]:
+    """The released question and answer (official layout), or their equivalent built from an EasyVideoR1 row."""
+    row = view.row
+    fmt = str(row.get("format") or ("yes_no" if view.problem_type == "boolean" else "multi-choice"))
+    question, answer = row.get("official_question"), row.get("official_answer")
+    if not isinstance(question, str) or not isinstance(answer, str):
+        if view.problem_type == "multiple_choice":
+            question = view.question + "\n" + "\n".join(f"{k}. {t}" for k, t in view.options)
+            answer = next(f"{k}. {t}" for k, t in view.options if k == view.truth)
+        else:
+            question, answer = view.question, str(view.truth).lower()
+    return {"question": question, "answer": answer, "format": fmt, "dim": row.get("dimension")}
+
+
+def official_prompt(doc: Mapping[str, Any]) -> str:
+    return str(doc["question"]) + ANSWER_PROMPT.get(str(doc["format"]), "")
+
+
+def multi_choice_rating(pred: str, answer: str) -> int | None:
+    if pred == answer:
+        return 1
+    if pred in ("A", "B", "C", "D"):
+        return int(pred == answer[0])
+    if any(pred.startswith(p) for p in ("A.", "B.", "C.", "D.")):
+        return int(pred.split(".")[0] == answer[0])
+    if any(pred.startswith(p) for p in ("A)", "B)", "C)", "D)")):
+        return int(pred.split(")")[0] == answer[0])
+    return None
+
+
+def yes_no_rating(pred: str, answer: str) -> int | None:
+    low = pred.lower()
+    word = "yes" if low.startswith("yes") else "no" if low.startswith("no") else None
+    return None if word is None else int(word == answer)
+
+
+def caption_matching_rating(pred: str, question: str, answer: str) -> int | None:
+    """`eval_rule`: the output must be a whole option line, an option sentence (also after "X) "), or an option label
+    with or without its word ("Option 2" / "2", "Caption B" / "B"); the last match of each kind wins."""
+    option_strs = question.split("\n")[1:]
+    option_sents = [opt.split(": ")[1] for opt in option_strs]
+    option_inds = [opt.split(": ")[0] for opt in option_strs] + [
+        opt.split(": ")[0].replace("Sentence ", "").replace("Option ", "").replace("Caption ", "")
+        for opt in option_strs
+    ]
+    matched = None
+    for option in option_strs:
+        if option == pred:
+            matched = option
+    for sent in option_sents:
+        if sent == pred or (") " in pred and sent == pred.split(") ")[1]):
+            matched = sent
+    for ind in option_inds:
+        if ind == pred or ind == pred.replace(".", ""):
+            matched = ind
+    if matched is None:
+        return None
+    hit = (matched == answer, matched == answer.split(":")[0], matched == answer.split(": ")[1])
+    return int(any(hit) or matched == answer.split(": ")[0].split()[1])
+
+
+def rule(sample: Sample, response: str) -> Outcome:
+    doc = sample.extras.get("official_doc") or {}
+    fmt = str(doc.get("format"))
+    pred = capped(response).replace("</s>", "").strip()
+    if fmt == "yes_no":
+        rating = yes_no_rating(pred, str(doc["answer"]))
+    elif fmt == "caption_matching":
+        rating = caption_matching_rating(pred, str(doc["question"]), str(doc["answer"]))
+    else:
+        rating = multi_choice_rating(pred, str(doc["answer"]))
+    details = {"scorer": f"tempcompass-{fmt}", "match_success": rating is not None}
+    return Outcome(score=float(rating or 0), extracted=pred[:200], details=details, needs_judge=rating is None)
 
 
 def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> tuple[str, dict[str, float], list[str]]:
@@ -141,7 +246,7 @@ BENCHMARK = register(
     Benchmark(
         name="tempcompass",
         title="TempCompass",
-        problem_types=("multiple choice", "boolean", "open-ended"),
+        problem_types=("multiple_choice", "boolean", "open_ended"),
         group_fields={
             "dimension": ("dim", "dimension", "temporal_dimension", "task_type"),
             "format": ("format",),
@@ -149,12 +254,16 @@ BENCHMARK = register(
         },
         flatten=flatten,
         adapter=official_row,
+        reference=TEMPCOMPASS,
+        official_doc=official_doc,
+        official_prompt=official_prompt,
+        scorer=rule,
         aggregator=aggregate,
-        judged_types=frozenset({"open-ended"}),
+        judged_types=frozenset({"open_ended"}),
+        judge_fallback_types=frozenset({"multiple_choice", "boolean"}),
         sampling_defaults={"fps": 2.0, "min_frames": 4, "max_frames": 128},
         notes=(
-            "official ChatGPT fallback for unmatched answers not applied (rule-based extraction only)",
-            "caption matching is asked as lettered multiple choice; captioning rows need a judge",
+            "captioning rows need a judge (the reference's ChatGPT reads the caption and answers a multi-choice question)",
         ),
     )
 )

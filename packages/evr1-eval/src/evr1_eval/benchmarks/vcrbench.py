@@ -5,16 +5,17 @@ need a judge; MC rows are judged when a judge is given, else scored by evr1-rewa
 counts them as rule-scored).
 """
 
-from evr1_eval.benchmarks.base import Benchmark, register
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.registry import register
 
 BENCHMARK = register(
     Benchmark(
         name="vcrbench",
         title="VCR-Bench",
-        problem_types=("multiple choice", "open-ended"),
+        problem_types=("multiple_choice", "open_ended"),
         group_fields={"dimension": ("dimension", "question_type", "original_question_type")},
-        judged_types=frozenset({"open-ended"}),
-        judge_optional_types=frozenset({"multiple choice"}),
+        judged_types=frozenset({"open_ended"}),
+        judge_optional_types=frozenset({"multiple_choice"}),
         notes=("CoT score not computed",),
     )
 )

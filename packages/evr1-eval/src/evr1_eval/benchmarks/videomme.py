@@ -1,24 +1,101 @@
 """Video-MME (w/o subtitles; arXiv 2405.21075): 900 videos, 2,700 MC-4 questions, short/medium/long.
 
-Official rule: MME-Benchmarks/Video-MME `extract_characters_regex` (first A-D anywhere after prefix stripping,
-missing-comma prefixes kept) and accuracy over *answered* questions only; `accuracy_strict` counts every question.
+Official protocol (reference: thanku-all/parse_answer `eval_your_results.py`@afd52cf, the script Video-MME's README
+links to): the README's prompt ("Select the best answer … Respond with only the letter (A, B, C, or D) of the correct
+option.\\n<question>\\n<options>\\nThe best answer is:"); `extract_characters_regex` on the raw response (answer prefixes
+deleted case-sensitively, two of them concatenated by missing commas; then the FIRST A-D anywhere, so "Answer: B"
+reads as A); accuracy over *answered* questions only (an unparsable answer leaves the denominator), per duration,
+domain, sub-category and task type. `accuracy_strict` counts every question. The `qwen3_vl` prompt variant is
+Qwen3-VL's own Video-MME prompt (QwenLM/Qwen3-VL `evaluation/VideoMME/dataset_utils.py`@9658872).
 """
 
-from evr1_eval.benchmarks import aggregation
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from evr1_eval.benchmarks.adapters import official_mc
-from evr1_eval.benchmarks.base import Benchmark, register
-from evr1_eval.benchmarks.extractors import videomme_extract
+from evr1_eval.benchmarks.aggregation import Result, answered, by_group, group_names, pct
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.extractors import capped, first_letter_after_prefixes
+from evr1_eval.benchmarks.loading import RowView
+from evr1_eval.benchmarks.references import VIDEOMME
+from evr1_eval.benchmarks.registry import register
 from evr1_eval.benchmarks.scoring_rules import letter_rule
+from evr1_eval.types import Sample, ScoredSample
+
+#: `extract_characters_regex`'s prefix list as Video-MME first shipped it (evaluation/eval_your_results.py@4e7566d;
+#: VideoMathQA's task file copies it). Two commas are missing in the reference, so "The best option is" + "The
+#: correct option is" and "Best answer:" + "Best option:" are single prefixes.
+PREFIXES_4E7566D = (
+    "The best answer is",
+    "The correct answer is",
+    "The answer is",
+    "The answer",
+    "The best option isThe correct option is",
+    "Best answer:Best option:",
+)
+#: The list at afd52cf (the script the README links now), in order: four prefixes added.
+PREFIXES = (*PREFIXES_4E7566D, "Answer:", "Option:", "The correct answer", "The correct option")
+_INSTRUCTION = (
+    "Select the best answer to the following multiple-choice question based on the video. "
+    "Respond with only the letter (A, B, C, or D) of the correct option."
+)
+
+
+def official_doc(view: RowView) -> dict[str, Any]:
+    return {"question": view.question, "options": [f"{k}. {t}" for k, t in view.options], "answer": view.truth}
+
+
+def official_prompt(doc: Mapping[str, Any]) -> str:
+    return f"{_INSTRUCTION}\n{doc['question']}\n" + "\n".join(doc["options"]) + "\nThe best answer is:"
+
+
+def qwen3_vl_prompt(doc: Mapping[str, Any]) -> str:
+    """QwenLM/Qwen3-VL evaluation/VideoMME/dataset_utils.py `build_videomme_prompt` (no subtitles)."""
+    return f"{_INSTRUCTION}\nQuestion: {doc['question']}\n" + "\n".join(doc["options"]) + "\nThe best answer is:"
+
+
+def extract(sample: Sample, response: str) -> str:
+    """The official regex on the raw response; "" when no A-D occurs (the item is then unanswered)."""
+    return first_letter_after_prefixes(capped(response), PREFIXES, "ABCD") or ""
+
+
+def answered_only(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
+    """Accuracy over questions whose answer could be parsed (`accuracy`), and over all questions (`accuracy_strict`).
+    Error rows are never 'unanswered': they stay in both (a failure is never a free pass)."""
+    kept = [r for r in rows if answered(r)]
+    metrics = {
+        "accuracy": pct(r.score for r in kept),
+        "accuracy_strict": pct(r.score for r in rows),
+        "answered_rate": 100.0 * len(kept) / len(rows) if rows else float("nan"),
+    }
+    for name in group_names(bench):
+        for value, members in by_group(rows, name).items():
+            metrics[f"{name}/{value}"] = pct(r.score for r in members if answered(r))
+            metrics[f"{name}/{value}/strict"] = pct(r.score for r in members)
+    note = "accuracy divides by answered questions only (official script); accuracy_strict by all"
+    return "accuracy", metrics, [note]
+
 
 BENCHMARK = register(
     Benchmark(
         name="videomme",
         title="Video-MME",
-        problem_types=("multiple choice",),
+        problem_types=("multiple_choice",),
         id_fields=("question_id", "qid", "id"),
-        group_fields={"duration": ("duration",), "domain": ("domain",), "task_type": ("task_type",)},
+        group_fields={
+            "duration": ("duration",),
+            "domain": ("domain",),
+            "sub_category": ("sub_category",),
+            "task_type": ("task_type",),
+        },
         adapter=official_mc,
-        scorer=letter_rule(lambda s, r: videomme_extract(r, "ABCD"), "videomme-official"),
-        aggregator=aggregation.answered_only,
+        reference=VIDEOMME,
+        official_doc=official_doc,
+        official_prompt=official_prompt,
+        prompt_variants={"qwen3_vl": qwen3_vl_prompt},
+        scorer=letter_rule(extract, "videomme-official"),
+        aggregator=answered_only,
     )
 )

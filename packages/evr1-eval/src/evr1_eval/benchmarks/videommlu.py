@@ -3,15 +3,16 @@ judge: EasyVideoR1 ships the captions (with an empty `problem`; the prompt becom
 but cannot score them (reward 0); here they stay pending instead.
 """
 
-from evr1_eval.benchmarks.base import Benchmark, register
+from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.benchmarks.registry import register
 
 BENCHMARK = register(
     Benchmark(
         name="videommlu",
         title="Video-MMLU",
-        problem_types=("caption",),
+        problem_types=("open_ended",),
         id_fields=("question_id", "video_id", "id"),
-        judged_types=frozenset({"caption", "open-ended"}),
+        judged_types=frozenset({"open_ended"}),
         default_question="Describe the video in detail.",
     )
 )

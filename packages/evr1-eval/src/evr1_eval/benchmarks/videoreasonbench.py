@@ -2,17 +2,18 @@
 Official accuracy is judged by Qwen2.5-72B: every row needs a judge; without one the benchmark reports no score.
 """
 
-from evr1_eval.benchmarks.base import Benchmark, register
+from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.loading import first_folder
+from evr1_eval.benchmarks.registry import register
 
 BENCHMARK = register(
     Benchmark(
         name="videoreasonbench",
         title="VideoReasonBench",
-        problem_types=("open-ended",),
+        problem_types=("open_ended",),
         group_fields={"skill": ("skill", "question_type"), "demo": ("demo_type",)},
         derived_groups={"demo": first_folder},
-        judged_types=frozenset({"open-ended"}),
+        judged_types=frozenset({"open_ended"}),
         notes=("official judge is Qwen2.5-72B; the simulator check for Predict-Operation is not run",),
     )
 )

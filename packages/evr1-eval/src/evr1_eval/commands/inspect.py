@@ -24,14 +24,16 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--annotations", required=True, type=Path, help="annotation file (JSON list, JSONL or txt)")
     p.add_argument("--media-root", type=Path, default=None, help="folder the annotation's video paths are relative to")
     p.add_argument("--show", type=int, default=0, metavar="N", help="also print the first N samples")
+    p.add_argument("--protocol", choices=("official", "evr1"), default="official", help="whose prompts --show prints")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from evr1_eval.benchmarks import get_benchmark
+    from evr1_eval.protocol import ProtocolSettings
 
     bench = get_benchmark(args.benchmark)
-    result = bench.load(args.annotations, args.media_root)
+    result = bench.load(args.annotations, args.media_root, protocol=ProtocolSettings(protocol=args.protocol))
     out: dict[str, Any] = {
         "benchmark": bench.name,
         "samples": len(result.samples),

@@ -17,7 +17,7 @@ def add_parser(subparsers: Any) -> None:
             "or one benchmark folder) with its official rules, merging the shards of multi-machine runs, and write "
             "report.md, summary.json and chart.png to --out."
         ),
-        epilog="example:\n  evr1-eval report runs/base runs/rl-step200 --out report/",
+        epilog="examples:\n  evr1-eval report runs/base runs/rl-step200 --out report/\n  evr1-eval report runs/base runs/rl-step200 --html report/site/   # + sample viewer",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("runs", nargs="+", type=Path, metavar="DIR", help="run folders to compare (one column each)")
@@ -28,6 +28,9 @@ def add_parser(subparsers: Any) -> None:
         default="auto",
         help="chart renderer: matplotlib (labelled; `pip install 'evr1-eval[report]'`), stdlib (bars only), none",
     )
+    from evr1_eval.viewer import add_html_arguments
+
+    add_html_arguments(p)  # --html DIR: the static sample viewer (evr1_eval.viewer)
     p.set_defaults(run=run)
 
 
@@ -49,4 +52,8 @@ def run(args: argparse.Namespace) -> int:
     for key in ("markdown", "summary", "chart"):
         if key in written:
             print(f"wrote {written[key]}", file=sys.stderr)
+    if getattr(args, "html", None) is not None:
+        from evr1_eval.viewer import run_html
+
+        run_html(args)
     return 0

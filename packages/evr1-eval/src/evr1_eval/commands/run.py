@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -16,6 +17,9 @@ EXAMPLE = """examples:
   evr1-eval run ... --rank 0 --world-size 2
   evr1-eval run ... --rank 1 --world-size 2
   # re-running the same command resumes; other settings are refused (use another --out)
+  # a model family's published settings, and a checkpoint trained in the evr1 answer format
+  evr1-eval run --preset qwen3_vl_official --model Qwen/Qwen3-VL-8B-Instruct --benchmarks videomme ...
+  evr1-eval run --protocol evr1 --evr1-settings train_settings.json --model ckpt/ --benchmarks mvbench ...
 """
 
 
@@ -60,12 +64,28 @@ def add_parser(subparsers: Any) -> None:
         help="send no videos (text and images only): the baseline run for Video-MMMU's Δknowledge in `report`",
     )
 
-    g = p.add_argument_group("generation (recorded; greedy by default)")
-    g.add_argument("--max-tokens", type=int, default=1024)
-    g.add_argument("--temperature", type=float, default=0.0)
-    g.add_argument("--top-p", type=float, default=1.0)
-    g.add_argument("--top-k", type=int, default=-1)
-    g.add_argument("--seed", type=int, default=0)
+    r = p.add_argument_group("protocol and preset (recorded in each benchmark's manifest.json)")
+    r.add_argument(
+        "--protocol",
+        choices=("official", "evr1"),
+        default="official",
+        help="official: each benchmark's own prompt and answer format (default); evr1: the training answer format "
+        "(<think>/<answer>) from --evr1-settings. Both protocols' scores are computed for every answer.",
+    )
+    r.add_argument("--preset", default=None, help="a model family's published settings, e.g. qwen3_vl_official")
+    r.add_argument("--prompt-variant", default=None, help="official protocol: official (default) or qwen3_vl")
+    r.add_argument("--evr1-settings", type=Path, default=None, help="JSON of Evr1Settings (prompt template, stop...)")
+    r.add_argument(
+        "--response-filter", choices=("none", "after_think"), default=None, help="read the answer after </think>"
+    )
+
+    g = p.add_argument_group("generation (recorded; greedy by default; explicit flags win over a preset)")
+    g.add_argument("--max-tokens", type=int, default=None, help="default 1024")
+    g.add_argument("--temperature", type=float, default=None, help="default 0 (greedy)")
+    g.add_argument("--top-p", type=float, default=None)
+    g.add_argument("--top-k", type=int, default=None)
+    g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--stop", action="append", default=None, metavar="TEXT", help="a stop string (repeatable)")
     g.add_argument("--system-prompt", default=None)
     g.add_argument(
         "--sampling",
@@ -131,6 +151,20 @@ def backend_config(args: argparse.Namespace) -> Any:
     )
 
 
+def _settings(args: argparse.Namespace) -> Any:
+    """The run's protocol, preset and the settings derived from them (see evr1_eval.jobs.RunSettings)."""
+    from evr1_eval.jobs import resolve_settings
+
+    return resolve_settings(
+        protocol=getattr(args, "protocol", "official"),
+        preset=getattr(args, "preset", None),
+        prompt_variant=getattr(args, "prompt_variant", None),
+        evr1_settings=getattr(args, "evr1_settings", None),
+        response_filter=getattr(args, "response_filter", None),
+        system_prompt=getattr(args, "system_prompt", None),
+    )
+
+
 def load_jobs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     """Benchmarks + samples, and the validated frame-setting overrides (shared with `precompute`)."""
     from evr1_eval.benchmarks import get_benchmark
@@ -140,18 +174,27 @@ def load_jobs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     if not names:
         raise ValueError("--benchmarks is empty; name at least one (see `evr1-eval list`)")
     benches = [get_benchmark(n) for n in names]
-    overrides = sampling_overrides(benches[0].sampling, parse_overrides(args.sampling), getattr(args, "model", None))
+    model = getattr(args, "model", None)
+    overrides = sampling_overrides(benches[0].sampling, parse_overrides(args.sampling), model)
+    settings = _settings(args)
     jobs = []
     for bench in benches:
-        job = load_job(bench, args.annotations_dir, args.media_root)
+        job = load_job(bench, args.annotations_dir, args.media_root, settings.protocol)
+        job = dataclasses.replace(
+            job, sampling_overrides=sampling_overrides(bench.sampling, settings.sampling_for(bench.name), model)
+        )
         if job.load_errors:
-            print(
-                f"{bench.name}: {len(job.load_errors)} annotation row(s) could not be parsed "
-                f"(listed in {args.out / bench.name}/load_errors*.json)",
-                file=sys.stderr,
-            )
+            report_load_errors(bench.name, len(job.samples), [e.reason for e in job.load_errors])
         jobs.append(job)
     return jobs, overrides
+
+
+def report_load_errors(name: str, loaded: int, reasons: list[str]) -> None:
+    """The count and the first reasons on screen (a run with load errors exits non-zero at the end)."""
+    print(f"{name}: {len(reasons)} annotation row(s) could not be loaded ({loaded} loaded); first reasons:",
+          file=sys.stderr)  # fmt: skip
+    for reason in reasons[:5]:
+        print(f"  {reason}", file=sys.stderr)
 
 
 async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[str, Any]) -> list[Any]:
@@ -162,13 +205,18 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
     from evr1_eval.media import MediaLoader
     from evr1_eval.runner import RunConfig, run_async, sampling_for
 
-    params = GenerationParams(
-        max_tokens=args.max_tokens,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        top_k=args.top_k,
-        seed=args.seed,
-    )
+    settings = _settings(args)
+    explicit = {
+        "max_tokens": args.max_tokens,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "top_k": args.top_k,
+        "seed": args.seed,
+        "stop": tuple(args.stop) if args.stop else None,
+    }
+    params = GenerationParams(**settings.generation({k: v for k, v in explicit.items() if v is not None}))
+    for line in settings.announcements():
+        print(f"note: {line}", file=sys.stderr)
     config = RunConfig(
         out_dir=args.out,
         params=params,
@@ -180,12 +228,14 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
         request_timeout_s=args.request_timeout,
         retry_errors=args.retry_errors,
         sampling_overrides=overrides,
-        system_prompt=args.system_prompt,
+        system_prompt=settings.system_prompt,
         without_video=args.without_video,
+        preset=settings.preset.record() if settings.preset else None,
+        response_filter=settings.response_filter,
         progress=not args.no_progress,
         info={"command": sys.argv, "backend_config": repr(backend_config(args))},
     )
-    image_spec = image_spec_for(sampling_for(jobs[0].benchmark, overrides))
+    image_spec = image_spec_for(sampling_for(jobs[0].benchmark, {**jobs[0].sampling_overrides, **overrides}))
     media = MediaLoader(args.cache_dir, image_spec=image_spec, write_cache=args.write_cache)
     backend = create_backend(args.backend, backend_config(args))
     async with AsyncExitStack() as stack:
@@ -208,6 +258,11 @@ def run(args: argparse.Namespace) -> int:
     from evr1_eval.results import SettingsMismatch
 
     jobs, overrides = load_jobs(args)
+    empty = [job.benchmark.name for job in jobs if not job.samples]
+    if empty:
+        print(f"evr1-eval run: no row of {', '.join(empty)} could be loaded (reasons above); nothing to evaluate",
+              file=sys.stderr)  # fmt: skip
+        return 1
     try:
         results = asyncio.run(_evaluate(args, jobs, overrides))
     except SettingsMismatch as exc:
@@ -221,8 +276,15 @@ def run(args: argparse.Namespace) -> int:
         if res.summary is not None:
             value = res.summary.metrics.get(res.summary.primary)
             metric = f"  {res.summary.primary}={value:.2f}" if isinstance(value, (int, float)) else ""
+            evr1 = res.summary.evr1_metrics.get("accuracy")
+            metric += f"  evr1 accuracy={evr1:.2f}" if isinstance(evr1, (int, float)) else ""
         print(
             f"{res.benchmark}: {res.selected} selected, {res.skipped} already done, {res.ran} run, "
             f"{res.errors} errors{metric}  -> {res.out_dir}"
         )
+    failed = sum(len(job.load_errors) for job in jobs)
+    if failed:
+        print(f"evr1-eval run: {failed} annotation row(s) could not be loaded and were not evaluated (see above and "
+              "<out>/<benchmark>/load_errors*.json)", file=sys.stderr)  # fmt: skip
+        return 1
     return 0

@@ -18,7 +18,10 @@ def add_parser(subparsers: Any) -> None:
         description=(
             'Score {"id", "response"} JSONL predictions against BENCH\'s annotations. Writes OUT/results.jsonl (one '
             "row per sample; a missing prediction is an error row) and OUT/summary.json (official aggregation). "
-            "LLM-judged rows stay pending unless --judge-base-url/--judge-model name an OpenAI-compatible judge."
+            "LLM-judged rows stay pending unless --judge-base-url/--judge-model name an OpenAI-compatible judge. Every "
+            "answer is scored under both protocols (official: the benchmark's own rules, the headline; evr1: "
+            "evr1-rewards, as training scores). Exit status 1 when annotation rows could not be loaded (the count and "
+            "the first reasons are printed; nothing is scored when no row loads), 0 otherwise."
         ),
         epilog=(
             "example:\n  evr1-eval score videomme --annotations videomme.json --predictions preds.jsonl "
@@ -33,6 +36,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--media-root", type=Path, default=None, help="folder the annotation's video paths are relative to")
     p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible server for LLM-judged rows")
     p.add_argument("--judge-model", default=None, help="judge model name served at --judge-base-url")
+    p.add_argument(
+        "--response-filter", choices=("none", "after_think"), default="none", help="score the text after </think>"
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(run=run)
 
@@ -48,14 +54,32 @@ def _write_rows(path: Path, rows: list[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from evr1_eval import manifest
     from evr1_eval.benchmarks import get_benchmark
+    from evr1_eval.jobs import file_digest
+    from evr1_eval.presets import apply_response_filter
     from evr1_eval.results import write_json_atomic
-    from evr1_eval.scoring import judge_rows, openai_judge, read_predictions, score_samples, unknown_ids
+    from evr1_eval.scoring import Prediction, judge_rows, openai_judge, read_predictions, score_samples, unknown_ids
 
     bench = get_benchmark(args.benchmark)
     loaded = bench.load(args.annotations, args.media_root)
+    if loaded.errors:
+        print(f"evr1-eval score: {len(loaded.errors)} annotation row(s) could not be loaded "
+              f"({len(loaded.samples)} loaded); first reasons:", file=sys.stderr)  # fmt: skip
+        for error in loaded.errors[:5]:
+            print(f"  {error.reason}", file=sys.stderr)
+    if not loaded.samples:
+        print(f"evr1-eval score: no row of {args.annotations} could be loaded; nothing scored", file=sys.stderr)
+        return 1
     preds = read_predictions(args.predictions)
-    rows = score_samples(bench, loaded.samples, preds.predictions, progress=not args.no_progress)
+    predictions = preds.predictions
+    if args.response_filter != "none":
+        predictions = {
+            k: Prediction(p.id, None if p.response is None else apply_response_filter(p.response, args.response_filter),
+                          p.error)
+            for k, p in predictions.items()
+        }  # fmt: skip
+    rows = score_samples(bench, loaded.samples, predictions, progress=not args.no_progress)
     if args.judge_base_url or args.judge_model:
         if not (args.judge_base_url and args.judge_model):
             raise ValueError("pass both --judge-base-url and --judge-model")
@@ -80,7 +104,19 @@ def run(args: argparse.Namespace) -> int:
         "problems": problems,
     }
     write_json_atomic(args.out / "summary.json", record)
-    for line in problems[:20]:
+    fingerprint = {
+        "benchmark": bench.name,
+        "prompt_version": bench.prompt_version,
+        "annotations": file_digest(args.annotations),
+        "judge": {"base_url": args.judge_base_url, "model": args.judge_model} if args.judge_model else None,
+    }
+    extra = {"predictions": file_digest(args.predictions), "response_filter": args.response_filter, "command": "score"}
+    counts = {"rows_loaded": len(loaded.samples), "load_errors": len(loaded.errors)}
+    write_json_atomic(
+        args.out / manifest.MANIFEST,
+        manifest.build(fingerprint, reference=str(bench.reference or ""), annotations=counts, extra=extra),
+    )
+    for line in problems[len(loaded.errors) :][:20]:
         print(f"warning: {line}", file=sys.stderr)
     if len(problems) > 20:
         print(f"warning: ... {len(problems) - 20} more in {args.out / 'summary.json'}", file=sys.stderr)
@@ -90,10 +126,12 @@ def run(args: argparse.Namespace) -> int:
                 "benchmark": summary.benchmark,
                 "primary": summary.primary,
                 "metrics": dict(summary.metrics),
+                "evr1_metrics": dict(summary.evr1_metrics),
+                "reference": summary.reference,
                 "counts": dict(summary.counts),
                 "notes": list(summary.notes),
             },
             indent=2,
         )
     )
-    return 0
+    return 1 if loaded.errors else 0

@@ -5,11 +5,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache
 
+from evr1_rewards.errors import RewardConfigError
 from evr1_rewards.router import RewardRouter
+from evr1_rewards.sandbox.config import SandboxConfig
 
 
 @lru_cache(maxsize=64)
-def cached_router(accuracy: float, fmt: float, mode: str, think: str, on_unknown: str, on_error: str) -> RewardRouter:
+def cached_router(
+    accuracy: float,
+    fmt: float,
+    mode: str,
+    think: str,
+    on_unknown: str,
+    on_error: str,
+    sandbox: SandboxConfig | None = None,
+    end_of_turn: tuple[str, ...] = (),
+) -> RewardRouter:
     """One router per configuration (adapters are called per sample; building routers per call is waste)."""
     return RewardRouter(
         {"accuracy": accuracy, "format": fmt},
@@ -17,7 +28,38 @@ def cached_router(accuracy: float, fmt: float, mode: str, think: str, on_unknown
         think=think,  # type: ignore[arg-type]
         on_unknown=on_unknown,  # type: ignore[arg-type]
         on_error=on_error,  # type: ignore[arg-type]
+        sandbox=sandbox,
+        end_of_turn_tokens=end_of_turn,
     )
+
+
+def sandbox_from(kw: Mapping[str, object]) -> SandboxConfig | None:
+    """A sandbox config from adapter kwargs: `sandbox` (backend name, URL or mapping), `sandbox_fusion_url`,
+    `unsafe_local`, `sandbox_workers`; None when none is given (the environment decides)."""
+    base = SandboxConfig.coerce(plain(kw.get("sandbox")))  # type: ignore[arg-type]
+    url, unsafe, workers = kw.get("sandbox_fusion_url"), kw.get("unsafe_local"), kw.get("sandbox_workers")
+    if base is None and url is None and unsafe is None and workers is None:
+        return None
+    base = base or SandboxConfig()
+    return SandboxConfig(
+        backend="sandbox_fusion" if url else base.backend,
+        url=str(url) if url else base.url,
+        workers=int(workers) if workers is not None else base.workers,  # type: ignore[call-overload]
+        unsafe_local=bool(unsafe) if unsafe is not None else base.unsafe_local,
+        python=base.python,
+    )
+
+
+def tokens_from(value: object) -> tuple[str, ...]:
+    """`end_of_turn_tokens` from adapter kwargs: a list, or one whitespace-separated string."""
+    value = plain(value)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(value.split())
+    if isinstance(value, (list, tuple)):
+        return tuple(str(t) for t in value)
+    raise RewardConfigError(f"end_of_turn_tokens must be a list of strings, got {value!r}")
 
 
 def plain(value: object) -> object:
@@ -25,11 +67,27 @@ def plain(value: object) -> object:
     tolist = getattr(value, "tolist", None)
     if callable(tolist) and not isinstance(value, (str, bytes)):
         value = tolist()
+    elif not isinstance(value, (str, bytes, Mapping, list, tuple)) and hasattr(value, "items"):
+        value = dict(value.items())  # OmegaConf DictConfig and other mapping-likes
+    elif type(value).__name__ == "ListConfig":
+        value = list(value)  # type: ignore[call-overload]
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     return value
+
+
+def merge_extras(*sources: object) -> dict[str, object]:
+    """Scorer extras from several mappings (later ones win), numpy values made plain. A `None` value is an absent
+    key - `datasets`/parquet fill keys missing from some rows' dict column with None - so it never overrides."""
+    out: dict[str, object] = {}
+    for src in sources:
+        if isinstance(src, Mapping):
+            for k, v in src.items():
+                if v is not None:
+                    out[str(k)] = plain(v)
+    return out
 
 
 def weights_from(kw: Mapping[str, object]) -> tuple[float, float]:

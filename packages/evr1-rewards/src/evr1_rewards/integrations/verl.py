@@ -7,7 +7,15 @@ is fixed: `score`, `accuracy`, `format`.
 Where the problem type comes from (first hit): `extra_info["problem_type"]`, the `problem_type` reward kwarg, then
 `data_source` itself (so `data_source: "multiple choice"` works). Scorer extras (options, image_size, tests, …) are
 read from `extra_info["extras"]` and from `extra_info`'s own keys. Reward kwargs: `accuracy_weight` / `format_weight`
-(or `weights`), `mode`, `think`, `on_unknown`, `on_error`.
+(or `weights`), `mode`, `think`, `on_unknown`, `on_error`, `end_of_turn_tokens`, and for `code` the sandbox:
+`sandbox` (backend name or SandboxFusion URL), `sandbox_fusion_url`, `sandbox_workers`, `unsafe_local`.
+
+verl passes these from `reward.reward_kwargs`, a key its config does not declare, so on verl's command line each
+needs a leading `+` (Hydra's "append a new key"): `+reward.reward_kwargs.accuracy_weight=0.8
++reward.reward_kwargs.sandbox_fusion_url=http://sandbox:8080`. Without the `+` Hydra stops with "Could not override
+'reward.reward_kwargs.accuracy_weight'. Key 'accuracy_weight' is not in struct". In a YAML config file no `+` is needed.
+
+A `None` in `extra_info` (or `extra_info.extras`) is an absent key: parquet fills keys missing from some rows with None.
 """
 
 from __future__ import annotations
@@ -15,7 +23,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from evr1_rewards.errors import RewardConfigError
-from evr1_rewards.integrations._common import cached_router, plain, weights_from
+from evr1_rewards.integrations._common import (
+    cached_router,
+    merge_extras,
+    plain,
+    sandbox_from,
+    tokens_from,
+    weights_from,
+)
 from evr1_rewards.types import RewardInput
 
 EXTRA_KEYS = ("score", "accuracy", "format")
@@ -36,13 +51,12 @@ def compute_score(
         raise RewardConfigError(
             "verl sample has no problem type: set extra_info.problem_type, the problem_type reward kwarg or data_source"
         )
-    extras: dict[str, object] = {k: v for k, v in info.items() if k != "extras"}
-    if isinstance(info.get("extras"), Mapping):
-        extras.update(info["extras"])  # type: ignore[arg-type]
+    extras = merge_extras({k: v for k, v in info.items() if k != "extras"}, info.get("extras"))
     acc, fmt = weights_from(kw)
     router = cached_router(
         acc, fmt, str(kw.get("mode", "reward")), str(kw.get("think", "optional")),
-        str(kw.get("on_unknown", "raise")), str(kw.get("on_error", "raise")),
+        str(kw.get("on_unknown", "raise")), str(kw.get("on_error", "raise")), sandbox_from(kw),
+        tokens_from(kw.get("end_of_turn_tokens")),
     )  # fmt: skip
     sample_id = info.get("index", info.get("id"))
     result = router.score(

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evr1_rewards.coords import Box, to_common
+from evr1_rewards.coords import Box, Conventions, to_common
 from evr1_rewards.structured import as_box, frame_key, iou_2d
 
-_ABSENT = object()
 MAX_FRAMES = 100_000
 """A track with more keys than this is not an answer (it would only cost time)."""
 
 
 def boxes_by_frame(v: object) -> dict[str, Box | None] | None:
     """{"<second>": [x1, y1, x2, y2], …} with keys normalised ("9" == "9.0"); unreadable boxes kept as None (IoU 0)."""
-    if (type(v) is dict or isinstance(v, Mapping)) and "boxes" in v:
-        v = v["boxes"]  # type: ignore[index]
-    if not (type(v) is dict or isinstance(v, Mapping)) or len(v) > MAX_FRAMES:  # type: ignore[arg-type]
+    if isinstance(v, (dict, Mapping)) and "boxes" in v:
+        v = v["boxes"]
+    if not isinstance(v, (dict, Mapping)) or len(v) > MAX_FRAMES:
         return None
     out: dict[str, Box | None] = {}
     for k, b in v.items():
@@ -29,7 +28,7 @@ def boxes_by_frame(v: object) -> dict[str, Box | None] | None:
 
 
 def union_mean_iou(
-    pred: Mapping[str, Box | None], gold: Mapping[str, Box], conv: tuple[str, str, object]
+    pred: Mapping[str, Box | None], gold: Mapping[str, Box], conv: Conventions
 ) -> tuple[float, int, int]:
     """(Σ over shared keys of box IoU / |pred keys ∪ gold keys|, #shared, #union): missing and extra frames score 0."""
     pred_conv, gt_conv, size = conv
@@ -40,10 +39,10 @@ def union_mean_iou(
     shared = 0
     same = pred_conv == gt_conv
     for k, g in gold.items():
-        p = pred.get(k, _ABSENT)
-        if p is _ABSENT:
+        if k not in pred:
             continue
+        p = pred[k]
         shared += 1
         if p is not None:
-            total += iou_2d(p if same else to_common(p, pred_conv, gt_conv, size), g)  # type: ignore[arg-type]
+            total += iou_2d(p if same else to_common(p, pred_conv, gt_conv, size), g)
     return total / union, shared, union

@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response, ascii_lower, clean_payload, tail
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import first_parsed, truth_text
+from evr1_rewards.scorers._common import first_parsed
+from evr1_rewards.truth import truth_text
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import BOOLEAN
 
 _WORDS = re.compile(r"(?<![a-z0-9_])(yes|no|true|false)(?![a-z0-9_])")
 _MAP = {"yes": "yes", "true": "yes", "no": "no", "false": "no"}
@@ -40,7 +42,7 @@ def parse_yes_no(text: str) -> str | None:
     return _MAP[last] if last else None
 
 
-@register("boolean", aliases=("binary_classification", "yes_no", "yesno", "true_false", "judgement", "bool"))
+@register(BOOLEAN)
 class Boolean:
     """Yes/no match on whole words (last one wins)."""
 
@@ -56,6 +58,9 @@ class Boolean:
             raise GroundTruthError(f"boolean ground truth {text[:80]!r} is not yes/no/true/false")
         return gold
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
+    def format_truth(self, truth: str) -> str:
+        return truth
+
+    def score(self, response: Response, truth: str, ctx: Context) -> Outcome:
         pred, source, parsed = first_parsed(response, parse_yes_no)
         return Outcome(1.0 if pred == truth else 0.0, parsed, {"pred": pred or "", "source": source})

@@ -1,45 +1,71 @@
-"""Code: run the extracted program against the ground-truth tests in the sandbox; accuracy = fraction passed.
+"""Code: run the extracted program against the ground-truth tests behind the sandbox boundary; accuracy = the
+fraction of tests passed.
 
 Ground truth (a list or its JSON string, optionally inside `<answer>` tags):
 - stdin/stdout pairs: `[{"input": "1 2\\n", "output": "3\\n"}, …]` (also `stdin`/`stdout` keys), or
   `{"inputs": [...], "outputs": [...]}` (APPS / CodeContests);
 - call-based: `{"fn_name": "add", "inputs": [[1, 2], …], "outputs": [3, …]}`;
-- assert statements: `["assert add(1, 2) == 3", …]` or `{"asserts": [...]}` (each assert is its own test).
-Outputs match after trimming trailing whitespace per line; otherwise token by token with numbers equal to 1e-6.
-Every test runs in a fresh forked child of one sandboxed interpreter per program (`sandbox.run_tests`). Asserts are
-rewritten to demand built-in values, and test code must run to its end (a nonce proves it), so `exit(0)` before the
-tests or an object whose `__eq__` always returns True passes nothing.
-The program is the last fenced code block of the answer (```python … ```), else the whole answer; it must compile for
-the format score. extras: `timeout` (CPU s per test, default 5), `memory_mb` (default 1024), `max_tests`.
+- assert tests: `["assert add(1, 2) == 3", …]`, `{"asserts": [...]}` or one test source with several asserts
+  (HumanEval's `def check(candidate): …` + `check(fn)` included); each string is one test.
+
+The checker never runs inside the program's interpreter (`evr1_rewards.sandbox`): each test is one sandbox run,
+and what comes back — stdout, or the plain values of the test's probe expressions (`code_checks`) — is compared
+here. Stdout matches after trimming trailing whitespace per line, else token by token with numbers equal to 1e-6.
+The tests of one answer run in parallel up to the sandbox's worker limit; the whole answer has a deadline.
+The program is the last fenced code block of the answer (```python … ```), else the whole answer; it must compile
+for the format score. extras: `timeout` (CPU s per test, default 5), `memory_mb` (default 1024), `max_tests`.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
 from evr1_rewards.registry import register
-from evr1_rewards.sandbox import SandboxLimits, run_tests
-from evr1_rewards.scorers._common import extra_float, truth_text
+from evr1_rewards.sandbox import Job, RunResult, SandboxConfig, SandboxLimits, run_jobs
+from evr1_rewards.sandbox.types import Step
+from evr1_rewards.sandbox.values import decode_steps
+from evr1_rewards.scorers.code_checks import Check, check_all, plan, values_equal
+from evr1_rewards.truth import extra_float, truth_text
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import CODE
 
 MAX_PROGRAM_CHARS = 200_000
 _FENCE = re.compile(r"```[ \t]{0,4}([A-Za-z0-9_+-]{0,20})[ \t]{0,4}\n")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Test:
-    """One test: stdin → expected stdout, or a Python snippet appended to the program that must exit 0."""
+    """One test: stdin -> expected stdout; or probe steps + parent-side checks (asserts); or a call + its value."""
 
     stdin: str = ""
     expected: str | None = None
-    suffix: str | None = None
+    steps: tuple[Step, ...] | None = None
+    checks: tuple[Check, ...] = ()
+    returns: object = None
+    """Call-based tests: the expected return value (the one probe step holds the call)."""
+    call: bool = False
+
+    def job(self, program: str) -> Job:
+        return Job(program, self.stdin, self.steps)
+
+    def passed(self, r: RunResult) -> bool:
+        if not r.ok:
+            return False
+        if self.steps is None:
+            return self.expected is None or outputs_match(r.stdout, self.expected)
+        n_probe_steps = sum(1 for kind, _ in self.steps if kind == "probe")
+        values = decode_steps(r.probes, n_probe_steps)
+        if values is None:
+            return False
+        if self.call:
+            return len(values) == 1 and len(values[0]) == 1 and values_equal(values[0][0], self.returns)
+        return check_all(self.checks, values)
 
 
 def extract_program(text: str) -> str:
@@ -87,12 +113,15 @@ def parse_tests(ground_truth: object) -> list[Test]:
         except ValueError:
             if text.lstrip().startswith("assert"):
                 obj = [line for line in text.splitlines() if line.strip()]
+            elif "assert" in text and "\n" in text:
+                obj = [text]  # one test source (set-up + asserts, HumanEval's check function)
             else:
                 raise GroundTruthError(f"code ground truth is neither JSON tests nor asserts: {text[:120]!r}") from None
     tests: list[Test] = []
     if isinstance(obj, Mapping):
         if "asserts" in obj:
-            obj = list(obj["asserts"])  # type: ignore[call-overload]
+            asserts = obj["asserts"]
+            obj = [asserts] if isinstance(asserts, str) else list(asserts) if isinstance(asserts, list) else None
         elif "inputs" in obj and "outputs" in obj:
             ins, outs = obj["inputs"], obj["outputs"]
             if not isinstance(ins, list) or not isinstance(outs, list) or len(ins) != len(outs):
@@ -103,13 +132,8 @@ def parse_tests(ground_truth: object) -> list[Test]:
                     raise GroundTruthError(f"code ground truth fn_name {fn!r} is not a Python identifier")
                 for args, out in zip(ins, outs, strict=False):
                     call = f"{fn}(*{args!r})" if isinstance(args, list) else f"{fn}({args!r})"
-                    # Built-in values compared with built-in ==: a rigged __eq__ cannot pass (see _sandbox_child).
-                    check = f"__evr1_eq(__got, {out!r})"
-                    if isinstance(out, list) and len(out) == 1:
-                        check += f" or __evr1_eq(__got, {out[0]!r})"  # APPS wraps single return values in a list
-                    tests.append(
-                        Test(suffix=f"__got = {call}\nif type(__got) is tuple: __got = list(__got)\nassert {check}\n")
-                    )
+                    # The call runs in the sandbox; its plain return value is compared here (values_equal).
+                    tests.append(Test(steps=(("probe", [call]),), returns=out, call=True))
             else:
                 tests = [Test(stdin=_as_text(i), expected=_as_text(o)) for i, o in zip(ins, outs, strict=False)]
             return _nonempty(tests)
@@ -121,7 +145,8 @@ def parse_tests(ground_truth: object) -> list[Test]:
         raise GroundTruthError(f"code ground truth must be a list of tests, got {type(obj).__name__}")
     for t in obj:
         if isinstance(t, str):
-            tests.append(Test(suffix=harden_asserts(t)))
+            steps, checks = plan(t)
+            tests.append(Test(steps=tuple(steps), checks=tuple(checks)))
         elif isinstance(t, Mapping):
             i = t.get("input", t.get("stdin"))
             o = t.get("output", t.get("stdout", t.get("expected_output")))
@@ -167,42 +192,26 @@ def outputs_match(got: str, want: str) -> bool:
     return True
 
 
-class _Harden(ast.NodeTransformer):
-    def visit_Assert(self, node: ast.Assert) -> ast.Assert:
-        t = node.test
-        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq):
-            test: ast.expr = ast.Call(ast.Name("__evr1_eq", ast.Load()), [t.left, t.comparators[0]], [])
-        else:
-            test = ast.Call(ast.Name("__evr1_truth", ast.Load()), [t], [])
-        return ast.copy_location(ast.Assert(test, node.msg), node)
+def run_tests_of(
+    program: str, tests: Sequence[Test], limits: SandboxLimits, sandbox: SandboxConfig | None = None
+) -> list[bool]:
+    """Pass/fail per test. The tests run in parallel up to the sandbox's worker limit; the answer as a whole gets
+    one wall budget (`len(tests) * wall` / workers, at least one test's wall), so sleeping costs one timeout."""
+    answer = limits.wall_seconds * max(1.0, math.ceil(len(tests) / 2)) + 2.0
+    results = run_jobs([t.job(program) for t in tests], limits, sandbox, answer_seconds=answer)
+    return [t.passed(r) for t, r in zip(tests, results, strict=True)]
 
 
-def harden_asserts(source: str) -> str:
-    """`assert a == b` → `assert __evr1_eq(a, b)`, `assert e` → `assert __evr1_truth(e)`: both demand built-in
-    values, so a program returning an object whose `__eq__`/`__bool__` always says yes passes nothing."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as e:
-        raise GroundTruthError(f"code test is not valid Python ({e.msg}): {source[:120]!r}") from None
-    return ast.unparse(ast.fix_missing_locations(_Harden().visit(tree))) + "\n"
+CodeTruth = tuple[list[Test], SandboxLimits]
 
 
-def run_tests_of(program: str, tests: list[Test], limits: SandboxLimits) -> list[bool]:
-    """Pass/fail per test: exit 0 in time, test code (if any) completed, stdout matching (if expected)."""
-    results = run_tests(program, [t.stdin for t in tests], limits, [t.suffix for t in tests])
-    return [
-        r.ok and (t.expected is None or outputs_match(r.stdout, t.expected))
-        for t, r in zip(tests, results, strict=True)
-    ]
-
-
-@register("code", aliases=("coding", "python", "programming", "code_generation", "python_code"))
+@register(CODE)
 class Code:
-    """Fraction of tests passed by the program, run in the sandbox (never trusted)."""
+    """Fraction of tests passed by the program, run behind the sandbox boundary (never trusted)."""
 
     name = "code"
 
-    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[list[Test], SandboxLimits]:
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> CodeTruth:
         tests = parse_tests(ground_truth)
         cpu = extra_float(extras, "timeout", 5.0)
         mem = extra_float(extras, "memory_mb", 1024.0)
@@ -212,11 +221,11 @@ class Code:
         )
         return tests[:max_tests], limits
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
-        tests, limits = truth  # type: ignore[misc]
+    def score(self, response: Response, truth: CodeTruth, ctx: Context) -> Outcome:
+        tests, limits = truth
         cand = response.extraction()
         program = extract_program(cand.text)
         if not compiles(program):
             return Outcome(0.0, False, {"source": cand.source, "compiles": False, "passed": 0, "tests": len(tests)})
-        passed = sum(run_tests_of(program, tests, limits))
+        passed = sum(run_tests_of(program, tests, limits, ctx.sandbox))
         return Outcome(passed / len(tests), True, {"source": cand.source, "passed": passed, "tests": len(tests)})

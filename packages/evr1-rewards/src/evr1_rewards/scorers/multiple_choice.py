@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response, clean_payload, tail
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import first_parsed, truth_text
+from evr1_rewards.truth import truth_text
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import MULTIPLE_CHOICE
 
 SCAN_CHARS = 4096
 DEFAULT_LETTERS = "ABCDEFGHIJ"
@@ -37,41 +38,51 @@ _LEADING = re.compile(r"^(?:(?i:option|choice)[ \t]{0,3})?(?:\(([A-Ja-j])\)|([A-
 _END = re.compile(r"(?<![A-Za-z0-9'’])([A-J])[\s\.\)\]\*。]{0,8}$")
 _STANDALONE = re.compile(r"(?<![A-Za-z0-9'’])([A-J])(?![A-Za-z0-9'’])")
 _NORM = re.compile(r"[^\w\u4e00-\u9fff]+")
+_STATED = re.compile(r"(?:\(\s?([A-Ja-j])\s?\)|\[\s?([A-Ja-j])\s?\]|（([A-Ja-j])）|([A-J]))(?![A-Za-z0-9'’])")
+_CONNECTIVES = frozenset({"because", "since", "as", "so", "which", "that", "is", "was", "the", "it", "this", "for"})
+_BARE_LINE = re.compile(r"[\s*#>\-]{0,8}(?:option\s{0,2}|choice\s{0,2})?[\(\[]?([A-J])[\)\]]?[\s.:：。*]{0,4}", re.I)
 
 
 @dataclass(frozen=True, slots=True)
 class Choices:
-    """Valid option letters and (when known) their texts, normalised for matching."""
+    """Valid option letters, the options as written (`items`: (letter, text) pairs) and their texts normalised for
+    matching (`texts`)."""
 
     letters: str
     texts: Mapping[str, str]
+    items: tuple[tuple[str, str], ...] = ()
 
 
 def _norm(text: str) -> str:
     return _NORM.sub(" ", text.lower()).strip()
 
 
-def parse_options(extras: Mapping[str, object]) -> Choices:
-    """`extras["options"]`: ["A. red", "B. blue"], ["red", "blue"] or {"A": "red", "B": "blue"}; default A–J."""
-    opts = extras.get("options")
-    if opts is None or (isinstance(opts, (list, tuple, Mapping)) and len(opts) == 0):
+def parse_options(options: object) -> Choices:
+    """Options as given in a dataset: ["A. red", "B. blue"] (also "A: red", "(A) red"), ["red", "blue"],
+    {"A": "red", "B": "blue"}, or one option per line in a string; None or empty -> letters A–J.
+
+    Letters come from the texts only when every option is lettered in order (A, B, C, …), so an option that merely
+    starts with a letter and a dot ("C. elegans") is not misread. Raises GroundTruthError on anything else.
+    """
+    if options is None or (isinstance(options, (str, list, tuple, Mapping)) and len(options) == 0):
         return Choices(DEFAULT_LETTERS, {})  # no options (or an empty column): letters A-J
+    opts = [line for line in options.splitlines() if line.strip()] if isinstance(options, str) else options
     items: list[tuple[str, str]] = []
     if isinstance(opts, Mapping):
-        items = [(str(k).strip().upper(), str(v)) for k, v in opts.items()]
+        items = [(str(k).strip().upper(), str(v).strip()) for k, v in opts.items()]
     elif isinstance(opts, (list, tuple)):
-        for i, opt in enumerate(opts):
-            text = str(opt)
-            m = _OPTION.match(text)
-            if m and m.group(1).upper() == chr(65 + i):
-                items.append((m.group(1).upper(), m.group(2)))
-            else:
-                items.append((chr(65 + i), text))
+        matches = [_OPTION.match(str(opt)) if isinstance(opt, (str, int, float)) else None for opt in opts]
+        if any(isinstance(opt, (Mapping, list, tuple)) for opt in opts):
+            raise GroundTruthError(f"options must be texts, got {opts!r}"[:200])
+        lettered = all(m is not None and m.group(1).upper() == chr(65 + i) for i, m in enumerate(matches))
+        for i, (opt, m) in enumerate(zip(opts, matches, strict=True)):
+            items.append((chr(65 + i), m.group(2).strip() if lettered and m else str(opt).strip()))
     else:
         raise GroundTruthError(f"extras['options'] must be a list or a mapping of option texts, got {opts!r}")
-    if not items or any(len(k) != 1 or not "A" <= k <= "Z" for k, _ in items):
-        raise GroundTruthError(f"extras['options'] must name options A, B, C, …; got {opts!r}")
-    return Choices("".join(k for k, _ in items), {k: _norm(v) for k, v in items})
+    letters = [k for k, _ in items]
+    if not items or any(len(k) != 1 or not "A" <= k <= "Z" for k in letters) or len(set(letters)) != len(letters):
+        raise GroundTruthError(f"extras['options'] must name distinct options A, B, C, …; got {opts!r}"[:300])
+    return Choices("".join(letters), {k: _norm(v) for k, v in items}, tuple(items))
 
 
 def _pick(m: re.Match[str], letters: str) -> str | None:
@@ -101,8 +112,29 @@ def _from_option_text(s: str, choices: Choices) -> str | None:
     return None
 
 
-def extract_letter(text: str, choices: Choices) -> str | None:
-    """The option letter an answer declares, or None. Total and linear (looks at the last SCAN_CHARS characters)."""
+def _stated_letter(s: str, letters: str) -> str | None:
+    """The letter a stated answer opens with: "B because option C is wrong", "B (C is a distractor)", "(a) — …".
+    The article "A" / pronoun "I" followed by an ordinary word ("A dog", "I think") is not a letter."""
+    m = _STATED.match(s)
+    if m is None:
+        return None
+    letter = _pick(m, letters)
+    if letter is None:
+        return None
+    rest = s[m.end() :].lstrip()
+    if m.group(4) in ("A", "I") and rest[:1].isalpha() and rest[:1].islower():
+        word = rest.split(None, 1)[0].strip(",.;:").lower()
+        if word not in _CONNECTIVES:
+            return None
+    return letter
+
+
+def extract_letter(text: str, choices: Choices, *, stated: bool = False) -> str | None:
+    """The option letter an answer declares, or None. Total and linear (looks at the last SCAN_CHARS characters).
+
+    `stated`: the text is the payload of an explicit answer (after "the answer is" / "Answer:", inside `<answer>` or
+    `\\boxed{}`), so a letter opening it is the answer even with an explanation after it that names other options.
+    """
     s = clean_payload(tail(text, SCAN_CHARS)).replace("**", "").strip()
     if not s:
         return None
@@ -114,6 +146,13 @@ def extract_letter(text: str, choices: Choices) -> str | None:
     m = _LEADING.match(s)
     if m and (letter := _pick(m, letters)):
         return letter
+    if stated and (letter := _stated_letter(s, letters)):
+        return letter
+    # A leading line that is just a letter ("C\n\nExplanation: … option D does not match.").
+    first = s[: s.find("\n")] if "\n" in s else ""
+    m = _BARE_LINE.fullmatch(first) if first else None
+    if m and m.group(1).upper() in letters:
+        return m.group(1).upper()
     # Explicit declarations anywhere: the last one wins; a mere mention ("option A is wrong") only if none.
     found: tuple[int, str] | None = None
     for pattern in (_DECL, _IS_CORRECT):
@@ -150,14 +189,14 @@ def extract_letter(text: str, choices: Choices) -> str | None:
     return None
 
 
-@register("multiple_choice", aliases=("multiple choice", "mcq", "mc", "multi_choice", "choice", "single_choice"))
+@register(MULTIPLE_CHOICE)
 class MultipleChoice:
     """Option-letter match; letters restricted to the options; never reads 'a'/'I' in prose as an option."""
 
     name = "multiple_choice"
 
     def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[str, Choices]:
-        choices = parse_options(extras)
+        choices = parse_options(extras.get("options"))
         text = truth_text(ground_truth).strip()
         bare = text.strip(" \t\n.:()[]").upper()
         if len(bare) == 1 and bare in choices.letters:
@@ -173,7 +212,16 @@ class MultipleChoice:
             "(use the letter, e.g. 'B', or pass the options in extras['options'])"
         )
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
-        gold, choices = truth  # type: ignore[misc]
-        pred, source, parsed = first_parsed(response, lambda t: extract_letter(t, choices))
-        return Outcome(1.0 if pred == gold else 0.0, parsed, {"pred": pred or "", "source": source})
+    def format_truth(self, truth: tuple[str, Choices]) -> str:
+        return truth[0]
+
+    def score(self, response: Response, truth: tuple[str, Choices], ctx: Context) -> Outcome:
+        gold, choices = truth
+        for i, cand in enumerate(response.candidates()):
+            pred = extract_letter(cand.text, choices, stated=cand.source in _STATED_SOURCES)
+            if pred is not None:
+                return Outcome(1.0 if pred == gold else 0.0, i == 0, {"pred": pred, "source": cand.source})
+        return Outcome(0.0, False, {"pred": "", "source": "none"})
+
+
+_STATED_SOURCES = frozenset({"answer_tag", "boxed", "statement"})

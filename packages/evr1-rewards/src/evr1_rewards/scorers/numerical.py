@@ -9,8 +9,10 @@ from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response, clean_payload
 from evr1_rewards.numbers import Number, close, parse_number
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import extra_float, first_parsed, truth_text
+from evr1_rewards.scorers._common import first_parsed
+from evr1_rewards.truth import extra_float, truth_text
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import NUMERICAL
 
 REL_TOL = 1e-4
 ABS_TOL = 1e-9
@@ -37,19 +39,38 @@ def _decimals(ground_truth: object) -> int:
     return len(m.group(1)) if m else 0
 
 
-@register("numerical", aliases=("number", "numeric", "counting", "count", "numerical_answer"))
+def format_number(n: Number, decimals: int = 0) -> str:
+    """Canonical text of a number that parses back to it: '1250', '0.33' (decimals kept), '12.5', '50%'."""
+    v = n.value
+    if decimals > 0:
+        text = f"{v:.{decimals}f}"
+    elif v.is_integer() and abs(v) < 1e18:
+        text = str(int(v))
+    else:
+        text = repr(v)
+    return text + "%" if n.percent else text
+
+
+NumericalTruth = tuple[Number, float, float, int]
+"""(number, rel_tol, abs_tol, decimals written in the ground truth)."""
+
+
+@register(NUMERICAL)
 class Numerical:
     """Number equality within tolerance (extras: rel_tol=1e-4, abs_tol=1e-9); percent, fractions, words understood."""
 
     name = "numerical"
 
-    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[Number, float, float, int]:
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> NumericalTruth:
         rel = extra_float(extras, "rel_tol", REL_TOL)
         abs_ = extra_float(extras, "abs_tol", ABS_TOL)
         return parse_truth_number(ground_truth), rel, abs_, _decimals(ground_truth)
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
-        gold, rel, abs_, decimals = truth  # type: ignore[misc]
+    def format_truth(self, truth: NumericalTruth) -> str:
+        return format_number(truth[0], truth[3])
+
+    def score(self, response: Response, truth: NumericalTruth, ctx: Context) -> Outcome:
+        gold, rel, abs_, decimals = truth
         pred, source, parsed = first_parsed(response, parse_answer_number)
         if pred is None:
             return Outcome(0.0, False, {"source": source})

@@ -7,35 +7,14 @@ a lower bound of the exact score that keeps the cost linear.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
-from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response, clean_payload
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import extra_float, truth_text
 from evr1_rewards.text import levenshtein, normalize_text
+from evr1_rewards.truth import extra_float, references
 from evr1_rewards.types import Context, Outcome
-
-
-def references(ground_truth: object, *, normalize: bool = True) -> list[str]:
-    """One reference, or several (a list, or a JSON list string); case/space-normalised unless `normalize=False`."""
-    if isinstance(ground_truth, (list, tuple)):
-        refs = [truth_text(x) for x in ground_truth]
-    else:
-        text = truth_text(ground_truth)
-        refs = [text]
-        if text.startswith("[") and text.endswith("]"):
-            try:
-                v = json.loads(text)
-            except ValueError:
-                v = None
-            if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
-                refs = v
-    refs = [normalize_text(r) if normalize else r.strip() for r in refs]
-    if not any(refs):
-        raise GroundTruthError(f"text ground truth is empty: {ground_truth!r}")
-    return [r for r in refs if r]
+from evr1_rewards.vocabulary import OCR as OCR_TYPE
 
 
 def similarity(pred: str, ref: str) -> float:
@@ -47,7 +26,7 @@ def similarity(pred: str, ref: str) -> float:
     return max(0.0, 1.0 - min(dist, longest) / longest) if longest else 1.0
 
 
-@register("ocr", aliases=("text_recognition", "scene_text", "anls", "text_reading"))
+@register(OCR_TYPE)
 class OCR:
     """1 − normalised edit distance, best over references."""
 
@@ -56,8 +35,8 @@ class OCR:
     def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[list[str], float]:
         return references(ground_truth), extra_float(extras, "anls_threshold", 0.0)
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
-        refs, threshold = truth  # type: ignore[misc]
+    def score(self, response: Response, truth: tuple[list[str], float], ctx: Context) -> Outcome:
+        refs, threshold = truth
         cand = response.extraction()
         raw = clean_payload(cand.text)
         # Normalise only what can matter: beyond 8·len(ref) + 256 characters the answer is scored as a lower bound.

@@ -11,19 +11,16 @@ from collections.abc import Mapping
 
 from evr1_rewards.extract import Response, clean_payload
 from evr1_rewards.registry import register
-from evr1_rewards.scorers.ocr import references
 from evr1_rewards.text import rouge_l_f1, tokenize
+from evr1_rewards.truth import references
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import OPEN_ENDED
 
 MAX_TOKENS = 4096
 MAX_CHARS = 32_768
 
 
-@register(
-    "open_ended",
-    aliases=("open-ended", "free_form", "free-form", "video_qa", "video qa", "video_description", "caption",
-             "captioning", "short_answer", "oe", "open"),
-)  # fmt: skip
+@register(OPEN_ENDED)
 class OpenEnded:
     """ROUGE-L F1 (CJK-aware), best over references."""
 
@@ -33,7 +30,7 @@ class OpenEnded:
         refs = [tokenize(r) for r in references(ground_truth)]
         return [r for r in refs if r] or [list(references(ground_truth)[0])]
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
+    def score(self, response: Response, truth: list[list[str]], ctx: Context) -> Outcome:
         cand = response.extraction()
         text = clean_payload(cand.text)
         window = text[-MAX_CHARS:]
@@ -47,5 +44,5 @@ class OpenEnded:
         toks = toks[-MAX_TOKENS:]
         if not toks:
             return Outcome(0.0, False, {"source": cand.source})
-        best = max(rouge_l_f1(toks, ref, hyp_len=n) for ref in truth)  # type: ignore[union-attr, attr-defined]
+        best = max(rouge_l_f1(toks, ref, hyp_len=n) for ref in truth)
         return Outcome(best, True, {"source": cand.source})

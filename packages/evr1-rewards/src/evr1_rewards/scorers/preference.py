@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response, ascii_lower, clean_payload, tail
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import first_parsed, truth_text
+from evr1_rewards.scorers._common import first_parsed
+from evr1_rewards.truth import truth_text
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import PREFERENCE
 
 _LABELS = {
     "1": "1", "response 1": "1", "response1": "1", "response a": "1", "a": "1", "first": "1", "the first": "1",
@@ -46,7 +48,10 @@ def parse_label(text: str) -> str | None:
     return seen.pop() if len(seen) == 1 else None
 
 
-@register("preference", aliases=("llava", "critic", "llava_critic", "pairwise", "reward_model", "judge"))
+_TEXT = {"1": "Response 1", "2": "Response 2", "tie": "Tie"}
+
+
+@register(PREFERENCE)
 class Preference:
     """Label match: Response 1 / Response 2 / Tie."""
 
@@ -59,6 +64,9 @@ class Preference:
             raise GroundTruthError(f"preference ground truth {text[:80]!r} is not 'Response 1', 'Response 2' or 'Tie'")
         return label
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
+    def format_truth(self, truth: str) -> str:
+        return _TEXT[truth]
+
+    def score(self, response: Response, truth: str, ctx: Context) -> Outcome:
         pred, source, parsed = first_parsed(response, parse_label)
         return Outcome(1.0 if pred == truth else 0.0, parsed, {"pred": pred or "", "source": source})

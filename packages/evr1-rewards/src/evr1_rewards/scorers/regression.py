@@ -14,8 +14,10 @@ from evr1_rewards.extract import Response
 from evr1_rewards.numbers import Number
 from evr1_rewards.registry import register
 from evr1_rewards.scorers._common import first_parsed
-from evr1_rewards.scorers.numerical import parse_answer_number, parse_truth_number
+from evr1_rewards.scorers.numerical import format_number, parse_answer_number, parse_truth_number
+from evr1_rewards.truth import extra_bool
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import REGRESSION
 
 MARGINS_PERCENT = tuple(50 - 5 * k for k in range(10))  # 1 - t for t = 0.50 … 0.95
 
@@ -33,7 +35,7 @@ def mean_relative_accuracy(pred: float, gold: float, *, official: bool = False) 
     return hits / len(MARGINS_PERCENT)
 
 
-@register("regression", aliases=("mra", "numerical_regression", "estimation"))
+@register(REGRESSION)
 class Regression:
     """Mean relative accuracy over 10 thresholds (VSI-Bench); `official` flag for the benchmark's `<=`."""
 
@@ -41,15 +43,16 @@ class Regression:
 
     def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[Number, bool]:
         gold = parse_truth_number(ground_truth)
-        official = extras.get("official", False)
-        if not isinstance(official, bool):
-            raise GroundTruthError(f"extras['official'] must be true or false, got {official!r}")
+        official = extra_bool(extras, "official")
         if official and gold.value <= 0:
             raise GroundTruthError(f"official MRA needs a positive ground truth, got {gold.value}")
         return gold, official
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
-        gold, official = truth  # type: ignore[misc]
+    def format_truth(self, truth: tuple[Number, bool]) -> str:
+        return format_number(truth[0])
+
+    def score(self, response: Response, truth: tuple[Number, bool], ctx: Context) -> Outcome:
+        gold, official = truth
         pred, source, parsed = first_parsed(response, parse_answer_number)
         if pred is None:
             return Outcome(0.0, False, {"source": source})

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from evr1_rewards.coords import conventions, to_common
+from evr1_rewards.coords import Conventions, conventions, to_common
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
 from evr1_rewards.masks import Mask, from_polygons, from_rle, iou
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import truth_json
 from evr1_rewards.structured import as_box, as_float, find_json, iou_2d
+from evr1_rewards.truth import truth_json
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import SEGMENTATION
 
 POS_KEYS = ("positive_points", "pos_points", "points_positive", "positive")
 NEG_KEYS = ("negative_points", "neg_points", "points_negative", "negative")
@@ -89,15 +90,13 @@ def _points(obj: Mapping[str, object], keys: tuple[str, ...]) -> list[tuple[floa
     return None
 
 
-@register(
-    "segmentation", aliases=("segmentation_image", "segmentation_video", "referring_segmentation", "ris", "rvos", "seg")
-)
+@register(SEGMENTATION)
 class Segmentation:
     """Mask IoU (polygons / RLE), or box + point prompts scored against the mask."""
 
     name = "segmentation"
 
-    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[Mask, tuple]:
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[Mask, Conventions]:
         obj = truth_json(ground_truth)
         try:
             mask = mask_from(obj, None)
@@ -111,8 +110,8 @@ class Segmentation:
         merged = {"image_size": [mask.w, mask.h], **extras}
         return mask, conventions(merged)
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
-        gold, conv = truth  # type: ignore[misc]
+    def score(self, response: Response, truth: tuple[Mask, Conventions], ctx: Context) -> Outcome:
+        gold, conv = truth
         pred_conv, gt_conv, size = conv
         for i, cand in enumerate(response.candidates()):
             obj = find_json(cand.text, want=dict)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
-from evr1_rewards.coords import Box, conventions, to_common
+from evr1_rewards.coords import Box, Conventions, conventions, to_common
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import truth_json
 from evr1_rewards.structured import as_box, box_from_prose, find_json, iou_2d
+from evr1_rewards.truth import truth_json
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import SPATIAL_GROUNDING
 
 
 def answer_box(text: str) -> Box | None:
@@ -28,13 +30,17 @@ def valid_box(box: Box) -> bool:
     return box[2] > box[0] and box[3] > box[1]
 
 
-@register("spatial_grounding", aliases=("spatial grounding", "rec", "referring_expression", "visual_grounding", "bbox"))
+SpatialTruth = tuple[Box, Conventions]
+"""(box, box conventions)."""
+
+
+@register(SPATIAL_GROUNDING)
 class SpatialGrounding:
     """Box IoU; degenerate or inverted predicted boxes score 0; conventions converted via extras['image_size']."""
 
     name = "spatial_grounding"
 
-    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[Box, str, str, object]:
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> SpatialTruth:
         box = as_box(truth_json(ground_truth))
         if box is None:
             raise GroundTruthError(
@@ -42,11 +48,13 @@ class SpatialGrounding:
             )
         if not valid_box(box):
             raise GroundTruthError(f"spatial ground truth box {list(box)} has no area (need x2 > x1 and y2 > y1)")
-        pred_conv, gt_conv, size = conventions(extras)
-        return box, pred_conv, gt_conv, size
+        return box, conventions(extras)
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
-        gold, pred_conv, gt_conv, size = truth  # type: ignore[misc]
+    def format_truth(self, truth: SpatialTruth) -> str:
+        return json.dumps({"boxes": list(truth[0])})
+
+    def score(self, response: Response, truth: SpatialTruth, ctx: Context) -> Outcome:
+        gold, (pred_conv, gt_conv, size) = truth
         for i, cand in enumerate(response.candidates()):
             box = answer_box(cand.text)
             if box is None:

@@ -5,14 +5,16 @@ A reversed predicted span is a format error (0) in reward mode and swapped in me
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import truth_json
 from evr1_rewards.structured import as_span, find_json, iou_1d, span_from_prose
+from evr1_rewards.truth import truth_json
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import TEMPORAL_GROUNDING
 
 TIME_KEYS = ("time", "timestamps", "timestamp", "span", "segment")
 
@@ -62,9 +64,11 @@ def order_span(span: Span, mode: str) -> Span | None:
     return (span[1], span[0]) if mode == "metric" else None
 
 
-@register(
-    "temporal_grounding", aliases=("temporal grounding", "tg", "moment_retrieval", "temporal_localization", "tvg")
-)
+def format_span(span: Span) -> str:
+    return json.dumps({"time": [span[0], span[1]]})
+
+
+@register(TEMPORAL_GROUNDING)
 class TemporalGrounding:
     """tIoU of the predicted and ground-truth spans; reversed spans are a format error in reward mode."""
 
@@ -73,7 +77,10 @@ class TemporalGrounding:
     def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> Span:
         return parse_truth_span(ground_truth)
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
+    def format_truth(self, truth: Span) -> str:
+        return format_span(truth)
+
+    def score(self, response: Response, truth: Span, ctx: Context) -> Outcome:
         for i, cand in enumerate(response.candidates()):
             span = answer_span(cand.text)
             if span is None:
@@ -81,5 +88,5 @@ class TemporalGrounding:
             ordered = order_span(span, ctx.mode)
             if ordered is None:
                 return Outcome(0.0, False, {"source": cand.source, "reversed": True})
-            return Outcome(iou_1d(ordered, truth), i == 0, {"source": cand.source, "pred": list(ordered)})  # type: ignore[arg-type]
+            return Outcome(iou_1d(ordered, truth), i == 0, {"source": cand.source, "pred": list(ordered)})
         return Outcome(0.0, False, {"source": "none"})

@@ -6,25 +6,29 @@ earns full credit). Keys are normalised: "9" == "9.0" == 9.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
-from evr1_rewards.coords import conventions
+from evr1_rewards.coords import Box, Conventions, conventions
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
 from evr1_rewards.registry import register
-from evr1_rewards.scorers._common import truth_json
 from evr1_rewards.scorers._tracks import boxes_by_frame, union_mean_iou
 from evr1_rewards.structured import find_json
+from evr1_rewards.truth import truth_json
 from evr1_rewards.types import Context, Outcome
+from evr1_rewards.vocabulary import TRACKING
+
+TrackTruth = tuple[dict[str, Box], Conventions]
 
 
-@register("tracking", aliases=("object_tracking", "video_tracking", "sot", "single_object_tracking"))
+@register(TRACKING)
 class Tracking:
     """Mean IoU over the union of frame keys (missing/spurious frames = 0)."""
 
     name = "tracking"
 
-    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> tuple[dict, tuple]:
+    def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> TrackTruth:
         track = boxes_by_frame(truth_json(ground_truth))
         if not track:
             raise GroundTruthError(
@@ -33,10 +37,13 @@ class Tracking:
         bad = [k for k, b in track.items() if b is None]
         if bad:
             raise GroundTruthError(f"tracking ground truth has invalid or empty boxes at keys {bad[:5]}")
-        return track, conventions(extras)
+        return {k: b for k, b in track.items() if b is not None}, conventions(extras)
 
-    def score(self, response: Response, truth: object, ctx: Context) -> Outcome:
-        gold, conv = truth  # type: ignore[misc]
+    def format_truth(self, truth: TrackTruth) -> str:
+        return json.dumps({"boxes": {k: list(b) for k, b in truth[0].items()}})
+
+    def score(self, response: Response, truth: TrackTruth, ctx: Context) -> Outcome:
+        gold, conv = truth
         for i, cand in enumerate(response.candidates()):
             obj = find_json(cand.text, want=dict)
             pred = boxes_by_frame(obj) if obj is not None else None

@@ -141,6 +141,9 @@ def run(cfg: Any) -> RunSummary:
         config=plain(cfg) if not isinstance(cfg, dict) else cfg,
     )
     tracker.jsonl.truncate_after(trainer.state.step)
+    from evr1_train.rollouts.engines import attach_local, finish_local
+
+    dumps = attach_local(trainer, cfg, out)  # evr1.rollout_dump: drops dumps past the resumed step
     history = trainer.state.history
     t_start = time.perf_counter()
     wall_before = trainer.state.wall_s
@@ -199,4 +202,5 @@ def run(cfg: Any) -> RunSummary:
         history=list(history),
     )
     print("\n" + summary.table(), flush=True)
+    finish_local(dumps, out)  # the quickstart builds the rollout viewer and prints its path
     return summary

@@ -52,6 +52,7 @@ class Prompt:
     problem_type: str
     extras: dict[str, Any]
     offline_ids: tuple[int, ...] | None = None
+    row: dict[str, Any] | None = None  # the dataset row (rollout dumps rebuild its media references from it)
 
 
 @dataclass
@@ -151,6 +152,8 @@ class LocalTrainer:
         self.state = TrainState(kl_coef=cfg.kl_ctrl_coef)
         self._val_cache: dict[str, EncodedPrompt] = {}
         self._offline_notes: dict[str, int] = defaultdict(int)
+        #: Called as on_rollout(step, prompts, seqs, advantages, response_mask) each step (rollout dumps).
+        self.on_rollout: Callable[..., None] | None = None
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
 
@@ -248,7 +251,7 @@ class LocalTrainer:
             if not fitted.skipped:
                 offline = fitted.token_ids
         kind = str(row.get("kind") or row.get("data_source") or extras["problem_type"])
-        return Prompt(uid, rid, kind, enc, gt, extras["problem_type"], extras, offline)
+        return Prompt(uid, rid, kind, enc, gt, extras["problem_type"], extras, offline, row=row)
 
     # -- rollout + reward ------------------------------------------------------------------------------------
     def _generate(self, prompts: Sequence[EncodedPrompt], do_sample: bool = True) -> list[list[int]]:
@@ -405,6 +408,8 @@ class LocalTrainer:
                 components=components,
                 prompt_width=prompt_width,
             )
+        if self.on_rollout is not None:
+            self.on_rollout(step, prompts, seqs, adv, resp_mask)
         with timer.phase("update"):
             metrics.update(self._update(prompts, seqs, width, resp_mask, adv, old_lp, ref_lp, offline))
         self.state.step = step

@@ -45,4 +45,7 @@ class Evr1Trainer(PPOTrainerSync):
 
             data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
             metrics.update(hybrid_metrics_from_extra_fields(list(data.pop("extra_fields").tolist())))
+        from evr1_train.rollouts.engines import maybe_dump_verl
+
+        maybe_dump_verl(self, batch, global_steps)  # evr1.rollout_dump (no-op unless enabled and due)
         return out

@@ -1,4 +1,4 @@
-"""Inputs shared by the tests, the benchmark and downstream packages' tests: typical responses per problem type and
+"""Inputs shared by the evr1-rewards tests and `benchmarks/rewards_throughput.py`: typical responses per problem type and
 adversarial responses (megabyte floods, nested JSON, unbalanced tags, regex-pathological strings)."""
 
 from __future__ import annotations

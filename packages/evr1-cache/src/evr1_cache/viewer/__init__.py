@@ -1,0 +1,30 @@
+"""The evr1 viewer: one static HTML site for evaluation runs and training rollouts (`pip install 'evr1-cache[viewer]'`).
+
+evr1-eval (`evr1-eval report --html`) and evr1-train (`evr1-train view`) convert their own run folders into the
+records below and call `write_site`; the frames come from this package's cache, so the page shows the exact frames
+and timestamps the model saw. Importing this package loads the stdlib records only; Jinja2 and Pillow load when a
+site is written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from evr1_cache.viewer.records import Curve, MediaRef, ResponseRecord, RunRecord, SampleRecord
+
+if TYPE_CHECKING:
+    from evr1_cache.viewer.site import SiteResult, write_site
+    from evr1_cache.viewer.thumbs import entry_frames
+
+__all__ = (
+    "Curve", "MediaRef", "ResponseRecord", "RunRecord", "SampleRecord", "SiteResult", "entry_frames", "write_site",
+)  # fmt: skip
+_LAZY = {"write_site": "site", "SiteResult": "site", "entry_frames": "thumbs"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f"evr1_cache.viewer.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'evr1_cache.viewer' has no attribute {name!r}")

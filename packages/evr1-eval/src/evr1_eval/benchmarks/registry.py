@@ -1,0 +1,42 @@
+"""The benchmark registry: a dict filled by `register()` (one call per benchmark module), looked up by name or alias.
+
+Importing `evr1_eval.benchmarks` imports every built-in benchmark module, and Python always runs a package's
+`__init__` before any of its modules, so the registry is full before the first lookup without an import back into the
+package. A third-party benchmark registers itself the same way (`register(Benchmark(...))` at import time).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from evr1_eval.benchmarks.base import Benchmark
+
+_REGISTRY: dict[str, Benchmark] = {}
+_ALIASES: dict[str, str] = {}
+
+
+def register(bench: Benchmark) -> Benchmark:
+    """Add a benchmark (and its aliases) to the registry; a duplicate name is a programming error."""
+    for key in (bench.name, *bench.aliases):
+        if key in _REGISTRY or key in _ALIASES:
+            raise ValueError(f"benchmark name {key!r} is already registered")
+    _REGISTRY[bench.name] = bench
+    for alias in bench.aliases:
+        _ALIASES[alias] = bench.name
+    return bench
+
+
+def get_benchmark(name: str) -> Benchmark:
+    """Look a benchmark up by name or alias; an unknown name raises with the closest known names."""
+    key = name.strip()
+    key = _ALIASES.get(key, key)
+    if key in _REGISTRY:
+        return _REGISTRY[key]
+    known = [*_REGISTRY, *_ALIASES]
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise KeyError(f"unknown benchmark {name!r}.{hint} Run `evr1-eval list` for all {len(_REGISTRY)} benchmarks.")
+
+
+def available_benchmarks() -> list[str]:
+    return sorted(_REGISTRY)

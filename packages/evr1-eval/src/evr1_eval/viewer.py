@@ -1,0 +1,347 @@
+"""Evaluation runs -> the evr1 viewer's records (`evr1-eval report --html OUT/`): one static site, runs side by side.
+
+A run folder records what the model answered (`results*.jsonl`) and under which settings (`run*.json`: the frame
+spec, the annotation file's digest, the command line). The prompt, ground truth and media of each sample come from
+the benchmark's annotation file, loaded the way `run` loads it; the frames come from the frame cache, looked up with
+the recorded spec, so the strip shows exactly the cached frames the model was given. Every check that fails (the
+annotation file changed since the run, a prompt no longer hashes to what was sent, a video not in the cache) becomes
+a visible note or problem, never a crash. Needs the `viewer` extra of evr1-cache (Jinja2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord, SiteResult
+    from evr1_eval.types import Sample, ScoredSample
+
+#: Group names tried in order for the "task" shown and filtered on (benchmarks name their task field differently).
+TASK_GROUPS = ("task", "task_type", "question_type", "category", "dimension", "subject", "domain")
+#: A row counts as correct when its metric reaches this (1/0 metrics: 1; partial credit: at least half).
+CORRECT_AT = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """Where a run's annotations, media and frames are (given on the command line, else read from the run's record)."""
+
+    annotations_dir: Path | None = None
+    media_root: Path | None = None
+    cache_dir: Path | None = None
+
+
+def add_html_arguments(parser: argparse.ArgumentParser) -> None:
+    """`report`'s viewer options (kept here so the report command needs one line for them)."""
+    g = parser.add_argument_group("HTML viewer (needs `pip install 'evr1-cache[viewer]'`)")
+    g.add_argument("--html", type=Path, default=None, metavar="DIR", help="also write the static sample viewer to DIR")
+    g.add_argument(
+        "--annotations-dir", type=Path, default=None, help="annotations of the runs (default: what each run recorded)"
+    )
+    g.add_argument("--media-root", type=Path, default=None, help="media root of the annotations (default: recorded)")
+    g.add_argument("--cache-dir", type=Path, default=None, help="frame cache for the thumbnails (default: recorded)")
+
+
+def run_html(args: argparse.Namespace) -> int:
+    """Write the viewer for `args.runs` into `args.html`; prints the page to open. Returns the number of problems."""
+    given = Sources(args.annotations_dir, args.media_root, args.cache_dir)
+    runs = [eval_run_record(Path(d), given) for d in args.runs]
+    try:
+        result = write_html(runs, args.html)
+    except ImportError as exc:  # the viewer extra is missing: a clear CLI error, not a traceback
+        raise ValueError(str(exc)) from exc
+    problems = sum(len(r.problems) for r in runs)
+    for run in runs:
+        for problem in run.problems:
+            print(f"viewer: {run.name}: {problem}", file=_stderr())
+    print(
+        f"viewer: {result.samples} samples, {result.thumbnails_written} thumbnail sets written, "
+        f"{result.thumbnails_reused} reused; open {result.index.resolve()}",
+        file=_stderr(),
+    )
+    return problems
+
+
+def _stderr() -> Any:
+    import sys
+
+    return sys.stderr
+
+
+def write_html(runs: Sequence[RunRecord], out_dir: Path, *, title: str = "evr1-eval report") -> SiteResult:
+    from evr1_cache.viewer import write_site
+
+    return write_site(runs, out_dir, title=title)
+
+
+def recorded_sources(settings: Mapping[str, Any]) -> Sources:
+    """The `--annotations-dir`, `--media-root` and `--cache-dir` of the `run` command recorded in run.json."""
+    argv = (settings.get("info") or {}).get("command") or []
+    if not isinstance(argv, list):
+        return Sources()
+    found: dict[str, Path] = {}
+    for i, token in enumerate(argv):
+        for flag in ("--annotations-dir", "--media-root", "--cache-dir"):
+            if token == flag and i + 1 < len(argv):
+                found[flag] = Path(str(argv[i + 1]))
+            elif isinstance(token, str) and token.startswith(flag + "="):
+                found[flag] = Path(token.split("=", 1)[1])
+    return Sources(found.get("--annotations-dir"), found.get("--media-root"), found.get("--cache-dir"))
+
+
+def _settings(bench_dir: Path, problems: list[str]) -> dict[str, Any]:
+    for path in sorted(bench_dir.glob("run*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            problems.append(f"{path}: unreadable settings ({exc})")
+            continue
+        if isinstance(data, dict):
+            return data
+    return {}
+
+
+def _bench_dirs(run_dir: Path) -> list[Path]:
+    if any(run_dir.glob("results*.jsonl")):
+        return [run_dir]
+    return sorted(p for p in run_dir.iterdir() if p.is_dir() and any(p.glob("results*.jsonl")))
+
+
+def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | None = None) -> RunRecord:
+    """One run folder (or one benchmark folder) as viewer records; never raises for what a run folder holds."""
+    from evr1_cache.viewer import RunRecord
+    from evr1_eval.report import collect_run, primary_value
+    from evr1_eval.results import load_rows
+
+    given = given or Sources()
+    run_dir = Path(run_dir)
+    report = collect_run(run_dir)
+    problems = list(report.problems)
+    samples: list[SampleRecord] = []
+    for bench_dir in _bench_dirs(run_dir):
+        try:
+            rows = load_rows(bench_dir)
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        if rows:
+            samples += _bench_samples(bench_dir, rows, given, problems)
+    summary: dict[str, float | int | str] = {}
+    for bench, s in report.summaries.items():
+        value = primary_value(s)
+        summary[f"{bench} {s.primary}"] = "n/a" if value is None else round(value, 2)
+    return RunRecord(
+        name=name or report.name,
+        kind="eval",
+        samples=samples,
+        summary=summary,
+        problems=tuple(problems),
+        source=str(run_dir),
+    )
+
+
+def _bench_samples(
+    bench_dir: Path, rows: Sequence[ScoredSample], given: Sources, problems: list[str]
+) -> list[SampleRecord]:
+    settings = _settings(bench_dir, problems)
+    fingerprint = settings.get("fingerprint") or {}
+    recorded = recorded_sources(settings)
+    sources = Sources(
+        given.annotations_dir or recorded.annotations_dir,
+        given.media_root or recorded.media_root,
+        given.cache_dir or recorded.cache_dir,
+    )
+    bench_name = rows[0].benchmark
+    by_id = _load_samples(bench_name, sources, fingerprint, problems)
+    spec = _spec(fingerprint, problems, bench_name)
+    reader = _reader(sources.cache_dir, problems)
+    without_video = bool(fingerprint.get("without_video"))
+    system = fingerprint.get("system_prompt")
+    position = {sid: i for i, sid in enumerate(by_id)}  # annotation order (results are in completion order)
+    out = []
+    for row in sorted(rows, key=lambda r: position.get(r.id, len(position))):
+        sample = by_id.get(row.id)
+        out.append(_record(row, sample, spec, reader, without_video, system if isinstance(system, str) else None))
+    if by_id:
+        missing = sum(1 for r in rows if r.id not in by_id)
+        if missing:
+            problems.append(f"{bench_name}: {missing} result rows have no sample in the annotations (ids changed?)")
+    return out
+
+
+def _load_samples(
+    bench_name: str, sources: Sources, fingerprint: Mapping[str, Any], problems: list[str]
+) -> dict[str, Sample]:
+    if sources.annotations_dir is None:
+        problems.append(
+            f"{bench_name}: no annotations recorded or given: prompts, ground truths and frames are not shown "
+            "(pass --annotations-dir)"
+        )
+        return {}
+    from evr1_eval.benchmarks import get_benchmark
+    from evr1_eval.jobs import load_job
+
+    try:
+        job = load_job(get_benchmark(bench_name), sources.annotations_dir, sources.media_root)
+    except (OSError, KeyError, ValueError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        problems.append(f"{bench_name}: annotations not loaded ({message}); prompts and frames are not shown")
+        return {}
+    recorded = fingerprint.get("annotations")
+    if recorded and job.source and recorded != job.source:
+        problems.append(
+            f"{bench_name}: the annotation file changed since the run ({recorded[:19]}... recorded, "
+            f"{str(job.source)[:19]}... now): prompts and ground truths shown are today's"
+        )
+    return {s.id: s for s in job.samples}
+
+
+def _spec(fingerprint: Mapping[str, Any], problems: list[str], bench: str) -> Any:
+    record = fingerprint.get("sampling")
+    if not isinstance(record, Mapping):
+        return None
+    from evr1_cache.spec import SamplingSpec
+
+    fields = {k: v for k, v in record.items() if k != "key"}
+    try:
+        spec = SamplingSpec.from_dict(fields)
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{bench}: recorded frame settings unreadable ({exc}); frames are not shown")
+        return None
+    if record.get("key") and record["key"] != spec.key():
+        problems.append(f"{bench}: recorded frame settings do not hash to the recorded key; frames may differ")
+    return spec
+
+
+def _reader(cache_dir: Path | None, problems: list[str]) -> Any:
+    if cache_dir is None:
+        return None
+    from evr1_cache import CacheReader
+
+    try:
+        return CacheReader(cache_dir)
+    except FileNotFoundError as exc:
+        problems.append(f"frame cache not found ({exc}); thumbnails are not shown")
+        return None
+
+
+def _media(sample: Sample, spec: Any, reader: Any, without_video: bool) -> tuple[MediaRef, ...]:
+    from evr1_cache.viewer import MediaRef
+
+    refs: list[MediaRef] = []
+    if not without_video:
+        for video in sample.videos:
+            refs.append(_video_ref(video, spec, reader))
+    if sample.images and reader is not None:
+        from evr1_eval.jobs import image_spec_for
+
+        ispec = image_spec_for(spec)
+        for image in sample.images:
+            try:
+                present = reader.contains(image, ispec)
+            except OSError:
+                present = False
+            rel = str(reader.path_for(image, ispec).relative_to(reader.root)) if present else None
+            refs.append(MediaRef(kind="image", source=image, cache_root=str(reader.root), cache_file=rel,
+                                 note=None if present else "image not in the frame cache"))  # fmt: skip
+    elif sample.images:
+        refs += [MediaRef(kind="image", source=i, note="no frame cache given") for i in sample.images]
+    return tuple(refs)
+
+
+def _video_ref(video: str, spec: Any, reader: Any) -> MediaRef:
+    from evr1_cache.viewer import MediaRef
+
+    if spec is None:
+        return MediaRef(kind="video", source=video, note="the run recorded no frame settings")
+    if reader is None:
+        return MediaRef(kind="video", source=video, note="no frame cache given (--cache-dir): timestamps unknown")
+    try:
+        _, meta = reader.load(video, spec, mmap=True)
+        rel = str(reader.path_for(video, spec).relative_to(reader.root))
+    except (KeyError, OSError, ValueError) as exc:
+        return MediaRef(
+            kind="video",
+            source=video,
+            note=f"not in the frame cache for the run's spec ({exc}); the run decoded it on the fly",
+        )
+    return MediaRef(
+        kind="video",
+        source=video,
+        cache_root=str(reader.root),
+        cache_file=rel,
+        frame_indices=tuple(meta.frames_indices),
+        timestamps=tuple(meta.timestamps),
+    )
+
+
+def _task(groups: Mapping[str, str]) -> str:
+    for key in TASK_GROUPS:
+        if groups.get(key):
+            return str(groups[key])
+    return str(next(iter(groups.values()), "")) if groups else ""
+
+
+def _scores(row: ScoredSample) -> dict[str, float]:
+    scores = {"score": float(row.score)}
+    for key, value in (row.details or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value)):
+            scores[str(key)] = float(value)
+    return scores
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _record(
+    row: ScoredSample, sample: Sample | None, spec: Any, reader: Any, without_video: bool, system: str | None
+) -> SampleRecord:
+    from evr1_cache.viewer import ResponseRecord, SampleRecord
+
+    notes: list[str] = []
+    if sample is not None and row.prompt_hash:
+        from evr1_eval.runner import prompt_hash
+
+        if prompt_hash(sample, system) != row.prompt_hash:
+            notes.append("this prompt does not hash to what the model was sent (annotations or template changed)")
+    if without_video:
+        notes.append("run without video (--without-video): the model saw no frames")
+    unscored = row.needs_judge or row.error is not None
+    details = {"finish": "needs LLM judge"} if row.needs_judge else {}
+    for key, value in (row.details or {}).items():  # the scorer's own short facts (scorer name, answered, reason)
+        if isinstance(value, (str, bool)) and len(str(value)) <= 80:
+            details[str(key)] = str(value).lower() if isinstance(value, bool) else value
+    if row.latency_s is not None:
+        details["latency"] = f"{row.latency_s:.2f} s"
+    response: ResponseRecord = ResponseRecord(
+        text=row.response,
+        extracted=row.extracted,
+        scores={} if row.error is not None else _scores(row),
+        correct=None if unscored else row.score >= CORRECT_AT,
+        error=row.error,
+        tokens=row.completion_tokens or None,
+        details=details,
+    )
+    media = _media(sample, spec, reader, without_video) if sample is not None else ()
+    return SampleRecord(
+        key=f"{row.benchmark}/{row.id}",
+        label=row.id,
+        benchmark=row.benchmark,
+        task=_task(row.groups or {}),
+        problem_type=row.problem_type,
+        prompt=sample.prompt if sample is not None else "",
+        system=system,
+        ground_truth=_text(sample.ground_truth) if sample is not None else "",
+        media=media,
+        responses=(response,),
+        notes=tuple(notes),
+    )

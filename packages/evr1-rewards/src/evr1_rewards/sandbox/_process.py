@@ -1,0 +1,118 @@
+"""Plumbing shared by the backends: the harness program and its payload, reading a child's output under a wall
+deadline and an output cap, and splitting a probe run's values from the program's own output."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from evr1_rewards.sandbox._harness import MARKER
+from evr1_rewards.sandbox.types import Job, RunResult, SandboxLimits
+
+
+@lru_cache(maxsize=1)
+def harness_source() -> str:
+    return (Path(__file__).with_name("_harness.py")).read_text(encoding="utf-8")
+
+
+def payload(job: Job, limits: SandboxLimits) -> str:
+    body: dict[str, object] = {"program": job.program, "limits": limits.as_payload()}
+    if job.steps is not None:
+        body["steps"] = [list(s) for s in job.steps]
+    return json.dumps(body)
+
+
+def stub_reading_fd(fd: int) -> str:
+    """`python -c` source: load the harness, read the payload from `fd`, run."""
+    return (
+        f"{harness_source()}\n"
+        f"import os as _o\n_f = _o.fdopen({fd}, 'rb')\n_p = _f.read().decode('utf-8')\n_f.close()\ndel _o, _f\n"
+        "main(_p)\n"
+    )
+
+
+def stub_with_payload(text: str) -> str:
+    """One self-contained program (for remote services that take only source code and stdin)."""
+    return f"{harness_source()}\nmain({text!r})\n"
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def collect(proc: subprocess.Popen[bytes], limits: SandboxLimits) -> tuple[bytes, bytes, bool, bool]:
+    """(stdout, stderr, timed_out, truncated): read until exit, the wall deadline, or the output cap (then kill)."""
+    deadline = time.monotonic() + limits.wall_seconds
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    bufs = {out_fd: bytearray(), err_fd: bytearray()}
+    caps = {out_fd: limits.output_bytes, err_fd: 64 << 10}
+    sel = selectors.DefaultSelector()
+    for fd in bufs:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    timed_out = truncated = False
+    open_streams = 2
+    try:
+        while open_streams:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                kill_group(proc)
+                break
+            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+                fd = key.fd
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(fd)
+                    open_streams -= 1
+                    continue
+                buf = bufs[fd]
+                if len(buf) + len(chunk) > caps[fd]:
+                    buf += chunk[: caps[fd] - len(buf)]
+                    if fd == out_fd:  # too much output: stop the run; a stderr flood is only cut
+                        truncated = True
+                        kill_group(proc)
+                        open_streams = 0
+                        break
+                    continue
+                buf += chunk
+    finally:
+        sel.close()
+        proc.stdout.close()
+        proc.stderr.close()
+    return bytes(bufs[out_fd]), bytes(bufs[err_fd]), timed_out, truncated
+
+
+def split_probes(stdout: str, job: Job) -> tuple[str, str | None]:
+    """(the program's own output, the probe values' JSON text or None) for a run's stdout."""
+    if job.steps is None:
+        return stdout, None
+    pos = stdout.rfind("\n" + MARKER)
+    if pos < 0:
+        return stdout, None
+    line = stdout[pos + 1 + len(MARKER) :]
+    return stdout[:pos], line.strip()
+
+
+def result(
+    job: Job, rc: int | None, out: bytes, err: bytes, timed_out: bool, truncated: bool, wall: float
+) -> RunResult:
+    stdout, probes = split_probes(out.decode("utf-8", "replace"), job)
+    return RunResult(rc, stdout, err.decode("utf-8", "replace"), timed_out, truncated, wall, probes)

@@ -1,0 +1,80 @@
+"""Decoding the tagged JSON a probe run prints (see `sandbox._harness.encode`) into built-in values, bounded."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class Unserialisable:
+    """A value the program returned that is not a built-in value (equal to nothing, not even itself)."""
+
+    __slots__ = ("type_name",)
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<unserialisable {self.type_name}>"
+
+
+class ProbeError(Unserialisable):
+    """The probe expression raised (its exception type name)."""
+
+
+MAX_INT_DIGITS = 100_000
+
+
+def decode(v: object, depth: int = 0) -> Any:
+    """Built-in values from their tagged JSON form; malformed input becomes `Unserialisable`."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if depth > 100:
+        return Unserialisable("too deep")
+    if isinstance(v, dict) and len(v) == 1:
+        tag, body = next(iter(v.items()))
+        try:
+            if tag == "L":
+                return [decode(x, depth + 1) for x in body]
+            if tag == "T":
+                return tuple(decode(x, depth + 1) for x in body)
+            if tag == "S":
+                return {decode(x, depth + 1) for x in body}
+            if tag == "FS":
+                return frozenset(decode(x, depth + 1) for x in body)
+            if tag == "D":
+                return {decode(k, depth + 1): decode(x, depth + 1) for k, x in body}
+            if tag == "I" and isinstance(body, str) and len(body) <= MAX_INT_DIGITS:
+                return int(body)
+            if tag == "F" and body in ("nan", "inf", "-inf"):
+                return float(body)
+            if tag == "C":
+                return complex(float(body[0]), float(body[1]))
+            if tag == "B" and isinstance(body, str):
+                return bytes.fromhex(body)
+            if tag == "E":
+                return ProbeError(str(body)[:100])
+            if tag == "X":
+                return Unserialisable(str(body)[:100])
+        except (TypeError, ValueError, RecursionError):
+            return Unserialisable("malformed")
+    return Unserialisable("malformed")
+
+
+def decode_steps(text: str | None, expected_steps: int) -> list[list[Any]] | None:
+    """One list of values per probe step, or None when the run did not report (complete) values."""
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, list) or len(data) != expected_steps or not all(isinstance(s, list) for s in data):
+        return None
+    return [[decode(v) for v in step] for step in data]

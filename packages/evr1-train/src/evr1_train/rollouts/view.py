@@ -1,0 +1,249 @@
+"""`evr1-train view RUN/ [RUN2/ ...]`: rollout dumps -> the evr1 viewer (a static site, opens from the file system).
+
+Per dumped step and prompt: the frames the model saw (read from the frame cache recorded in the dump's manifest),
+the prompt, every response of the group with its extracted answer, reward components, advantage and whether it was
+a stored (offline) or sampled (online) trajectory. The overview draws per-task reward and accuracy over the dumped
+steps (online responses only: stored answers would flatter the policy), plus the per-step training reward and the
+held-out accuracy per kind from the local engine's `metrics.jsonl` when the run folder has one. With two runs, the
+second is shown side by side with the first (the same row at the same step).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evr1_train.rollouts.writer import SCHEMA, dumped_steps
+
+#: An accuracy reward at or above this counts the response as correct (1/0 rewards: 1; partial credit: half).
+CORRECT_AT = 0.5
+
+EXAMPLES = """examples:
+  evr1-train view runs/quickstart                      # writes runs/quickstart/viewer/index.html
+  evr1-train view runs/grpo runs/grpo-hybrid --out site/   # second run side by side with the first
+"""
+
+
+def find_rollouts(run_dir: Path) -> Path:
+    """The dump folder of a run: RUN/rollouts, or RUN itself when it holds the step files."""
+    for cand in (run_dir / "rollouts", run_dir):
+        if (cand / "manifest.json").is_file() or dumped_steps(cand):
+            return cand
+    raise FileNotFoundError(
+        f"no rollout dumps in {run_dir} (expected {run_dir / 'rollouts'}/step-*.jsonl); enable them with "
+        "evr1.rollout_dump.enable=true (every evr1.rollout_dump.every_n_steps steps)"
+    )
+
+
+def read_dump(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+    """(manifest, records in step order, problems). A bad line is reported and skipped, never fatal."""
+    problems: list[str] = []
+    manifest: dict[str, Any] = {}
+    mpath = folder / "manifest.json"
+    if mpath.is_file():
+        try:
+            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            problems.append(f"{mpath}: unreadable ({exc}); frames are looked up without it")
+    records: list[dict[str, Any]] = []
+    for step, path in dumped_steps(folder).items():
+        for lineno, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as exc:
+                problems.append(f"{path.name}:{lineno}: not JSON ({exc}); line skipped")
+                continue
+            if not isinstance(rec, dict) or rec.get("schema") != SCHEMA:
+                problems.append(f"{path.name}:{lineno}: not an {SCHEMA} record; skipped")
+                continue
+            rec.setdefault("step", step)
+            records.append(rec)
+    if manifest.get("capped_at_step") is not None:
+        problems.append(
+            f"the dump reached evr1.rollout_dump.max_bytes at step {manifest['capped_at_step']}: later steps were "
+            "not dumped (raise max_bytes or use on_cap=rotate)"
+        )
+    if manifest.get("rotated_out"):
+        problems.append(f"{len(manifest['rotated_out'])} oldest dumped steps were rotated out by the size cap")
+    return manifest, records, problems
+
+
+def _media(rec: dict[str, Any], cache_dir: str | None) -> tuple[Any, ...]:
+    from evr1_cache.viewer import MediaRef
+
+    out = []
+    for m in rec.get("media") or []:
+        if not isinstance(m, dict):
+            continue
+        frames_from = m.get("frames_from")
+        note = m.get("note")
+        if frames_from == "decoded":
+            note = note or "decoded on the fly (not in the frame cache): timestamps unknown, no thumbnails"
+        elif frames_from == "inline":
+            note = note or "image bytes inside the dataset row: not shown"
+        out.append(
+            MediaRef(
+                kind="image" if m.get("kind") == "image" else "video",
+                source=str(m.get("path") or ""),
+                cache_root=cache_dir if m.get("cache_file") else None,
+                cache_file=m.get("cache_file"),
+                frame_indices=tuple(int(i) for i in m.get("frame_indices") or ()),
+                timestamps=tuple(float(t) for t in m.get("timestamps") or ()),
+                note=note,
+            )
+        )
+    return tuple(out)
+
+
+def _response(r: dict[str, Any]) -> Any:
+    from evr1_cache.viewer import ResponseRecord
+
+    reward = {k: float(v) for k, v in (r.get("reward") or {}).items() if isinstance(v, (int, float))}
+    acc = reward.get("accuracy")
+    details = {str(k): str(v) for k, v in (r.get("details") or {}).items()}
+    if r.get("cut_chars"):
+        details["cut"] = f"{r['cut_chars']} chars"
+    return ResponseRecord(
+        text=r.get("text"),
+        extracted=r.get("extracted"),
+        scores=reward,
+        correct=None if acc is None else acc >= CORRECT_AT,
+        source="offline" if r.get("offline") else "online",
+        advantage=r.get("advantage") if isinstance(r.get("advantage"), (int, float)) else None,
+        tokens=r.get("tokens") if isinstance(r.get("tokens"), int) else None,
+        details=details,
+    )
+
+
+def _curves(records: Sequence[dict[str, Any]], metrics: Sequence[dict[str, Any]]) -> list[Any]:
+    from evr1_cache.viewer import Curve
+
+    acc: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for rec in records:
+        step = int(rec.get("step", 0))
+        task = str(rec.get("task") or rec.get("problem_type") or "?")
+        for r in rec.get("responses") or []:
+            if r.get("offline"):
+                continue
+            reward = r.get("reward") or {}
+            for metric, key in (
+                ("reward (dumped steps, online)", "overall"),
+                ("accuracy (dumped steps, online)", "accuracy"),
+            ):
+                v = reward.get(key)
+                if isinstance(v, (int, float)):
+                    for series in ("all", task):
+                        acc[(metric, series)][step].append(float(v))
+    curves = [
+        Curve(metric=m, series=s, points=tuple((float(st), sum(v) / len(v)) for st, v in sorted(pts.items())))
+        for (m, s), pts in sorted(acc.items())
+    ]
+    train = [(float(m["step"]), m["critic/score/mean"]) for m in metrics
+             if isinstance(m.get("critic/score/mean"), (int, float)) and "step" in m]  # fmt: skip
+    if train:
+        curves.append(Curve(metric="training reward (every step)", series="all", points=tuple(train)))
+    held: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for m in metrics:
+        for k, v in m.items():
+            if k.startswith("val/accuracy") and isinstance(v, (int, float)) and "step" in m:
+                held["all" if k == "val/accuracy" else k.rsplit("/", 1)[-1]].append((float(m["step"]), float(v)))
+    curves += [Curve(metric="held-out accuracy", series=s, points=tuple(p)) for s, p in sorted(held.items())]
+    return curves
+
+
+def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: Path | None = None,
+                     name: str | None = None) -> Any:  # fmt: skip
+    """One training run's dumps as viewer records."""
+    from evr1_cache.viewer import RunRecord, SampleRecord
+
+    folder = rollouts or find_rollouts(run_dir)
+    manifest, records, problems = read_dump(folder)
+    cache = str(cache_dir) if cache_dir else manifest.get("cache_dir")
+    if cache and not Path(cache).is_dir():
+        problems.append(f"frame cache {cache} not found: no thumbnails (pass --cache-dir)")
+    metrics: list[dict[str, Any]] = []
+    mfile = run_dir / "metrics.jsonl"
+    if mfile.is_file():
+        for line in mfile.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                metrics.append(row)
+    samples = []
+    for rec in records:
+        step = int(rec.get("step", 0))
+        row_id = str(rec.get("row_id") or rec.get("uid") or "?")
+        samples.append(
+            SampleRecord(
+                key=f"step{step}/{row_id}",
+                label=row_id,
+                benchmark=str(rec.get("data_source") or ""),
+                task=str(rec.get("task") or ""),
+                problem_type=str(rec.get("problem_type") or ""),
+                prompt=str(rec.get("prompt") or ""),
+                system=rec.get("system") if isinstance(rec.get("system"), str) else None,
+                ground_truth=str(rec.get("ground_truth") if rec.get("ground_truth") is not None else ""),
+                media=_media(rec, cache),
+                responses=tuple(_response(r) for r in rec.get("responses") or [] if isinstance(r, dict)),
+                step=step,
+            )
+        )
+    steps = sorted({s.step for s in samples if s.step is not None})
+    online = [r for s in samples for r in s.responses if r.source == "online"]
+    summary: dict[str, float | int | str] = {"engine": str(manifest.get("engine") or "?")}
+    if steps:
+        last = [r for s in samples if s.step == steps[-1] for r in s.responses if r.source == "online"]
+        summary[f"online accuracy @ step {steps[-1]}"] = round(
+            sum(bool(r.correct) for r in last) / max(1, len(last)), 3
+        )
+    summary["offline share"] = round(1 - len(online) / max(1, sum(len(s.responses) for s in samples)), 3)
+    return RunRecord(name=name or run_dir.resolve().name, kind="train", samples=samples,
+                     curves=_curves(records, metrics), summary=summary, problems=tuple(problems),
+                     source=str(folder))  # fmt: skip
+
+
+def build_viewer(runs: Sequence[Path], out: Path, *, rollouts: Sequence[Path] | None = None,
+                 cache_dir: Path | None = None, title: str = "evr1-train rollouts") -> Path:  # fmt: skip
+    from evr1_cache.viewer import write_site
+
+    records = []
+    taken: set[str] = set()
+    for i, run in enumerate(runs):
+        name = run.resolve().name
+        while name in taken:
+            name += "'"
+        taken.add(name)
+        folder = rollouts[i] if rollouts and i < len(rollouts) else None
+        records.append(train_run_record(run, rollouts=folder, cache_dir=cache_dir, name=name))
+    return write_site(records, out, title=title).index
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="evr1-train view",
+        description="Write the evr1 viewer (static HTML) for the rollout dumps of one or more training runs.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run output folders (holding rollouts/)")
+    p.add_argument("--out", type=Path, default=None, help="site folder (default: FIRST_RUN/viewer)")
+    p.add_argument("--cache-dir", type=Path, default=None, help="frame cache (default: the one the dump recorded)")
+    p.add_argument("--title", default="evr1-train rollouts")
+    args = p.parse_args(argv)
+    try:
+        out = args.out or args.runs[0] / "viewer"
+        index = build_viewer(args.runs, out, cache_dir=args.cache_dir, title=args.title)
+    except (FileNotFoundError, ValueError, ImportError) as exc:
+        print(f"evr1-train view: error: {exc}", file=sys.stderr)
+        return 2
+    print(index.resolve())
+    return 0

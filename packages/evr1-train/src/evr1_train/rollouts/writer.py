@@ -1,0 +1,390 @@
+"""Rollout dumps: every N steps, each prompt of the batch with its media references and all its responses.
+
+Why: when a reward stays flat, falls or gets hacked, the answer is in what the model saw and said, and how each reward
+component scored it. Both engines (the local engine and verl) write the same records; `evr1-train view RUN/` turns
+them into the evr1 viewer (frames read back from the frame cache, so no pixels are stored here).
+
+Layout, under `<run output>/rollouts/` (or `evr1.rollout_dump.dir`):
+    step-000010.jsonl   one JSON object per prompt group of that step (schema below), written atomically
+    manifest.json       settings, frame cache + specs, the dumped steps with their sizes, what the cap dropped
+
+Guarantees:
+  * Append-only and resumable: a step file is written to a temp name and renamed, so it is complete or absent. A
+    process that starts at step S (fresh or resumed from a checkpoint) first deletes the step files >= S, left by a
+    run that went past its last checkpoint before it died; redone steps are then written once. Nothing is lost
+    either: every step < S stays as it was.
+  * Bounded: `max_bytes` caps the sum of all step files. At the cap, `on_cap=stop` keeps the earliest steps and
+    writes no more (recorded as `capped_at_step` in the manifest, one warning); `on_cap=rotate` deletes the oldest
+    step files to make room (recorded in `rotated_out`). Texts longer than `max_chars` are cut with a marker.
+
+Record (one line, `schema: "evr1.rollouts/1"`):
+    step, engine, uid, row_id, task, data_source, problem_type, prompt, system, ground_truth,
+    media: [{kind, path, cache_file, frame_indices, timestamps, frames_from}],
+    responses: [{text, extracted, offline, reward: {overall, accuracy, format, ...}, advantage, tokens, details}]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+SCHEMA = "evr1.rollouts/1"
+STEP_FILE = re.compile(r"^step-(\d{6,})\.jsonl$")
+CAP_POLICIES = ("stop", "rotate")
+
+
+@dataclass(frozen=True)
+class DumpConfig:
+    """`evr1.rollout_dump` (see the module docstring); validated here with the key names in the messages."""
+
+    enable: bool = False
+    every_n_steps: int = 10
+    #: Also dump step 1, the baseline every later step is compared with.
+    include_first: bool = True
+    dir: str | None = None
+    max_bytes: int = 1 << 30
+    on_cap: str = "stop"
+    #: Prompt groups per dumped step (0 = every prompt of the batch).
+    max_groups_per_step: int = 0
+    max_chars: int = 8000
+    #: Local engine: build the HTML viewer at the end of the run (the quickstart does).
+    write_viewer: bool = False
+
+    def __post_init__(self) -> None:
+        if self.every_n_steps < 1:
+            raise ValueError(f"evr1.rollout_dump.every_n_steps must be >= 1, got {self.every_n_steps}")
+        if self.max_bytes < 1:
+            raise ValueError(f"evr1.rollout_dump.max_bytes must be >= 1, got {self.max_bytes}")
+        if self.on_cap not in CAP_POLICIES:
+            raise ValueError(f"evr1.rollout_dump.on_cap must be one of {CAP_POLICIES}, got {self.on_cap!r}")
+        if self.max_groups_per_step < 0 or self.max_chars < 100:
+            raise ValueError("evr1.rollout_dump: max_groups_per_step must be >= 0 and max_chars >= 100")
+
+    @classmethod
+    def from_mapping(cls, node: Mapping[str, Any] | None) -> DumpConfig:
+        data = dict(node or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"evr1.rollout_dump: unknown key(s) {unknown}; known: {sorted(known)}")
+        return cls(**{k: v for k, v in data.items() if v is not None or k == "dir"})
+
+    def due(self, step: int) -> bool:
+        return self.enable and ((self.include_first and step == 1) or step % self.every_n_steps == 0)
+
+
+def step_path(folder: Path, step: int) -> Path:
+    return folder / f"step-{step:06d}.jsonl"
+
+
+def dumped_steps(folder: Path) -> dict[int, Path]:
+    out: dict[int, Path] = {}
+    if folder.is_dir():
+        for p in folder.iterdir():
+            m = STEP_FILE.match(p.name)
+            if m:
+                out[int(m.group(1))] = p
+    return dict(sorted(out.items()))
+
+
+def cut(text: str | None, limit: int) -> tuple[str | None, int]:
+    """(text cut to `limit` characters, how many were cut)."""
+    if text is None or len(text) <= limit:
+        return text, 0
+    return text[:limit] + f"\n[... {len(text) - limit} characters cut by evr1.rollout_dump.max_chars]", len(
+        text
+    ) - limit
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+@dataclass
+class _Manifest:
+    schema: str = SCHEMA
+    engine: str = ""
+    cache_dir: str | None = None
+    video_spec: dict[str, Any] | None = None
+    image_spec: dict[str, Any] | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    steps: dict[str, dict[str, int]] = field(default_factory=dict)
+    capped_at_step: int | None = None
+    rotated_out: list[int] = field(default_factory=list)
+    dropped_on_resume: list[int] = field(default_factory=list)
+
+
+class RolloutDumpWriter:
+    """Writes step files and the manifest for one run; one writer per process (the driver on verl)."""
+
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        config: DumpConfig,
+        *,
+        engine: str,
+        cache_dir: str | None = None,
+        video_spec: Mapping[str, Any] | None = None,
+        image_spec: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.folder = Path(folder)
+        self.config = config
+        self._lock = threading.Lock()
+        self._warned_cap = False
+        self.manifest = self._read_manifest()
+        self.manifest.engine = engine
+        self.manifest.cache_dir = os.path.abspath(cache_dir) if cache_dir else None
+        self.manifest.video_spec = dict(video_spec) if video_spec else None
+        self.manifest.image_spec = dict(image_spec) if image_spec else None
+        self.manifest.config = asdict(config)
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+    def start(self, first_step: int) -> list[int]:
+        """Called once before the first step this process runs: drop step files >= `first_step` (see module doc)."""
+        dropped = []
+        with self._lock:
+            for step, path in dumped_steps(self.folder).items():
+                if step >= first_step:
+                    path.unlink(missing_ok=True)
+                    self.manifest.steps.pop(str(step), None)
+                    dropped.append(step)
+            if self.manifest.capped_at_step is not None and self.manifest.capped_at_step >= first_step:
+                self.manifest.capped_at_step = None
+            self.manifest.dropped_on_resume = sorted({*self.manifest.dropped_on_resume, *dropped})
+            self._sync_steps()
+            if self.config.enable:
+                self._write_manifest()
+        if dropped:
+            logger.info("rollout dump: resuming at step %d, dropped dumps of steps %s", first_step, dropped)
+        return dropped
+
+    def due(self, step: int) -> bool:
+        return self.config.due(step)
+
+    def write_step(self, step: int, groups: Sequence[Mapping[str, Any]]) -> Path | None:
+        """Write one step's records (already built with `group_record`); None when the cap or a limit skipped it."""
+        if not groups:
+            return None
+        cfg = self.config
+        if cfg.max_groups_per_step:
+            groups = groups[: cfg.max_groups_per_step]
+        lines = "".join(json.dumps({"schema": SCHEMA, "step": step, **g}, ensure_ascii=False, default=str) + "\n"
+                        for g in groups)  # fmt: skip
+        data = lines.encode("utf-8")
+        with self._lock:
+            self._sync_steps()
+            final = step_path(self.folder, step)
+            used = sum(v["bytes"] for k, v in self.manifest.steps.items() if int(k) != step)
+            if used + len(data) > cfg.max_bytes:
+                if cfg.on_cap == "rotate" and len(data) <= cfg.max_bytes:
+                    for old in sorted(int(k) for k in self.manifest.steps if int(k) != step):
+                        if used + len(data) <= cfg.max_bytes:
+                            break
+                        used -= self.manifest.steps.pop(str(old))["bytes"]
+                        step_path(self.folder, old).unlink(missing_ok=True)
+                        self.manifest.rotated_out.append(old)
+                else:
+                    if self.manifest.capped_at_step is None:
+                        self.manifest.capped_at_step = step
+                    self._write_manifest()
+                    if not self._warned_cap:
+                        self._warned_cap = True
+                        logger.warning(
+                            "rollout dump: evr1.rollout_dump.max_bytes=%d reached at step %d (%s); no more steps are "
+                            "dumped (raise max_bytes, or on_cap=rotate to keep the newest steps instead)",
+                            cfg.max_bytes, step, self.folder,
+                        )  # fmt: skip
+                    return None
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+            self.manifest.steps[str(step)] = {"bytes": len(data), "groups": len(groups)}
+            self._write_manifest()
+        return final
+
+    # -- manifest ----------------------------------------------------------------------------------------------
+    def _sync_steps(self) -> None:
+        """The manifest lists exactly the step files on disk (a file deleted by hand is forgotten)."""
+        on_disk = dumped_steps(self.folder)
+        steps = {str(s): self.manifest.steps.get(str(s)) or {"bytes": p.stat().st_size, "groups": -1}
+                 for s, p in on_disk.items()}  # fmt: skip
+        self.manifest.steps = steps
+
+    def _read_manifest(self) -> _Manifest:
+        path = self.folder / "manifest.json"
+        if not path.is_file():
+            return _Manifest()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            names = set(_Manifest.__dataclass_fields__)
+            return _Manifest(**{k: v for k, v in data.items() if k in names})
+        except (OSError, ValueError, TypeError) as exc:
+            logger.warning("rollout dump: %s unreadable (%s); starting a new manifest", path, exc)
+            return _Manifest()
+
+    def _write_manifest(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / "manifest.json"
+        tmp = path.with_name(f".manifest.json.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(asdict(self.manifest), indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+# -- building records ------------------------------------------------------------------------------------------------
+def media_records(
+    messages: Sequence[Mapping[str, Any]], cache_dir: str | None, video_spec: Any, image_spec: Any
+) -> list[dict[str, Any]]:
+    """The media of a prompt as dump records: source path, cache entry, frame indices and timestamps.
+
+    The entry is the row's own reference (`evr1_cache`, written by `evr1-cache build`) or the content-addressed
+    entry for the path and spec; its frame indices are read from the entry's header (no pixels are read). Without
+    an entry the frames were decoded on the fly (`frames_from: "decoded"`) with the same spec.
+    """
+    from evr1_train.data.row import media_items
+
+    out = []
+    reader = _reader(cache_dir)
+    for item in media_items(messages):
+        kind = item["type"]
+        src = item.get(kind)
+        path = src if isinstance(src, str) else None
+        record: dict[str, Any] = {"kind": kind, "path": path, "cache_file": None, "frame_indices": [],
+                                  "timestamps": [], "frames_from": "decoded"}  # fmt: skip
+        if path is None:
+            record["frames_from"] = "inline"  # image bytes in the dataset row
+            out.append(record)
+            continue
+        spec = video_spec if kind == "video" else image_spec
+        rel = item.get("evr1_cache")
+        if reader is not None:
+            try:
+                if not rel and reader.contains(path, spec):
+                    rel = str(reader.path_for(path, spec).relative_to(reader.root))
+                if rel and (reader.root / rel).is_file():
+                    record["cache_file"] = str(rel)
+                    record["frames_from"] = "cache"
+                    if kind == "video":
+                        record.update(_entry_frames(reader.root / rel))
+            except (OSError, ValueError, KeyError) as exc:
+                record["note"] = f"cache lookup failed: {type(exc).__name__}: {exc}"
+        out.append(record)
+    return out
+
+
+def _reader(cache_dir: str | None) -> Any:
+    if not cache_dir:
+        return None
+    from evr1_cache import CacheReader
+
+    try:
+        return CacheReader(cache_dir)
+    except FileNotFoundError:
+        return None
+
+
+def _entry_frames(path: Path) -> dict[str, Any]:
+    from evr1_cache.viewer import entry_frames
+
+    indices, stamps = entry_frames(path)
+    return {"frame_indices": list(indices), "timestamps": list(stamps)}
+
+
+def prompt_text(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str | None]:
+    """(user text with `<video>` / `<image>` where the media go, system prompt or None)."""
+    system = None
+    parts: list[str] = []
+    for msg in messages:
+        content = msg.get("content")
+        if msg.get("role") == "system":
+            system = content if isinstance(content, str) else json.dumps(content, default=str)
+            continue
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            for c in content:
+                if isinstance(c, Mapping):
+                    parts.append(str(c.get("text", "")) if c.get("type") == "text" else f"<{c.get('type')}>")
+    return "".join(parts), system
+
+
+def extracted_answer(text: str, ground_truth: Any, problem_type: str, extras: Mapping[str, Any]) -> str | None:
+    """What evr1-rewards' extractor reads from `text` (for highlighting only; the reward is the recorded one)."""
+    try:
+        from evr1_rewards import score
+
+        options = extras.get("options") if isinstance(extras, Mapping) else None
+        res = score(text, ground_truth, problem_type, options=list(options) if options else None, mode="metric")
+    except Exception:  # display only: an unscorable answer simply has no highlight
+        return None
+    details = res.details or {}
+    value = details.get("pred", details.get("extracted"))
+    return None if value is None or str(value) == "" else str(value)[:500]
+
+
+def group_record(
+    *,
+    engine: str,
+    uid: str,
+    row_id: str,
+    task: str,
+    data_source: str,
+    problem_type: str,
+    messages: Sequence[Mapping[str, Any]],
+    ground_truth: Any,
+    media: Sequence[Mapping[str, Any]],
+    responses: Sequence[Mapping[str, Any]],
+    max_chars: int,
+    extras: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One dump line (without `schema`/`step`, which `write_step` adds). `responses[i]` holds text, offline,
+    reward (a dict of components), advantage, tokens and optional details; the extracted answer is added here."""
+    prompt, system = prompt_text(messages)
+    prompt, _ = cut(prompt, max_chars)
+    out_responses = []
+    for r in responses:
+        text = r.get("text")
+        shown, cut_chars = cut(text, max_chars)
+        out_responses.append(
+            {
+                "text": shown,
+                "extracted": extracted_answer(text or "", ground_truth, problem_type, extras or {}),
+                "offline": bool(r.get("offline", False)),
+                "reward": {str(k): _finite(v) for k, v in dict(r.get("reward") or {}).items()},
+                "advantage": _finite(r.get("advantage")),
+                "tokens": r.get("tokens"),
+                **({"cut_chars": cut_chars} if cut_chars else {}),
+                **({"details": dict(r["details"])} if r.get("details") else {}),
+            }
+        )
+    gt = ground_truth if isinstance(ground_truth, str) else json.dumps(ground_truth, ensure_ascii=False, default=str)
+    return {
+        "engine": engine,
+        "uid": uid,
+        "row_id": row_id,
+        "task": task,
+        "data_source": data_source,
+        "problem_type": problem_type,
+        "prompt": prompt,
+        "system": system,
+        "ground_truth": cut(gt, max_chars)[0],
+        "media": list(media),
+        "responses": out_responses,
+    }
