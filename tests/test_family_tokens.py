@@ -17,7 +17,9 @@ def test_each_familys_end_of_turn_tokens_are_built_into_the_rewards(family) -> N
     missing = [t for t in family.end_of_turn if t not in END_OF_TURN_TOKENS]
     assert not missing, f"{family.name}: add {missing} to evr1_rewards.END_OF_TURN_TOKENS"
     for token in family.end_of_turn:
-        assert strip_end_of_turn(f"<think>red</think><answer>B</answer>{token}") == "<think>red</think><answer>B</answer>"
+        assert (
+            strip_end_of_turn(f"<think>red</think><answer>B</answer>{token}") == "<think>red</think><answer>B</answer>"
+        )
         # a vision token is never taken for the end of a turn
         assert all(v != token for v in family.vision_tokens)
 
@@ -31,7 +33,9 @@ def test_a_correct_answer_keeps_its_format_score_after_the_end_of_turn_token(fam
     for token in family.end_of_turn:
         got = router.score(
             RewardInput(
-                response=f"<think>red</think><answer>B</answer>{token}", ground_truth="B", problem_type="multiple_choice"
+                response=f"<think>red</think><answer>B</answer>{token}",
+                ground_truth="B",
+                problem_type="multiple_choice",
             )
         )
         assert (got.overall, got.format, got.accuracy) == (plain.overall, plain.format, plain.accuracy), token

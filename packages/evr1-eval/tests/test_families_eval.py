@@ -88,7 +88,7 @@ def test_media_reach_the_processor_as_the_family_prescribes() -> None:
 def test_glm_refuses_a_benchmark_with_a_fixed_frame_count(tmp_path: Path) -> None:
     model = str(_checkpoint(tmp_path, "glm4v"))
     bench = SamplingSpec(fps=None, nframes=16)
-    with pytest.raises(ValueError, match="GLM-4.1V samples by fps only"):
+    with pytest.raises(ValueError, match=r"GLM-4\.1V samples by fps only"):
         dataclasses.replace(bench, **sampling_overrides(bench, {}, model))
     spec = dataclasses.replace(bench, **sampling_overrides(bench, {"fps": 2.0, "nframes": None}, model))
     assert spec.family == "glm4v"

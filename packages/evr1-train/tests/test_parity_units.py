@@ -52,7 +52,7 @@ def test_dump_round_trip_is_exact_and_pickle_free(tmp_path: Path) -> None:
     assert back[1].pixels == {}
     assert b"pickle" not in path.read_bytes()[:200]
     (tmp_path / "foreign.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
-    with pytest.raises(ValueError, match="foreign.safetensors"):
+    with pytest.raises(ValueError, match=r"foreign\.safetensors"):
         read_dump(tmp_path / "foreign.safetensors")
 
 
@@ -82,6 +82,22 @@ def test_placeholders_may_differ_in_id_but_not_in_position() -> None:
     (res,) = compare_sides({"hf": [_rec("hf")], "vllm": [vllm]})
     assert res.ok
     assert "placeholder ids [9] vs [7]" in res.check("tokens").detail
+
+
+def test_bfloat16_pixels_may_differ_by_bfloat16_rounding_only() -> None:
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    rounded = (x.view(np.uint32) + 0x8000 & 0xFFFF0000).view(np.float32)  # float32 -> bfloat16 -> float32
+    bf16 = {"dtype": "bfloat16", "frames": "abc"}
+    (ok,) = compare_sides(
+        {"hf": [_rec("hf", pixels={"p": x})], "vllm": [_rec("vllm", pixels={"p": rounded}, info=bf16)]}
+    )
+    assert ok.check("pixels").ok
+    (fp32,) = compare_sides({"hf": [_rec("hf", pixels={"p": x})], "vllm": [_rec("vllm", pixels={"p": rounded})]})
+    assert not fp32.check("pixels").ok  # the same difference is a mismatch between two float32 sides
+    (off,) = compare_sides(
+        {"hf": [_rec("hf", pixels={"p": x})], "vllm": [_rec("vllm", pixels={"p": x + 0.02}, info=bf16)]}
+    )
+    assert not off.check("pixels").ok
 
 
 def test_bfloat16_sides_get_the_wider_tolerance() -> None:
