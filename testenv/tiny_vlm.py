@@ -298,7 +298,7 @@ def _glm(out: Path, moe: bool) -> None:
             "n_routed_experts": 4,
             "num_experts_per_tok": 2,
             "n_shared_experts": 1,
-            "moe_intermediate_size": 64,
+            "moe_intermediate_size": 48,  # no square expert matrix (see _MOE)
             "first_k_dense_replace": 1,
             "n_group": 1,
             "topk_group": 1,

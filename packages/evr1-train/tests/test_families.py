@@ -26,6 +26,10 @@ pytestmark = pytest.mark.verl
 ROOT = Path(__file__).resolve().parents[3]
 KINDS = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "glm4v", "glm4v_moe", "internvl")
 DUMPS = ROOT / ".nox" / "parity"
+#: Mismatches the verl-vs-vLLM comparison finds on released engines (see test_engine_families.py in evr1-eval):
+#: vLLM 0.32's InternVL processor tokenizes the frames' expansion apart from the text before `<video>`, so after
+#: "Question: " it has one token more than transformers (which verl's prompt builder uses).
+KNOWN_VLLM_MISMATCHES = {"internvl": {"v0": {"tokens"}, "v1": {"tokens"}}}
 
 
 def _testenv(name: str) -> Any:
@@ -71,12 +75,16 @@ def test_verl_side_equals_the_hf_side_and_the_vllm_dump(stack: dict[str, Any]) -
     vllm_dump = DUMPS / stack["kind"] / "vllm.safetensors"
     if vllm_dump.exists():  # written by `nox -s eval_engines` (which runs before this session in a full `nox`)
         vllm = parity.read_dump(vllm_dump)
-        if {r.info.get("frames") for r in vllm} == {r.info.get("frames") for r in verl}:  # same cached frames
-            sides["vllm"] = vllm
+        frames = ({r.sample: r.info.get("frames") for r in vllm}, {r.sample: r.info.get("frames") for r in verl})
+        assert frames[0] == frames[1], f"{vllm_dump} holds other cached frames than this session built: {frames}"
+        sides["vllm"] = vllm
     results = parity.compare_sides(sides)
     print("\n" + parity.table(results))
     assert len(results) == 3 * (len(sides) * (len(sides) - 1) // 2)
-    assert all(r.ok for r in results), parity.table(results)
+    known = KNOWN_VLLM_MISMATCHES.get(stack["kind"], {})
+    for r in results:
+        failed = {c.name for c in r.checks if not c.ok}
+        assert failed == (known.get(r.sample, set()) if "vllm" in r.sides else set()), parity.table(results)
 
 
 def test_the_dataset_refuses_a_spec_made_for_another_family(stack: dict[str, Any]) -> None:

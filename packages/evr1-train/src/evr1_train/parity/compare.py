@@ -50,18 +50,20 @@ def logprob_tolerance(a: SideRecord, b: SideRecord) -> float:
 
 
 def _tokens(a: SideRecord, b: SideRecord) -> Check:
-    if len(a.prompt_ids) != len(b.prompt_ids):
-        return Check("tokens", False, f"{len(a.prompt_ids)} vs {len(b.prompt_ids)} prompt tokens")
     pa, pb = set(a.placeholder_ids), set(b.placeholder_ids)
-    for i, (x, y) in enumerate(zip(a.prompt_ids, b.prompt_ids, strict=True)):
+    lengths = "" if len(a.prompt_ids) == len(b.prompt_ids) else f"{len(a.prompt_ids)} vs {len(b.prompt_ids)} tokens, "
+    for i, (x, y) in enumerate(zip(a.prompt_ids, b.prompt_ids, strict=False)):
         in_a, in_b = x in pa, y in pb
         if in_a != in_b or (not in_a and x != y):
             lo = max(0, i - 3)
             return Check(
                 "tokens",
                 False,
-                f"position {i}: {a.side} {list(a.prompt_ids[lo : i + 4])} vs {b.side} {list(b.prompt_ids[lo : i + 4])}",
+                f"{lengths}first difference at {i}: {a.side} {list(a.prompt_ids[lo : i + 4])} vs {b.side} "
+                f"{list(b.prompt_ids[lo : i + 4])}",
             )
+    if lengths:
+        return Check("tokens", False, f"{lengths}one is a prefix of the other")
     n = sum(1 for x in a.prompt_ids if x in pa)
     same_ids = "" if pa == pb else f" (placeholder ids {sorted(pa)} vs {sorted(pb)})"
     return Check("tokens", True, f"{len(a.prompt_ids)} tokens, {n} vision{same_ids}")
