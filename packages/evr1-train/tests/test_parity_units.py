@@ -125,3 +125,22 @@ def test_the_command_compares_dumps_and_exits_non_zero_on_a_mismatch(tmp_path: P
         main(["--data", "x"])  # --model / --cache-dir missing
     with pytest.raises(SystemExit):
         main(["--model", "m", "--data", "d", "--cache-dir", "c", "--sides", "verl,sglang"])
+
+
+def test_a_side_whose_engine_is_missing_exits_2_with_the_split_run_recipe(tmp_path: Path, monkeypatch, capsys) -> None:
+    import builtins
+
+    from evr1_train.parity import cli
+
+    real_import = builtins.__import__
+
+    def no_vllm(name: str, *args: object, **kwargs: object) -> object:
+        if name.startswith("vllm"):
+            raise ImportError("No module named 'vllm'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_vllm)
+    with pytest.raises(SystemExit) as exc:
+        cli.run_sides("model", object(), ["vllm"], logprobs=False, vllm_dtype="float32", max_model_len=64)
+    assert exc.value.code == 2
+    assert "--sides vllm --dump DIR" in capsys.readouterr().err

@@ -75,10 +75,12 @@ def run_sides(
             else:
                 out[side] = asyncio.run(_vllm(model, data, logprobs, vllm_dtype, max_model_len))
         except ImportError as exc:
-            raise SystemExit(
-                f"side {side!r} cannot run in this environment ({exc}); run it where its engine is installed with "
-                f"--sides {side} --dump DIR, then compare the dumps with --compare"
-            ) from exc
+            print(
+                f"evr1-train parity: side {side!r} cannot run in this environment ({exc}); run it where its engine "
+                f"is installed with --sides {side} --dump DIR, then compare the dumps with --compare",
+                file=sys.stderr,
+            )
+            raise SystemExit(2) from exc
     return out
 
 
