@@ -100,6 +100,12 @@ class ModelFamily:
         """The default size factor (sides are multiples of it)."""
         return self.size_factors[0]
 
+    @property
+    def feature_tokens(self) -> tuple[str, ...]:
+        """The placeholder tokens whose positions the vision features fill (images and videos). Families whose
+        video expansion is built from image placeholders (GLM-4.1V, InternVL) override it."""
+        return (self.image_token, self.video_token)
+
     def check_size_factor(self, owner: str, value: object) -> int:
         """The spec's `size_factor`, validated for this family (None = the family's default)."""
         if value is None:

@@ -76,6 +76,11 @@ def glm_smart_resize(
 class Glm4vFamily(ModelFamily):
     max_duration: int = MAX_DURATION
 
+    @property
+    def feature_tokens(self) -> tuple[str, ...]:
+        """Only the image placeholder: a video is frame groups of `<|image|>` placeholders."""
+        return (self.image_token,)
+
     def default_pixels(self, kind: str, factor: int) -> tuple[int, int]:
         if kind == "video":
             return VIDEO_MIN_PIXELS, VIDEO_MAX_PIXELS

@@ -70,6 +70,11 @@ def tile_grid(height: int, width: int, side: int, min_tiles: int, max_tiles: int
 
 @dataclass(frozen=True)
 class InternVLFamily(ModelFamily):
+    @property
+    def feature_tokens(self) -> tuple[str, ...]:
+        """Only the image placeholder: every frame is an `<img>` tile of `<IMG_CONTEXT>` placeholders."""
+        return (self.image_token,)
+
     def check_size_factor(self, owner: str, value: object) -> int:
         if value is None:
             return TILE

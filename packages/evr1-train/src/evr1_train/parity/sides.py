@@ -111,8 +111,7 @@ def _timing(family: Any, metas: Sequence[dict[str, Any]], out: Any) -> dict[str,
 
 
 def _placeholder_ids(family: Any, tokenizer: Any) -> tuple[int, ...]:
-    tokens = {family.image_token, family.video_token} if family.name.startswith("qwen") else {family.image_token}
-    return tuple(sorted(int(tokenizer.convert_tokens_to_ids(t)) for t in tokens))
+    return tuple(sorted({int(tokenizer.convert_tokens_to_ids(t)) for t in family.feature_tokens}))
 
 
 def record_from_processor(
