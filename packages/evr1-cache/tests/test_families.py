@@ -65,6 +65,7 @@ def test_every_family_is_registered_under_its_name_and_model_types():
         assert fam.end_of_turn
         assert fam.image_token in fam.vision_tokens
         assert fam.video_token in fam.vision_tokens
+        assert set(fam.feature_tokens) <= set(fam.vision_tokens)
         assert fam.size_factor in fam.size_factors
         assert fam.checkpoints
 
@@ -315,6 +316,32 @@ def test_hf_and_vllm_arguments_switch_off_resampling():
         "max_patches": 6,
     }
     assert get_family("glm4v").vllm_processor_kwargs() == {"do_resize": False}
+
+
+@pytest.mark.parametrize(
+    ("family", "extra"), [("glm4v", ["--fps", "2"]), ("internvl", ["--nframes", "4"]), ("qwen3_vl", ["--fps", "2"])]
+)
+def test_cache_build_with_family_applies_the_familys_rule(tmp_path: Path, family: str, extra: list[str], capsys):
+    """`evr1-cache build --family F` caches the frames and sizes F's rule picks, under a spec that names F."""
+    from evr1_cache import CacheReader
+    from evr1_cache.cli import main
+    from evr1_cache.testing import make_synthetic_video, read_frame_index
+
+    make_synthetic_video(tmp_path / "v.mp4", 45, 15.0, (96, 64))
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"problem": "q", "answer": "A", "videos": ["v.mp4"], "images": []}) + "\n")
+    assert main(["build", str(data), "--out", str(tmp_path / "c"), "--family", family, *extra, "--no-progress"]) == 0
+    fam = get_family(family)
+    spec = fam.video_spec(**({"nframes": 4} if "--nframes" in extra else {"fps": 2.0}))
+    ref = json.loads((tmp_path / "c" / "d.evr1.jsonl").read_text().splitlines()[0])["video_cache"][0]
+    frames, header = CacheReader(tmp_path / "c").load_ref(ref)
+    want = fam.sample_frame_indices(45, 15.0, spec)
+    assert tuple(header["meta"]["frames_indices"]) == want
+    assert [read_frame_index(f) for f in frames] == list(want)  # the frames the rule picked, in order
+    assert frames.shape[1:3] == fam.resized_hw(64, 96, len(want), spec)
+    assert header["meta"]["resized_height"] == frames.shape[1]
+    assert main(["build", str(data), "--out", str(tmp_path / "c2"), "--family", "glm4", "--no-progress"]) == 2
+    assert "glm4v" in capsys.readouterr().err  # an unknown family names the closest one
 
 
 def test_a_new_family_is_one_registration():
