@@ -5,6 +5,7 @@ log-prob)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,21 @@ def test_dump_round_trip_is_exact_and_pickle_free(tmp_path: Path) -> None:
     (tmp_path / "foreign.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
     with pytest.raises(ValueError, match=r"foreign\.safetensors"):
         read_dump(tmp_path / "foreign.safetensors")
+
+
+@pytest.mark.parametrize("bad", [(math.nan, -2.0), (-1.0, math.nan), (-1.0, -math.inf), (1e31, -2.0)])
+def test_non_finite_or_absurd_logprobs_are_dumped_and_fail(tmp_path: Path, bad: tuple[float, float]) -> None:
+    """An engine that returns NaN / inf log-probs (vLLM's CPU GLM-4.5V MoE did) is reported, never crashes the dump
+    and never passes: max() over differences would skip a NaN that is not first."""
+    path = write_dump(tmp_path / "vllm.safetensors", [_rec("vllm", logprobs=bad)])
+    (back,) = read_dump(path)
+    assert len(back.logprobs) == 2
+    assert [math.isnan(v) for v in back.logprobs] == [math.isnan(v) for v in bad]
+    (res,) = compare_sides({"hf": [_rec("hf")], "vllm": [back]})
+    lp = res.check("logprobs")
+    assert lp is not None
+    assert not lp.ok, lp.detail
+    assert not res.ok
 
 
 def test_identical_sides_pass_and_each_difference_fails() -> None:

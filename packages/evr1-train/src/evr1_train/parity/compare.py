@@ -125,6 +125,9 @@ def _logprobs(a: SideRecord, b: SideRecord) -> Check | None:
         return None
     if a.response_ids != b.response_ids:
         return Check("logprobs", False, f"response tokens differ: {list(a.response_ids)} vs {list(b.response_ids)}")
+    bad = [r.side for r in (a, b) if not all(math.isfinite(v) for v in r.logprobs)]
+    if bad:  # an engine's NaN / inf log-probs fail outright (a NaN would otherwise slip through max())
+        return Check("logprobs", False, f"non-finite log-probs from {' and '.join(bad)}", math.inf)
     worst = max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True))
     tol = logprob_tolerance(a, b)
     ok = worst <= tol

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FORMAT = "evr1-parity/1"
+FORMAT = "evr1-parity/2"
 SIDES = ("verl", "hf", "vllm")
 
 
@@ -54,13 +54,13 @@ class SideRecord:
             "timing": self.timing,
             "pixels": sorted(self.pixels),
             "response_ids": list(self.response_ids),
-            "logprobs": list(self.logprobs),
             "info": self.info,
         }
 
 
 def write_dump(path: str | os.PathLike[str], records: list[SideRecord]) -> Path:
-    """Write `records` to one safetensors file atomically (tensors `<i>/<name>` float32, the rest in the header)."""
+    """Write `records` to one safetensors file atomically: pixels as `<i>/<name>` float32, log-probs as
+    `<i>/_logprobs` float64 (an engine's NaN / inf must reach the comparison, not break JSON), the rest in the header."""
     import numpy as np
     from safetensors.numpy import save_file
 
@@ -70,6 +70,8 @@ def write_dump(path: str | os.PathLike[str], records: list[SideRecord]) -> Path:
     for i, rec in enumerate(records):
         for name, value in rec.pixels.items():
             tensors[f"{i}/{name}"] = np.ascontiguousarray(np.asarray(value, dtype=np.float32))
+        if rec.logprobs:
+            tensors[f"{i}/_logprobs"] = np.asarray(rec.logprobs, dtype=np.float64)
     if not tensors:  # safetensors needs at least one tensor
         tensors["_empty"] = np.zeros(1, np.float32)
     meta = {"format": FORMAT, "records": json.dumps([r.header() for r in records], allow_nan=False)}
@@ -90,9 +92,12 @@ def read_dump(path: str | os.PathLike[str]) -> list[SideRecord]:
             if meta.get("format") != FORMAT:
                 raise ValueError(f"{p}: not an evr1 parity dump (format {meta.get('format')!r}, want {FORMAT!r})")
             heads = json.loads(meta["records"])
+            stored = set(fh.keys())
             records = []
             for i, head in enumerate(heads):
                 pixels = {name: fh.get_tensor(f"{i}/{name}") for name in head.pop("pixels")}
+                lp_key = f"{i}/_logprobs"
+                logprobs = tuple(float(v) for v in fh.get_tensor(lp_key)) if lp_key in stored else ()
                 records.append(
                     SideRecord(
                         **{
@@ -100,7 +105,7 @@ def read_dump(path: str | os.PathLike[str]) -> list[SideRecord]:
                             "prompt_ids": tuple(head["prompt_ids"]),
                             "placeholder_ids": tuple(head["placeholder_ids"]),
                             "response_ids": tuple(head["response_ids"]),
-                            "logprobs": tuple(head["logprobs"]),
+                            "logprobs": logprobs,
                             "pixels": pixels,
                         }
                     )
