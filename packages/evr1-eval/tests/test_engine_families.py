@@ -39,8 +39,8 @@ DUMPS = ROOT / ".nox" / "parity"
 #: implementation do (huggingface/transformers#45381); inputs are identical, the positions of the response differ.
 #: vLLM 0.32's InternVL processor tokenizes the frames' expansion apart from the text before `<video>`: after
 #: "Question: " (evr1's prompts) transformers gives "ĠFrame", vLLM "Ġ" + "Frame" - one more token, then every later
-#: position shifts (the log-probs follow). vLLM 0.32's CPU backend returns invalid log-probs (|log p| ~ 1e31) for the
-#: GLM-4.5V-style MoE (`Glm4vMoeForConditionalGeneration`) on identical inputs, image and video alike.
+#: position shifts (the log-probs follow). vLLM 0.32's CPU backend returns invalid log-probs (|log p| ~ 1e31, or NaN)
+#: for the GLM-4.5V-style MoE (`Glm4vMoeForConditionalGeneration`) on identical inputs, image and video alike.
 KNOWN_MISMATCHES = {
     "qwen2_5_vl": {"v0": {"logprobs"}, "v1": {"logprobs"}},
     "internvl": {"v0": {"tokens", "logprobs"}, "v1": {"tokens", "logprobs"}},
