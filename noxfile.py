@@ -120,10 +120,15 @@ def viewer_browser(session: nox.Session) -> None:
     session.log(f"screenshots: {SCREENSHOTS}")
 
 
-def install_torchvision_shim(session: nox.Session) -> None:
+def install_torchvision_shim(session: nox.Session, drop: tuple[str, ...] = ("torchaudio", "torchcodec")) -> None:
     """Test env only: drop CUDA-linked torchaudio/torchcodec and load testenv/torchvision_cpu_shim.py from a .pth."""
-    session.run("python", "-m", "pip", "uninstall", "-y", "-q", "torchaudio", "torchcodec", silent=True)
-    site = session.run("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", silent=True).strip()
+    # run_install: part of building the venv, so `--install-only` (build it for the benchmarks) does it too
+    if drop:
+        session.run_install("python", "-m", "pip", "uninstall", "-y", "-q", *drop, silent=True)
+    out = session.run_install("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", silent=True)
+    if out is None:  # --no-install (-R): the venv, shim included, is the one built before
+        return
+    site = out.strip()
     shim = ROOT / "testenv" / "torchvision_cpu_shim.py"
     Path(site, "_evr1_tv_cpu_shim.py").write_text(shim.read_text())
     Path(site, "zz_evr1_tv_cpu_shim.pth").write_text("import _evr1_tv_cpu_shim\n")
@@ -137,15 +142,17 @@ SPEC_PARITY_REQS = ["torch==2.13.0", "torchvision==0.28.0", "qwen-vl-utils==0.0.
 
 @nox.session(python=HOST, venv_backend="virtualenv")
 def spec_parity(session: nox.Session) -> None:
-    """evr1_cache.spec vs the real qwen-vl-utils 0.0.14 and transformers over generated grids, and each model family's
+    """evr1_cache.spec vs the real qwen-vl-utils 0.0.14 and transformers over generated grids, cached pixels vs
+    torchvision's resize and `fetch_video` itself on every real and generated test video, and each model family's
     rules (evr1_cache.families) vs its transformers processor (pip venv: CPU torch)."""
     session.install("--no-compile", *SPEC_PARITY_REQS, *TEST_DEPS)  # skip the .pyc pass over all of torch
     install_torchvision_shim(session)
-    # The spec is stdlib only (proven in test_spec.py), so evr1-cache's decoding deps are not needed here.
-    session.install("--no-deps", str(member("evr1-cache")))
+    # fetch_video's decoder as EasyVideoR1 runs it; 0.13 is the CPU build (later ones are CUDA-linked, see the shim)
+    session.install("--no-deps", "torchcodec==0.13.0")
+    session.install(str(member("evr1-cache")))  # with its decoding deps: the pixel tests decode real videos
     tests = member("evr1-cache") / "tests"
     session.run(
-        "pytest", str(tests / "test_spec_parity.py"), str(tests / "test_spec.py"),
+        "pytest", str(tests / "test_spec_parity.py"), str(tests / "test_spec.py"), str(tests / "test_resample_parity.py"),
         str(tests / "test_family_parity.py"), *session.posargs,  # each model family against its own processor
         env={"EVR1_SPEC_PARITY": "1"},
     )  # fmt: skip
@@ -371,3 +378,41 @@ def train_e2e(session: nox.Session) -> None:
             *session.posargs,
             env=TRAIN_ENV,
         )
+
+
+# -- the GPU check's dry run (issue 17) ----------------------------------------------------------------------------
+
+#: What the lent GPU machines' image holds that the local engine uses (torch 2.11 + CUDA, transformers 5.17,
+#: torchvision) plus the small libraries it ships with; the CUDA build of torch runs on a CPU.
+GPU_IMAGE_REQS = ("torch==2.11.0", "torchvision==0.26.0", "transformers==5.17.0", "numpy", "pillow", "safetensors",
+                  "tqdm", "pyyaml", "packaging", "matplotlib", "pandas", "pyarrow", "psutil", "requests", "jinja2")  # fmt: skip
+
+
+@nox.session(python=HOST, venv_backend="virtualenv", default=False)
+def gpu_check_cpu(session: nox.Session) -> None:
+    """benchmarks/gpu_check.py on CPU in a venv holding only what the GPU image holds: `--prepare` fetches what it
+    lacks (verl, hydra, PyAV, datasets, ... as wheels) and the check installs those offline, as on the GPU machine,
+    then runs a 4-step quickstart and train_step_cache.py (1 step per mode). CUDA itself is not exercised."""
+    session.install("--no-compile", *GPU_IMAGE_REQS)
+    carried = Path(session.create_tmp()) / "gpu_check_carried"
+    version = session.run("python", "-c", "import sys; print('%d.%d' % sys.version_info[:2])", silent=True)
+    session.run("python", str(ROOT / "benchmarks" / "gpu_check.py"), "--prepare", "--carried", str(carried),
+                "--python-version", str(version).strip())  # fmt: skip
+    work = Path(session.create_tmp()) / "gpu_check_work"
+    session.run("bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--device", "cpu", "--carried", str(carried),
+                "--work", str(work), "--quickstart-steps", "4", "--tsc-steps", "1", "--budget", "3600", *session.posargs,
+                env={"PYTHON": "python", "TOKENIZERS_PARALLELISM": "false"}, external=True)  # fmt: skip
+
+
+# -- benchmark environments (not tests: `uvx nox -s NAME -- ARGS` builds the venv and runs the script) ---------------
+
+
+@nox.session(python=HOST, venv_backend="virtualenv", default=False)
+def bench_cache(session: nox.Session) -> None:
+    """benchmarks/cache_vs_decode.py in its pip venv: CPU-friendly torch, torchvision, torchcodec 0.13 (a CPU build),
+    qwen-vl-utils 0.0.14 and evr1-cache; arguments after `--` go to the script (e.g. `-- --runs 5 --json b.json`)."""
+    session.install("--no-compile", "torch==2.13.0")
+    session.install("--no-deps", "torchvision==0.28.0", "torchcodec==0.13.0")
+    session.install("qwen-vl-utils==0.0.14", str(member("evr1-cache")))
+    install_torchvision_shim(session, drop=("torchaudio",))  # keep torchcodec: qwen-vl-utils decodes with it
+    session.run("python", str(ROOT / "benchmarks" / "cache_vs_decode.py"), *session.posargs)

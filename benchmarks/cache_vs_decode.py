@@ -1,6 +1,8 @@
 """Per-sample input preparation: qwen-vl-utils `fetch_video` (on-the-fly decoding, as EasyVideoR1 does it) vs
-`CacheReader.load_torch` (evr1-cache), on the same videos and settings; plus cache build time vs a bare `ffmpeg`
-decode to /dev/null, `--workers 2` scaling, and bytes per cached minute. Prints medians and ratios.
+`CacheReader.load_torch` (evr1-cache), on the same videos and settings, with the max pixel difference; the resize
+alone (evr1's exact numpy resampler vs Pillow's bicubic vs torchvision's, one thread each, on the same decoded frames);
+cache build time vs a bare `ffmpeg` decode to /dev/null, `--workers 2` scaling, and bytes per cached minute. Prints
+medians and ratios.
 
 Needs torch + torchvision + qwen-vl-utils (+ torchcodec 0.13 as its decoder) beside evr1-cache, e.g. a pip venv:
     python3 -m venv .venvs/cache-bench && .venvs/cache-bench/bin/pip install torch==2.13.0
@@ -8,11 +10,13 @@ Needs torch + torchvision + qwen-vl-utils (+ torchcodec 0.13 as its decoder) bes
     .venvs/cache-bench/bin/pip install qwen-vl-utils==0.0.14 -e packages/evr1-cache
 (on a CPU-only torch add the torchvision shim of testenv/, see noxfile.install_torchvision_shim). Example:
     .venvs/cache-bench/bin/python benchmarks/cache_vs_decode.py --runs 5 --json bench.json
+or, in one command that builds that venv (shim included) and runs the script with the arguments after `--`:
+    uvx nox -s bench_cache -- --runs 5 --json bench.json
 
 "Cold" drops the page cache of the files involved before each run (posix_fadvise DONTNEED): for fetch_video the video;
 for `load_torch(video, spec)` the cache entry and the video (whose first/middle/last MiB give its identity; the
-identity memo is cleared too); for "ref cold" only the entry, loaded by the reference `build` wrote into the output
-dataset (what training and evaluation use), which never touches the video.
+identity memo is cleared too); for "ref cold" only the entry, loaded with `CacheReader.entry_at` by the reference
+`build` wrote into the output dataset (what training uses), which never touches the video.
 """
 
 from __future__ import annotations
@@ -43,21 +47,30 @@ def evict(*paths: Path) -> None:
             os.close(fd)
 
 
-def timed(fn: Callable[[], Any], runs: int, before: Callable[[], None] | None = None) -> tuple[float, Any]:
-    """Median wall seconds of `runs` calls (one untimed warm-up call first), and the last result."""
+def timed(
+    fn: Callable[[], Any],
+    runs: int,
+    before: Callable[[], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, Any]:
+    """Median seconds (wall, or `clock`) of `runs` calls (one untimed warm-up call first), and the last result."""
     result = fn()
     times = []
     for _ in range(runs):
         if before is not None:
             before()
-        t0 = time.perf_counter()
+        t0 = clock()
         result = fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times), result
 
 
 def make_videos(work: Path) -> list[Path]:
-    from evr1_cache.testing import make_synthetic_video, real_test_videos
+    import runpy  # testenv/ is the test environment's, not an installed package
+
+    from evr1_cache.testing import make_synthetic_video
+
+    real_test_videos = runpy.run_path(str(Path(__file__).parents[1] / "testenv" / "real_videos.py"))["real_test_videos"]
 
     real = real_test_videos(work / "real")
     gen = work / "generated"
@@ -115,10 +128,9 @@ def build_set(
 def compare_loads(videos: list[Path], spec: Any, work: Path, runs: int) -> dict[str, Any]:
     """fetch_video vs CacheReader per video, warm and cold; returns rows + medians."""
     import numpy as np
-    import torch
 
     from evr1_cache import CacheReader
-    from evr1_cache.store import _identity_memo
+    from evr1_cache.sources import clear_identity_memo
 
     cache = work / "cache"
     build_set(videos, cache, spec, 1)
@@ -136,14 +148,14 @@ def compare_loads(videos: list[Path], spec: Any, work: Path, runs: int) -> dict[
             return reader.load_torch(p, spec)
 
         def cold(p: Path = path, e: Path = entry) -> None:
-            _identity_memo.clear()
+            clear_identity_memo()
             evict(p, e)
 
         cw, (frames, meta) = timed(load, runs)
         cc, _ = timed(load, runs, before=cold)
         # by the reference the build wrote into the output dataset: the source video is not touched at all
         ref_rel = entry.relative_to(cache).as_posix()
-        rc, _ = timed(lambda r=ref_rel: torch.from_numpy(reader.load_ref(r)[0]), runs, before=lambda e=entry: evict(e))
+        rc, _ = timed(lambda r=ref_rel: reader.entry_at(r, spec).torch(), runs, before=lambda e=entry: evict(e))
         ours = frames.permute(0, 3, 1, 2)
         same_shape = tuple(ref.shape) == tuple(ours.shape)
         diff = int((ref.round().clamp(0, 255) - ours.float()).abs().max()) if same_shape else -1
@@ -208,6 +220,54 @@ def compare_builds(videos: list[Path], spec: Any, work: Path, runs: int, configs
     return med
 
 
+def compare_resizes(videos: list[Path], spec: Any, runs: int) -> dict[str, Any]:
+    """The resize alone, on the same decoded frames, one thread each: evr1's exact resampler (the spec's video rule)
+    vs Pillow's 8-bit bicubic (what evr1 used before: not the reference's pixels) vs the reference itself
+    (torchvision's resize on the uint8 tensor, as `fetch_video` calls it). Also checks that evr1's frames equal it.
+    Timed in CPU seconds of the calling thread (all three run in it), which other load on the machine disturbs least."""
+    import numpy as np
+    import torch
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms import functional as tvf
+
+    from evr1_cache import probe, resample
+    from evr1_cache.decode import plan
+    from evr1_cache.decoders import get_decoder
+
+    torch.set_num_threads(1)
+    print(
+        f"{'resize, CPU s, 1 thread':24} {'in -> out':>22} {'evr1':>9} {'Pillow':>9} {'torch':>9} {'x Pillow':>8} {'x torch':>8}"
+    )
+    rows, totals = [], {"evr1": 0.0, "pillow": 0.0, "torch": 0.0}
+    for path in videos:
+        info = probe(path)
+        indices, h, w = plan(info, spec)
+        native = np.stack(get_decoder("auto").decode(info, info.positions(indices), threads=1))
+        tensor = torch.from_numpy(native).permute(0, 3, 1, 2)
+
+        def reference(t: Any = tensor, hw: tuple[int, int] = (h, w)) -> Any:
+            return tvf.resize(t, list(hw), interpolation=InterpolationMode.BICUBIC, antialias=True)
+
+        cpu = time.thread_time
+        te, ours = timed(lambda a=native, hw=(h, w): resample(a, *hw, spec.resize, threads=1), runs, clock=cpu)
+        tp, _ = timed(lambda a=native, hw=(h, w): resample(a, *hw, "pillow-bicubic", threads=1), runs, clock=cpu)
+        tt, ref = timed(reference, runs, clock=cpu)
+        diff = int(np.abs(ref.permute(0, 2, 3, 1).numpy().astype(np.int16) - ours.astype(np.int16)).max())
+        totals["evr1"] += te
+        totals["pillow"] += tp
+        totals["torch"] += tt
+        shape = f"{native.shape[0]}x{native.shape[1]}x{native.shape[2]} -> {h}x{w}"
+        rows.append({"video": path.name, "resize": shape, "evr1_s": te, "pillow_s": tp, "torch_s": tt,
+                     "max_abs_diff_vs_torchvision": diff})  # fmt: skip
+        print(f"{path.name[:24]:24} {shape:>22} {te * 1e3:7.1f}ms {tp * 1e3:7.1f}ms {tt * 1e3:7.1f}ms "
+              f"{te / tp:7.2f}x {te / tt:7.2f}x  maxdiff vs torchvision {diff}")  # fmt: skip
+    ratio_p, ratio_t = totals["evr1"] / totals["pillow"], totals["evr1"] / totals["torch"]
+    print(
+        f"resize time over all videos: evr1 {ratio_p:.2f}x Pillow's, {ratio_t:.2f}x torchvision's (CPU time, 1 thread each)"
+    )
+    return {"rows": rows, "totals_s": totals, "evr1_over_pillow": ratio_p, "evr1_over_torchvision": ratio_t}
+
+
 def scaling_videos(work: Path, n: int = 8) -> list[Path]:
     """Distinct clips of equal cost (distinct bytes: content addressing would merge copies)."""
     from evr1_cache.testing import make_synthetic_video
@@ -226,7 +286,7 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "evr1-cache-bench")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per load measurement (median reported)")
     ap.add_argument("--build-runs", type=int, default=3)
-    ap.add_argument("--skip", default="", help="comma list of phases to skip: load,build,scaling")
+    ap.add_argument("--skip", default="", help="comma list of phases to skip: load,resize,build,scaling")
     ap.add_argument("--json", type=Path, help="also write all numbers here")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -244,6 +304,8 @@ def main() -> int:
     result: dict[str, Any] = {"videos": [probe(v).as_dict() for v in videos]}
     if "load" not in skip:
         result["load"] = compare_loads(videos, spec, args.work, args.runs)
+    if "resize" not in skip:
+        result["resize"] = compare_resizes(videos, spec, args.runs)
     if "build" not in skip:
         configs = [("evr1-cache build, pyav", 1, "auto", None), ("evr1-cache build, ffmpeg CLI", 1, "ffmpeg", None)]
         result["build"] = compare_builds(videos, spec, args.work, args.build_runs, configs)

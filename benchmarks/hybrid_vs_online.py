@@ -3,9 +3,10 @@
 Both arms use the same tiny random Qwen2.5-VL initialisation, the same data, seeds, steps and hyper-parameters
 (experiment=quickstart); the only difference is `evr1.hybrid.enable` (k of the n rollouts of each group come from the
 stored correct answer). Prints held-out accuracy per evaluation step for both, the gap at the end, and the first step
-at which each reaches 50%. Runs on the local engine (CPU by default), e.g. with the shared dev venv:
-    python benchmarks/hybrid_vs_online.py --work runs/bench-hvo --steps 300 --eval-every 20 --seeds 0
-    python benchmarks/hybrid_vs_online.py --work runs/bench-hvo --steps 40 --set data.train_batch_size=8   # quicker
+at which each reaches 50%. Runs on the local engine (CPU by default) in the workspace venv (`uv run` builds it):
+    uv run python benchmarks/hybrid_vs_online.py --work runs/bench-hvo --steps 300 --eval-every 20 --seeds 0
+    uv run python benchmarks/hybrid_vs_online.py --work runs/bench-hvo --steps 40 --set data.train_batch_size=8 \
+        --set actor_rollout_ref.actor.ppo_mini_batch_size=8   # quicker (the mini-batch must divide the batch)
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """evr1-rewards throughput: scores/s per problem type on one core, worst-case latency on 1 MB adversarial responses,
 and code-reward throughput with parallel sandbox workers. Optionally EasyVideoR1's reward function side by side.
 
-    python benchmarks/rewards_throughput.py                  # all sections
-    python benchmarks/rewards_throughput.py --quick          # fewer repeats, smaller code batch
-    python benchmarks/rewards_throughput.py --easyvideor1 PATH/TO/examples/video_rl/reward_function/video_reward.py
+    uv run python benchmarks/rewards_throughput.py           # all sections (`uv run`: the workspace venv)
+    uv run python benchmarks/rewards_throughput.py --quick   # fewer repeats, smaller code batch
+    uv run python benchmarks/rewards_throughput.py --easyvideor1 PATH/TO/examples/video_rl/reward_function/video_reward.py
 
 Targets: >= 30,000 scores/s for multiple_choice, numerical, boolean and the grounding types; every type >= 2x
 EasyVideoR1's reward file on the same inputs in the same run; <= 50 ms per call for every non-code type (math

@@ -2,12 +2,15 @@
 
 Same model, data, seed and steps; only `data.evr1.video_source` differs (`cache_only` vs `decode`). Two datasets:
   * real: real videos made by others (Big Buck Bunny 720p, bikes, cockatoo 720p 4:4:4, carphone, realshort; fetched
-    from registry packages by `evr1_cache.testing.real_test_videos`), multiple-choice rows;
+    from registry packages by `testenv/real_videos.py`), multiple-choice rows;
   * generated: the quickstart's moving-shape clips (tiny 112x112 H.264, where decoding is cheap).
 Per step: data (rows -> frames -> processor), rollout (generate), log_prob (old/ref passes), update (PPO) and total;
 medians over the timed steps after one warm-up step. EasyVideoR1 reported 1.47x for cached steps on 32 GPUs; on a
-CPU with a tiny model the decode share is larger. Example:
-    python benchmarks/train_step_cache.py --work runs/bench-tsc --steps 5
+CPU with a tiny model the decode share is larger. Run it in the workspace venv (`uv run` builds it on first use):
+    uv run python benchmarks/train_step_cache.py --work runs/bench-tsc --steps 5
+    uv run python benchmarks/train_step_cache.py --work runs/bench-tsc --device cuda --dtype bfloat16   # on a GPU
+`--real-videos DIR` reads the real clips from DIR instead of fetching them (benchmarks/gpu_check.py carries them to
+machines without the package registries).
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ def compose(out: Path, overrides: list[str]) -> Any:
         )
 
 
-def real_dataset(work: Path) -> Path:
+def real_dataset(work: Path, videos_dir: Path) -> Path:
     """A multiple-choice dataset over real videos (several rows per video, as real datasets have)."""
-    from evr1_cache.testing import real_test_videos
+    import runpy  # testenv/ is the test environment's, not an installed package
 
-    videos = real_test_videos(work / "real_videos")
+    real_test_videos = runpy.run_path(str(Path(__file__).parents[1] / "testenv" / "real_videos.py"))["real_test_videos"]
+
+    videos = real_test_videos(videos_dir)  # fetched from the registries once, unless DIR already holds them
     rows = []
     for i in range(32):
         v = videos[i % len(videos)]
@@ -77,8 +82,14 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--steps", type=int, default=5, help="timed steps per mode (after one warm-up step)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="auto", help="engine.device: auto | cpu | cuda | cuda:N")
+    ap.add_argument(
+        "--dtype", default="auto", help="engine.dtype: auto (fp32 on CPU, bf16 on CUDA) | float32 | bfloat16"
+    )
+    ap.add_argument("--real-videos", type=Path, help="folder with the real clips (default: WORK/real_videos, fetched)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    args.work = args.work.resolve()  # the datasets written below hold absolute paths: valid from any folder
 
     from omegaconf import OmegaConf
 
@@ -87,6 +98,8 @@ def main() -> None:
 
     common = [
         f"engine.num_threads={args.threads}",
+        f"engine.device={args.device}",
+        f"engine.dtype={args.dtype}",
         "engine.loggers=[jsonl]",
         "data.train_batch_size=8",
         "actor_rollout_ref.actor.ppo_mini_batch_size=4",  # 2 mini-batches: the old-log-prob pass runs, as in verl
@@ -95,7 +108,7 @@ def main() -> None:
     ]
     inputs = args.work / "quickstart"
     prepare_inputs(compose(inputs, common))
-    real = real_dataset(args.work)
+    real = real_dataset(args.work, (args.real_videos or args.work / "real_videos").resolve())
     report = build_cache(
         real,
         args.work / "real_cache",

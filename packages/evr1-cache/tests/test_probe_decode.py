@@ -11,11 +11,11 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from PIL import Image
 
 from evr1_cache import decode_video, probe
 from evr1_cache.decoders import DECODERS, get_decoder, register
 from evr1_cache.errors import MediaError
+from evr1_cache.resampling import resample
 from evr1_cache.spec import SamplingSpec, sample_frame_indices
 from evr1_cache.testing import make_synthetic_video, read_frame_index
 
@@ -23,7 +23,7 @@ DECODER_NAMES = ["pyav", "ffmpeg"]
 
 
 def reference_frames(path: Path, meta_indices: tuple[int, ...], fps: float, vfr: bool) -> np.ndarray:
-    """Independent decode: every frame with plain PyAV, rotated, picked by the timeline rule, Pillow-resized later."""
+    """Independent decode: every frame with plain PyAV, rotated, picked by the timeline rule, resized later."""
     with av.open(str(path)) as c:
         frames = list(c.decode(video=0))
     rot = (frames[0].rotation or 0) // 90
@@ -36,9 +36,8 @@ def reference_frames(path: Path, meta_indices: tuple[int, ...], fps: float, vfr:
 
 
 def resize(frames: np.ndarray, h: int, w: int) -> np.ndarray:
-    return np.stack(
-        [np.asarray(Image.fromarray(np.ascontiguousarray(f)).resize((w, h), Image.BICUBIC)) for f in frames]
-    )
+    """The spec's resize rule (its pixel parity with torchvision itself is test_resample_parity.py's job)."""
+    return resample(np.ascontiguousarray(frames), h, w, SamplingSpec().resize)
 
 
 @pytest.mark.parametrize("decoder", DECODER_NAMES)
@@ -264,7 +263,7 @@ def test_registry_refuses_duplicates_and_suggests_names() -> None:
         (lambda d: d / "missing.mp4", "file not found"),
         (lambda d: _write(d / "empty.mp4", b""), "empty"),
         (lambda d: _write(d / "text.mp4", b"this is not a video\n" * 50), "not a readable video"),
-        (lambda d: (d / "folder.mp4").mkdir() or d / "folder.mp4", "not a regular file"),
+        (lambda d: (d / "folder.mp4").mkdir() or d / "folder.mp4", "a directory, not a media file"),
     ],
 )
 def test_bad_inputs_raise_one_clear_media_error(tmp_path: Path, spec: SamplingSpec, make, reason: str) -> None:
@@ -293,15 +292,15 @@ def _write(path: Path, data: bytes) -> Path:
 def test_unreadable_file_is_reported(tmp_path: Path, clip: Path, spec: SamplingSpec, monkeypatch) -> None:
     locked = tmp_path / "locked.mp4"
     locked.write_bytes(clip.read_bytes())
-    real_open = Path.open
+    real_open = os.open
 
-    def deny(self: Path, *args, **kwargs):
-        if self == locked:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)
+    def deny(path, *args, **kwargs):
+        if os.fspath(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", deny)
-    with pytest.raises(MediaError, match=r"locked\.mp4: cannot be read \(Permission denied\)"):
+    monkeypatch.setattr(os, "open", deny)
+    with pytest.raises(MediaError, match=r"locked\.mp4: cannot be opened \(Permission denied\)"):
         decode_video(locked, spec)
 
 

@@ -112,6 +112,7 @@ def test_key_is_short_hex_and_changes_with_every_setting():
         dataclasses.replace(base, max_pixels=1001),
         dataclasses.replace(base, total_pixels=None),
         dataclasses.replace(base, size_factor=32),
+        dataclasses.replace(base, resize="torchvision-bicubic-aa-nofma"),
     ]
     keys = {key, *(v.key() for v in variants)}
     assert len(keys) == len(variants) + 1
@@ -121,9 +122,9 @@ def test_key_is_short_hex_and_changes_with_every_setting():
 def test_key_of_the_default_spec_never_changes_silently():
     # A golden value on purpose: every cache on disk is filed under this key. If this fails, the canonical JSON or the
     # hash changed, which orphans all existing caches: bump SPEC_VERSION deliberately and update this value.
-    assert SPEC_VERSION == 1
+    assert SPEC_VERSION == 2
     assert SamplingSpec().key() == _key_in_fresh_process("SamplingSpec()")
-    assert SamplingSpec().key() == "c1e3b6f2280426de"
+    assert SamplingSpec().key() == "c2282c04be3e94b3"
 
 
 def _key_in_fresh_process(expr: str) -> str:
@@ -306,7 +307,7 @@ def test_timestamps_are_index_over_native_fps():
 @pytest.mark.parametrize(
     ("mutate", "match"),
     [
-        (lambda d: d.update(spec_version=SPEC_VERSION + 1), "spec_version 2 is not this evr1-cache's 1"),
+        (lambda d: d.update(spec_version=SPEC_VERSION + 1), "spec_version 3 is not this evr1-cache's 2"),
         (lambda d: d.update(spec_version="1"), "spec_version '1'"),
         (lambda d: d.pop("spec_version"), "without spec_version"),
         (lambda d: d.update(frame_indices=[0]), "did you mean 'frames_indices'"),
@@ -360,3 +361,35 @@ def test_importing_spec_loads_only_the_standard_library():
     outside, ours = eval(out.stdout)  # a repr of two lists of module names, printed by the child above
     assert outside == []
     assert set(ours) == {"evr1_cache", "evr1_cache.spec"}
+
+
+def test_resize_rules_are_named_versioned_and_part_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evr1_cache import spec as spec_module
+    from evr1_cache.spec import (
+        IMAGE_RESIZE,
+        RESIZE_RULES,
+        VIDEO_RESIZE,
+        ResizeRule,
+        get_resize_rule,
+        register_resize_rule,
+    )
+
+    assert SamplingSpec().resize == VIDEO_RESIZE.name == "torchvision-bicubic-aa"
+    assert ImageSpec().resize == IMAGE_RESIZE.name == "pillow-bicubic"
+    assert get_resize_rule("torchvision-bicubic-aa").id == "torchvision-bicubic-aa/1"
+    with pytest.raises(ValueError, match="did you mean 'pillow-bicubic'"):
+        SamplingSpec(resize="pillow-bicubc")
+    with pytest.raises(ValueError, match="already registered"):
+        register_resize_rule(ResizeRule("pillow-bicubic", 2, "k", "r"))
+    with pytest.raises(ValueError, match="slug"):
+        ResizeRule("has space", 1, "k", "r")
+    # a new implementation version of the same rule gives every spec that uses it a new key (old entries rebuilt)
+    before = SamplingSpec().key()
+    monkeypatch.setitem(RESIZE_RULES, VIDEO_RESIZE.name, dataclasses.replace(VIDEO_RESIZE, version=2))
+    assert SamplingSpec().key() != before
+    monkeypatch.setitem(RESIZE_RULES, VIDEO_RESIZE.name, VIDEO_RESIZE)
+    assert SamplingSpec().key() == before
+    # a family's own rule registers like the built-in ones
+    monkeypatch.setattr(spec_module, "RESIZE_RULES", dict(RESIZE_RULES))
+    mine = spec_module.register_resize_rule(ResizeRule("glm-test-resize", 1, "bicubic", "a test"))
+    assert SamplingSpec(resize=mine.name).key() != before

@@ -10,30 +10,19 @@ count, and the final pixel resize records the size it was asked for. Frame count
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import logging
-import os
 import random
 from collections.abc import Iterator
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from evr1_cache.spec import ImageSpec, SamplingSpec, VideoMeta, resized_hw, resized_image_hw, sample_frame_indices
+from evr1_cache.testing import reference_module
 
-
-def _need(name: str) -> ModuleType:
-    if os.environ.get("EVR1_SPEC_PARITY") == "1":
-        return importlib.import_module(name)
-    return pytest.importorskip(
-        name, reason=f"the spec parity grid needs {name} (a torch env): run `nox -s spec_parity`"
-    )
-
-
-torch = _need("torch")
-vp = _need("qwen_vl_utils.vision_process")
+torch = reference_module("torch")
+vp = reference_module("qwen_vl_utils.vision_process")
 
 # -- the grids (generated; their sizes are asserted below) ------------------------------------------------------------
 
@@ -356,7 +345,7 @@ def _meta_for(total: int, fps: float, h: int, w: int, spec: SamplingSpec) -> Vid
 
 
 def test_to_hf_builds_a_transformers_video_metadata():
-    video_utils = _need("transformers.video_utils")
+    video_utils = reference_module("transformers.video_utils")
     meta = _meta_for(300, 29.97, 360, 640, SamplingSpec())
     hf = video_utils.VideoMetadata(**meta.to_hf())
     assert hf.total_num_frames == 300
@@ -376,8 +365,8 @@ def test_to_hf_builds_a_transformers_video_metadata():
     ],
 )
 def test_qwen_video_processors_take_cached_frames_unchanged(module, cls, f):
-    np = _need("numpy")
-    processor_cls = getattr(_need(module), cls)
+    np = reference_module("numpy")
+    processor_cls = getattr(reference_module(module), cls)
     spec = SamplingSpec(size_factor=f)
     meta = _meta_for(250, 25.0, 360, 640, spec)
     n, rh, rw = len(meta.frames_indices), meta.resized_height, meta.resized_width

@@ -219,3 +219,21 @@ def test_request_messages_put_media_before_text() -> None:
         {"role": "system", "content": "sys"},
         {"role": "user", "content": [{"type": "video"}, {"type": "text", "text": "Q?"}]},
     ]
+
+
+def test_forced_lengths_are_checked_recorded_only_when_set_and_sent_to_servers() -> None:
+    """min_tokens / ignore_eos (load tests: forced answer lengths) never change the settings record of a normal run."""
+    with pytest.raises(ValueError, match="min_tokens"):
+        GenerationParams(max_tokens=4, min_tokens=5)
+    with pytest.raises(ValueError, match="min_tokens"):
+        GenerationParams(min_tokens=-1)
+    assert set(GenerationParams().to_dict()) == {"max_tokens", "temperature", "top_p", "top_k", "seed", "stop"}
+    forced = GenerationParams(max_tokens=9, min_tokens=9, ignore_eos=True)
+    assert forced.to_dict()["min_tokens"] == 9
+    assert forced.to_dict()["ignore_eos"] is True
+    backend = _openai(lambda r: httpx.Response(200, json=_completion("x")))
+    plain = backend.payload(Request(id="p", prompt="?"), GenerationParams())
+    assert "min_tokens" not in plain  # servers without vLLM's extensions still accept normal requests
+    assert "ignore_eos" not in plain
+    body = backend.payload(Request(id="f", prompt="?"), forced)
+    assert (body["max_tokens"], body["min_tokens"], body["ignore_eos"]) == (9, 9, True)

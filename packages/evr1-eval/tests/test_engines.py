@@ -45,8 +45,8 @@ PARAMS = GenerationParams(max_tokens=6)
 N_VIDEO = 8
 
 
-def _tiny_qwen() -> Any:
-    spec = importlib.util.spec_from_file_location("evr1_testenv_tiny_qwen", ROOT / "testenv" / "tiny_qwen.py")
+def _testenv(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"evr1_testenv_{name}", ROOT / "testenv" / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -57,7 +57,7 @@ def _tiny_qwen() -> Any:
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     pytest.importorskip("transformers", reason="needs the hf extra (torch + transformers): nox -s eval_engines")
-    tiny = _tiny_qwen()
+    tiny = _testenv("tiny_qwen")
     out = tmp_path_factory.mktemp("tiny-qwen")
     tok = tiny.build_tokenizer()
     return {kind: tiny.build_tiny_qwen(out, kind, head_dim=32, tokenizer=tok) for kind in KINDS}
@@ -66,7 +66,9 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """EasyVideoR1-style MVBench annotations over generated clips, one real clip, one image and one missing file."""
-    from evr1_cache.testing import make_synthetic_image, make_synthetic_video, real_test_videos
+    from evr1_cache.testing import make_synthetic_image, make_synthetic_video
+
+    real_test_videos = _testenv("real_videos").real_test_videos
 
     root = tmp_path_factory.mktemp("engine-data")
     media = root / "media"
@@ -280,6 +282,42 @@ def test_video_metadata_reaches_the_model(engine, dataset: Path) -> None:
         assert a.prompt_tokens != b.prompt_tokens  # timestamps follow the metadata
     else:
         assert a.prompt_tokens == b.prompt_tokens  # Qwen2.5-VL: time enters the position ids, not the text
+
+
+def test_forced_answer_lengths_run_past_the_end_of_the_answer(engine, dataset: Path) -> None:
+    """min_tokens + ignore_eos (benchmarks/eval_pipeline.py forces each answer's length with them): an answer that
+    would end after its first token runs to exactly max_tokens. The end is made to come at once: vLLM gets a stop
+    string out of its own first token (vLLM checks stop strings only past min_tokens); transformers gets that token
+    as its EOS (min_new_tokens suppresses EOS, not stop strings)."""
+    name, kind, backend, loop = engine
+    from evr1_eval.runner import sampling_for
+
+    job = _job(dataset)
+    config = _config(Path("unused"), kind)
+    sample = job.samples[0]
+    media = _media(config, job).load(sample, sampling_for(job.benchmark, config.sampling_overrides))
+    req = Request(id="forced", prompt=sample.prompt, videos=media.videos)
+    n = 12
+    free = loop.run(backend.generate(req, GenerationParams(max_tokens=n)))
+    assert free.text, "the greedy answer decodes to text (needed to make a stop string of it)"
+    forced = GenerationParams(max_tokens=n, min_tokens=n, ignore_eos=True)
+    if name == "vllm":
+        stop = (free.text[0],)
+        early = loop.run(backend.generate(req, GenerationParams(max_tokens=n, stop=stop)))
+        full = loop.run(backend.generate(req, dataclasses.replace(forced, stop=stop)))
+    else:
+        hf = backend.inner
+        first = hf._processor.tokenizer(free.text, add_special_tokens=False)["input_ids"][0]
+        saved = hf._model.generation_config.eos_token_id
+        hf._model.generation_config.eos_token_id = first
+        try:
+            early = loop.run(backend.generate(req, GenerationParams(max_tokens=n)))
+            full = loop.run(backend.generate(req, forced))
+        finally:
+            hf._model.generation_config.eos_token_id = saved
+    assert early.completion_tokens < n  # the end really came early without the forcing
+    assert full.completion_tokens == n
+    assert full.finish_reason == "length"
 
 
 # -- a real `vllm serve` behind the openai backend --------------------------------------------------------------------

@@ -169,3 +169,70 @@ def test_process_limit_holds_for_the_sandbox_uid_when_the_scorer_is_root() -> No
     r = run_python(program, "", SandboxLimits(processes=16, wall_seconds=8))
     assert r.ok, r
     assert int(r.stdout) < 16, (os.geteuid(), r.stdout)
+
+
+# -- budgets of the whole sandbox (sandbox.watchdog): rlimits are per process, a program may fork --------------------
+
+BUDGET = SandboxLimits(cpu_seconds=5, wall_seconds=60, memory_bytes=160 << 20)
+FORKED_MEMORY = (  # 8 processes, each under the 160 MiB limit: 800 MiB in all
+    "import os, time\nkids = []\nfor _ in range(8):\n    pid = os.fork()\n    if pid == 0:\n"
+    "        b = bytearray(100 << 20)\n        for i in range(0, len(b), 4096):\n            b[i] = 1\n"
+    "        time.sleep(3)\n        os._exit(0)\n    kids.append(pid)\nfor k in kids:\n    os.waitpid(k, 0)\nprint('ok')\n"
+)
+FORKED_CPU = (  # 8 processes spinning 0.9 s of CPU each, each under the 1 s CPU limit: 7 s of CPU in all
+    "import os, time\nkids = []\nfor _ in range(8):\n    pid = os.fork()\n    if pid == 0:\n"
+    "        t = time.process_time()\n        while time.process_time() - t < 0.9:\n            pass\n        os._exit(0)\n"
+    "    kids.append(pid)\nfor k in kids:\n    os.waitpid(k, 0)\nprint('ok')\n"
+)
+ONE_PROCESS_100MB = "b = bytearray(100 << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\nprint('ok')\n"
+
+
+def test_memory_spread_over_forked_processes_is_bounded_for_the_whole_sandbox() -> None:
+    r = run_python(FORKED_MEMORY, "", BUDGET)
+    assert "ok" not in r.stdout
+    assert "memory budget of the sandbox exceeded" in r.stderr, r.stderr[-500:]
+    # the tests of one answer share one budget (their number x the limit): a fork bomb in one of them is stopped too
+    attacker, _ = run_jobs([Job(FORKED_MEMORY), Job(ONE_PROCESS_100MB)], BUDGET)
+    assert "ok" not in attacker.stdout
+
+
+def test_cpu_spread_over_forked_processes_is_bounded_for_the_whole_sandbox() -> None:
+    r = run_python(FORKED_CPU, "", SandboxLimits(cpu_seconds=1, wall_seconds=60))
+    assert "ok" not in r.stdout
+    killed = r.stderr[r.stderr.find("sandbox: killed:") :]
+    assert killed.startswith("sandbox: killed:"), r.stderr[-500:]
+    assert "CPU" in killed
+    assert not r.timed_out  # stopped by its budget long before the wall timeout
+
+
+def test_honest_programs_fit_the_whole_sandbox_budget() -> None:
+    r = run_python(ONE_PROCESS_100MB, "", BUDGET)
+    assert r.ok, r
+    results = run_jobs([Job(ONE_PROCESS_100MB)] * 4, BUDGET)
+    assert [x.stdout for x in results] == ["ok\n"] * 4, [x.stderr[-300:] for x in results]
+    pool = (  # the program's functions pickle by name from __main__, and two busy processes fit the CPU budget
+        "from multiprocessing import Pool\ndef f(n):\n    return sum(i * i for i in range(n))\n"
+        "if __name__ == '__main__':\n    with Pool(2) as p:\n        print(sum(p.map(f, [400_000] * 4)))\n"
+    )
+    r = run_python(pool, "", BUDGET)
+    assert r.stdout == f"{4 * sum(i * i for i in range(400_000))}\n", r.stderr[-500:]
+
+
+def test_only_the_size_limited_tmpfs_mounts_are_writable() -> None:
+    """bubblewrap's root and /dev are tmpfs sized at half the host's RAM and charged to no process: writable, they
+    let a program park gigabytes of host memory in files (16 MiB each under RLIMIT_FSIZE). Now only /tmp and
+    /dev/shm are writable, each at most `tmpfs_bytes`; `multiprocessing` (which needs /dev/shm) still works."""
+    program = (
+        "import os\nfor d in ('/', '/dev', '/dev/shm', '/tmp'):\n    n = 0\n    try:\n        while n < 160:\n"
+        "            with open(f'{d.rstrip(\"/\")}/f{n}', 'wb') as f:\n                f.write(b'x' * (4 << 20))\n"
+        "            n += 4\n    except OSError:\n        pass\n    print(d, n)\n"
+        "    for k in range(0, n, 4):\n        os.unlink(f'{d.rstrip(\"/\")}/f{k}')\n"
+        "import multiprocessing as mp\nq = mp.Queue(); q.put(7); lock = mp.Lock()\nwith lock:\n    print('mp', q.get())\n"
+    )
+    r = run_python(program, "", SandboxLimits(tmpfs_bytes=32 << 20, file_bytes=8 << 20, wall_seconds=30))
+    assert r.ok, r
+    written = dict(line.split() for line in r.stdout.splitlines())
+    assert written["/"] == written["/dev"] == "0"
+    assert int(written["/dev/shm"]) <= 32
+    assert int(written["/tmp"]) <= 32
+    assert written["mp"] == "7"

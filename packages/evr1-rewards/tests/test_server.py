@@ -26,7 +26,9 @@ PAYLOAD = {
     "prompts": [PROMPT, PROMPT],
     "labels": [json.dumps({"problem_type": "multiple choice", "ground_truth": "B"}), "4"],
 }
-LIMITS = ServerLimits(max_body_bytes=64 << 10, read_timeout_s=1.0)
+LIMITS = ServerLimits(
+    max_body_bytes=64 << 10, read_timeout_s=1.0, header_timeout_s=1.0, max_samples=8, inline_body_bytes=2048
+)
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +144,84 @@ def test_slow_body_is_refused_after_the_read_timeout(server: int, caplog) -> Non
     assert any("408" in r.getMessage() for r in caplog.records)
 
 
+def _read_reply(s: socket.socket) -> tuple[bytes, float]:
+    start = time.monotonic()
+    data = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            return data, time.monotonic() - start
+        data += chunk
+
+
+@pytest.mark.parametrize("sent", [b"", b"POST /get_reward HTTP/1.1\r\nHost: x\r\n"], ids=["idle", "half-headers"])
+def test_slowloris_connections_are_closed_after_the_header_timeout(server: int, sent: bytes, caplog) -> None:  # type: ignore[no-untyped-def]
+    """uvicorn alone keeps a connection that never completes its headers open forever (slowloris): 100 such sockets
+    would hold 100 file descriptors and parser states. Here each is answered 408 and closed."""
+    with caplog.at_level(logging.WARNING, logger="evr1_rewards.server"):
+        socks = [socket.create_connection(("127.0.0.1", server), timeout=30) for _ in range(20)]
+        try:
+            for s in socks:
+                s.sendall(sent)
+            replies = [_read_reply(s) for s in socks]
+        finally:
+            for s in socks:
+                s.close()
+    for data, elapsed in replies:
+        assert data.startswith(b"HTTP/1.1 408"), data[:80]
+        assert b"request headers did not arrive within 1 s" in data
+        assert elapsed < 20
+    assert any("408" in r.getMessage() and "headers" in r.getMessage() for r in caplog.records)
+    # the server still serves: a fresh request on a new connection, and keep-alive requests after an idle pause
+    conn = http.client.HTTPConnection("127.0.0.1", server, timeout=30)
+    for _ in range(2):
+        conn.request("POST", "/get_reward", body=json.dumps(PAYLOAD).encode())
+        resp = conn.getresponse()
+        assert resp.status == 200
+        resp.read()
+        time.sleep(0.3)
+    conn.close()
+
+
+def test_slow_headers_within_the_deadline_are_served(server: int) -> None:
+    body = json.dumps(PAYLOAD).encode()
+    head = f"POST /get_reward HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", server), timeout=30) as s:
+        for part in (head[:10], head[10:30], head[30:]):
+            s.sendall(part.encode())
+            time.sleep(0.2)
+        s.sendall(body)
+        data, _ = _read_reply(s)
+    assert data.startswith(b"HTTP/1.1 200"), data[:80]
+    assert json.loads(data.split(b"\r\n\r\n", 1)[1])["rewards"][0] == 1.0
+
+
+def test_a_batch_over_max_samples_is_refused(server: int) -> None:
+    n = LIMITS.max_samples + 1
+    status, body = _request(
+        server, "POST", "/get_reward", json.dumps({"query": ["1"] * n, "labels": ["1"] * n}).encode()
+    )
+    assert status == 413
+    assert f"{n} samples in one request is over the limit of {LIMITS.max_samples}" in body["error"]
+
+
+def test_large_bodies_are_scored_on_a_worker_thread_with_the_same_result(server: int) -> None:
+    """Bodies above `inline_body_bytes` are parsed, scored and encoded off the event loop: same answer, and a
+    malformed large body still gets its 400 with the reason."""
+    pad = " " * 4000  # over LIMITS.inline_body_bytes (2048)
+    payload = {**PAYLOAD, "query": [q + pad for q in PAYLOAD["query"]]}
+    status, body = _request(server, "POST", "/get_reward", json.dumps(payload).encode())
+    assert status == 200
+    assert body["rewards"] == [1.0, pytest.approx(0.1)]
+    status, body = _request(server, "POST", "/get_reward", json.dumps({"query": ["x" + pad]}).encode())
+    assert (status, "labels" in body["error"]) == (400, True)
+    n = LIMITS.max_samples + 1
+    status, body = _request(
+        server, "POST", "/get_reward", json.dumps({"query": [pad] * n, "labels": ["1"] * n}).encode()
+    )
+    assert status == 413
+
+
 def test_unknown_paths_answer_json(server: int) -> None:
     status, body = _request(server, "GET", "/nope")
     assert status == 404
@@ -152,7 +232,7 @@ def test_cli_serve_subprocess() -> None:
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "evr1_rewards.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--problem-type", "numerical", "--log-level", "warning"],
+         "--problem-type", "numerical", "--log-level", "warning", "--max-samples", "2", "--header-timeout", "5"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -167,6 +247,9 @@ def test_cli_serve_subprocess() -> None:
                 time.sleep(0.2)
         assert status == 200
         assert body["rewards"][0] == 1.0
+        three = {"query": ["1"] * 3, "labels": ["1"] * 3}
+        status, body = _request(port, "POST", "/get_reward", json.dumps(three).encode())
+        assert (status, "over the limit of 2" in body["error"]) == (413, True)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -1,7 +1,16 @@
 """evr1-cache: decode each video once, serve the exact sampled frames (Qwen-VL frame-selection spec) forever.
 
-Importing the package is light: only the stdlib spec is loaded eagerly; everything that needs numpy, PyAV or
-safetensors (`CacheReader`, `build_cache`, `decode_video`, `load_image`, `probe`) is imported on first use.
+The public API is what this module exports (other packages import nothing else, an import-linter contract checks it;
+`evr1_cache.spec` is public too, standard-library only). Importing the package is light: only the stdlib spec is
+loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first use.
+
+- the contract: `SamplingSpec`, `ImageSpec`, `VideoMeta`, the frame rules, and the named resize rules
+  (`ResizeRule`, `register_resize_rule`, `get_resize_rule`; `VIDEO_RESIZE`, `IMAGE_RESIZE`)
+- reading: `CacheReader` -> `CacheEntry` (frames + `VideoMeta`/`ImageMeta` + spec key + `Source`), `CacheMiss`,
+  `CorruptEntry`; `CacheReader.ensure` writes through
+- building: `build_cache` -> `BuildReport`; `EntryJob` / `EntryResult`; `verify_cache` -> `VerifyReport`
+- media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `register_resampler`, `MediaError`
+- datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `DatasetError`
 """
 
 from __future__ import annotations
@@ -9,45 +18,100 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from evr1_cache.spec import ImageSpec, SamplingSpec, VideoMeta, resized_hw, resized_image_hw, sample_frame_indices
+from evr1_cache.spec import (
+    IMAGE_RESIZE,
+    RESIZE_RULES,
+    VIDEO_RESIZE,
+    ImageSpec,
+    ResizeRule,
+    SamplingSpec,
+    VideoMeta,
+    get_resize_rule,
+    register_resize_rule,
+    resized_hw,
+    resized_image_hw,
+    sample_frame_indices,
+)
 
 if TYPE_CHECKING:
-    from evr1_cache.build import BuildReport, build_cache
+    from evr1_cache.build import BuildReport, EntryJob, EntryResult, build_cache
+    from evr1_cache.dataset import DatasetError, DatasetRows, Row, RowError, read_dataset
     from evr1_cache.decode import decode_video
-    from evr1_cache.errors import MediaError
+    from evr1_cache.entry import CacheEntry, ImageMeta, Source
+    from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
     from evr1_cache.image import load_image
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.reader import CacheReader
+    from evr1_cache.resampling import register_resampler, resample
+    from evr1_cache.verify import VerifyReport, verify_cache
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "CacheReader": "evr1_cache.reader",
-    "build_cache": "evr1_cache.build",
     "BuildReport": "evr1_cache.build",
+    "EntryJob": "evr1_cache.build",
+    "EntryResult": "evr1_cache.build",
+    "build_cache": "evr1_cache.build",
+    "DatasetError": "evr1_cache.dataset",
+    "DatasetRows": "evr1_cache.dataset",
+    "Row": "evr1_cache.dataset",
+    "RowError": "evr1_cache.dataset",
+    "read_dataset": "evr1_cache.dataset",
     "decode_video": "evr1_cache.decode",
-    "load_image": "evr1_cache.image",
-    "probe": "evr1_cache.probing",
-    "VideoInfo": "evr1_cache.probing",
+    "CacheEntry": "evr1_cache.entry",
+    "ImageMeta": "evr1_cache.entry",
+    "Source": "evr1_cache.entry",
+    "CacheMiss": "evr1_cache.errors",
+    "CorruptEntry": "evr1_cache.errors",
     "MediaError": "evr1_cache.errors",
+    "load_image": "evr1_cache.image",
+    "VideoInfo": "evr1_cache.probing",
+    "probe": "evr1_cache.probing",
+    "CacheReader": "evr1_cache.reader",
+    "register_resampler": "evr1_cache.resampling",
+    "resample": "evr1_cache.resampling",
+    "VerifyReport": "evr1_cache.verify",
+    "verify_cache": "evr1_cache.verify",
 }
 
 __all__ = [
+    "IMAGE_RESIZE",
+    "RESIZE_RULES",
+    "VIDEO_RESIZE",
     "BuildReport",
+    "CacheEntry",
+    "CacheMiss",
     "CacheReader",
+    "CorruptEntry",
+    "DatasetError",
+    "DatasetRows",
+    "EntryJob",
+    "EntryResult",
+    "ImageMeta",
     "ImageSpec",
     "MediaError",
+    "ResizeRule",
+    "Row",
+    "RowError",
     "SamplingSpec",
+    "Source",
+    "VerifyReport",
     "VideoInfo",
     "VideoMeta",
     "__version__",
     "build_cache",
     "decode_video",
+    "get_resize_rule",
     "load_image",
     "probe",
+    "read_dataset",
+    "register_resampler",
+    "register_resize_rule",
+    "resample",
     "resized_hw",
     "resized_image_hw",
     "sample_frame_indices",
+    "verify_cache",
 ]
 
 

@@ -1,92 +1,107 @@
 """`build_cache`: cache every video and image of every row of a dataset file, resumably, shardable without coordination.
 
-Flow: read the rows (JSON / JSONL / Parquet through `datasets`, as verl does) -> resolve every media path (relative to
-the data file or `media_root`) -> one job per distinct content (a video used by many rows is decoded once) -> keep the
-jobs of this `rank` (hash of the entry key modulo `world_size`: any launcher, no coordination) -> skip finished entries
-(resume) -> decode/resize/write atomically, `workers` processes -> append every outcome to this rank's index JSONL ->
-write the error report and the output dataset (rows + cache reference + `VideoMeta` of each video).
+Flow, one function per step: `plan_jobs` reads the rows (`evr1_cache.dataset`: one malformed line is one row error)
+and resolves every media path (relative to the data file or `media_root`; with `confine=True` a path escaping
+`media_root` is refused) into one `EntryJob` per distinct content (a video used by many rows is decoded once) ->
+`shard` keeps the jobs of this `rank` (hash of the entry key modulo `world_size`: any launcher, no coordination) ->
+`select` skips entries already built, after checking each one's header and size (a damaged entry is rebuilt) ->
+`execute` builds the rest (`workers` processes; each `EntryResult` is appended to this rank's index JSONL) ->
+`finalize` writes the error report and the output dataset (rows + a cache reference + the `VideoMeta` of each media).
+No bad media file or row stops a build; the `BuildReport` counts them and `ok` is False when any failed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from evr1_cache.errors import MediaError
+from evr1_cache.atomic import atomic_open, is_temp
+from evr1_cache.dataset import Row, read_dataset
+from evr1_cache.errors import CorruptEntry, MediaError
 from evr1_cache.spec import ImageSpec, SamplingSpec
-from evr1_cache.store import (
-    CorruptEntry,
-    entry_key,
-    entry_relpath,
-    is_temp,
-    meta_to_json,
-    read_header,
-    source_identity,
-    spec_json,
-    spec_key,
-    write_entry,
-)
+from evr1_cache.store import entry_key, entry_relpath, frames_layout, read_header
 
 VIDEO_KEYS = ("videos", "video")
 IMAGE_KEYS = ("images", "image")
+Kind = Literal["video", "image"]
 
 
 @dataclass(frozen=True, slots=True)
 class BuildReport:
-    """What one `build_cache` call did. `ok` is False when any media failed (see `errors`)."""
+    """What one `build_cache` call did. `ok` is False when any media or row failed (see `errors`)."""
 
-    rows: int
+    rows: int  #: rows read (malformed lines are in `bad_rows`, not here)
     videos: int  #: distinct video entries this rank is responsible for
     images: int
     built: int
     skipped: int  #: already finished (resume)
-    failed: int
-    errors: tuple[str, ...]  #: one line per failure: "file: reason (fix: ...)"
+    failed: int  #: media of this rank that could not be cached
+    errors: tuple[str, ...]  #: one line per failure: "file:line: reason" for rows, "file: reason (fix: ...)" for media
     bytes_written: int
     seconds: float
     output_data: Path | None
     index_file: Path
     error_file: Path | None
     notes: tuple[str, ...] = field(default=())
+    bad_rows: int = 0  #: dataset lines that are not JSON objects
+    rebuilt: int = 0  #: damaged entries found by the resume check and built again
 
     @property
     def ok(self) -> bool:
-        return self.failed == 0
+        return self.failed == 0 and self.bad_rows == 0
 
 
 @dataclass(frozen=True, slots=True)
-class _Job:
-    kind: str  # "video" | "image"
-    path: str
+class EntryJob:
+    """One entry to build: the media file (absolute path), what it is, its entry key and file (relative to the
+    cache root), and the spec it is built under."""
+
+    kind: Kind
+    source: str
     key: str
     rel: str
+    spec: SamplingSpec | ImageSpec
 
 
-def read_rows(data_file: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a JSON, JSONL or Parquet dataset file, read with `datasets` (as verl reads them)."""
-    path = Path(data_file)
-    if not path.is_file():
-        raise FileNotFoundError(f"dataset file {path} not found")
-    suffix = path.suffix.lower()
-    fmt = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}.get(suffix)
-    if fmt is None:
-        raise ValueError(f"{path}: unsupported dataset format {suffix!r}; use .json, .jsonl or .parquet")
-    import datasets
+@dataclass(frozen=True, slots=True)
+class EntryResult:
+    """The outcome of one `EntryJob`: built (`bytes`, `shape`) or failed (`error`, one report line)."""
 
-    datasets.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
-    with tempfile.TemporaryDirectory(prefix="evr1-cache-ds-") as tmp:
-        ds = datasets.load_dataset(fmt, data_files=str(path), split="train", cache_dir=tmp)
-        return [dict(row) for row in ds]
+    job: EntryJob
+    ok: bool
+    bytes: int = 0
+    shape: tuple[int, ...] = ()
+    error: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The index-file line of this outcome."""
+        base = {"kind": self.job.kind, "source": self.job.source, "key": self.job.key, "file": self.job.rel}
+        if self.ok:
+            return {**base, "status": "ok", "bytes": self.bytes, "shape": list(self.shape)}
+        return {**base, "status": "error", "error": self.error}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a dataset asks for: the rows, each row's resolved media, the distinct jobs, and media that failed
+    before any decoding (missing, not a regular file, escaping the media root)."""
+
+    data_file: Path
+    rows: tuple[Row, ...]
+    row_errors: tuple[str, ...]
+    row_media: tuple[dict[Kind, tuple[str, ...]], ...]
+    jobs: dict[str, EntryJob]
+    key_of: dict[tuple[Kind, str], str]
+    media_errors: dict[str, str]
 
 
 def media_of(row: dict[str, Any], keys: Sequence[str]) -> list[str]:
@@ -96,7 +111,7 @@ def media_of(row: dict[str, Any], keys: Sequence[str]) -> list[str]:
         value = row.get(key)
         if value is None:
             continue
-        items = [value] if isinstance(value, str) else list(value)
+        items = [value] if isinstance(value, (str, dict)) else value if isinstance(value, list) else []
         for item in items:
             if isinstance(item, dict):  # {"video": path, ...} style entries
                 item = item.get("video") or item.get("image") or item.get("path")
@@ -105,13 +120,25 @@ def media_of(row: dict[str, Any], keys: Sequence[str]) -> list[str]:
     return out
 
 
-def resolve(media: str, data_file: Path, media_root: Path | None) -> str:
+def resolve(media: str, data_file: Path, media_root: Path | None, *, confine: bool = False) -> str:
+    """The absolute path of a row's media path; with `confine`, MediaError unless it resolves inside `media_root`
+    (symlinks followed, so neither `../` nor a link can leave it)."""
+    if "\0" in media:
+        raise MediaError(repr(media), "the path contains a NUL byte", "fix the media path in the dataset row")
     if media.startswith("file://"):
         media = media[len("file://") :]
     p = Path(media).expanduser()
     if not p.is_absolute():
         p = (media_root if media_root is not None else data_file.parent) / p
-    return os.path.abspath(str(p))
+    path = os.path.abspath(str(p))
+    if confine:
+        if media_root is None:
+            raise ValueError("confine=True needs a media_root (--media-root) to confine media paths to")
+        root = os.path.realpath(media_root)
+        real = os.path.realpath(path)
+        if os.path.commonpath([root, real]) != root:
+            raise MediaError(path, f"resolves to {real}, outside --media-root {root}", "fix the row or the media root")
+    return path
 
 
 def owner(key: str, world_size: int) -> int:
@@ -119,166 +146,116 @@ def owner(key: str, world_size: int) -> int:
     return int(key[:8], 16) % world_size
 
 
-def build_cache(
+def plan_jobs(
     data_file: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
     spec: SamplingSpec,
     image_spec: ImageSpec,
     *,
     media_root: str | os.PathLike[str] | None = None,
-    decoder: str = "auto",
-    workers: int = 1,
-    rank: int = 0,
-    world_size: int = 1,
-    progress: bool = True,
-    output_data: str | os.PathLike[str] | None = None,
-    threads: int | None = None,
-) -> BuildReport:
-    """Cache all media of `data_file` into `out_dir` (see module docstring). Never raises for a bad media file."""
-    if world_size < 1 or not 0 <= rank < world_size:
-        raise ValueError(f"need 0 <= rank < world_size, got rank={rank} world_size={world_size}")
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
-    t0 = time.perf_counter()
-    data_path = Path(data_file)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    root = Path(media_root) if media_root is not None else None
-    rows = read_rows(data_path)
+    confine: bool = False,
+) -> Plan:
+    """Read the dataset and turn its media into jobs (content-addressed: two paths with the same bytes share one)."""
+    from evr1_cache.sources import media_file, source_identity
 
-    # distinct media -> job (content-addressed: two paths with the same bytes share one entry)
+    data_path = Path(data_file)
+    root = Path(media_root) if media_root is not None else None
+    if confine and root is None:
+        raise ValueError("confine=True needs a media_root (--media-root) to confine media paths to")
+    dataset = read_dataset(data_path)
     errors: dict[str, str] = {}
-    jobs: dict[str, _Job] = {}
-    row_refs: list[dict[str, list[str]]] = []
-    path_to_key: dict[tuple[str, str], str] = {}
-    for row in rows:
-        refs: dict[str, list[str]] = {"video": [], "image": []}
-        for kind, keys, sp in (("video", VIDEO_KEYS, spec), ("image", IMAGE_KEYS, image_spec)):
-            for media in media_of(row, keys):
-                path = resolve(media, data_path, root)
-                refs[kind].append(path)
-                if (kind, path) in path_to_key or path in errors:
+    jobs: dict[str, EntryJob] = {}
+    key_of: dict[tuple[Kind, str], str] = {}
+    row_media: list[dict[Kind, tuple[str, ...]]] = []
+    kinds: tuple[tuple[Kind, tuple[str, ...], SamplingSpec | ImageSpec], ...] = (
+        ("video", VIDEO_KEYS, spec),
+        ("image", IMAGE_KEYS, image_spec),
+    )
+    for row in dataset.rows:
+        refs: dict[Kind, tuple[str, ...]] = {}
+        for kind, keys, sp in kinds:
+            paths: list[str] = []
+            for media in media_of(row.data, keys):
+                try:
+                    path = resolve(media, data_path, root, confine=confine)
+                except MediaError as exc:
+                    path = exc.path
+                    errors.setdefault(path, str(exc))
+                paths.append(path)
+                if (kind, path) in key_of or path in errors:
                     continue
                 try:
+                    media_file(path)
                     key = entry_key(source_identity(path), sp)
-                except OSError as exc:
-                    errors[path] = str(_describe_os_error(path, exc))
+                except MediaError as exc:
+                    errors[path] = str(exc)
                     continue
-                path_to_key[(kind, path)] = key
-                jobs.setdefault(key, _Job(kind, path, key, entry_relpath(sp, key)))
-        row_refs.append(refs)
-
-    mine = [job for job in jobs.values() if owner(job.key, world_size) == rank]
-    my_errors = {p: e for p, e in errors.items() if owner(_path_hash(p), world_size) == rank}
-    _remove_stale_temps(out, mine)
-    todo = [job for job in mine if not (out / job.rel).is_file()]
-    skipped = len(mine) - len(todo)
-    index_file = out / "index" / f"rank-{rank:05d}-of-{world_size:05d}.jsonl"
-    index_file.parent.mkdir(parents=True, exist_ok=True)
-    for path, err in my_errors.items():
-        _append(index_file, {"kind": "media", "source": path, "status": "error", "error": err})
-
-    built = 0
-    written = 0
-    if threads is None:  # one worker: let the decoder use every core; several: split the cores between them
-        threads = 0 if workers == 1 else max(1, (os.cpu_count() or 1) // workers)
-    with open(index_file, "a", encoding="utf-8") as index, _progress(len(todo), progress) as bar:
-        for job, result in _run(todo, spec, image_spec, decoder, str(out), workers, threads):
-            record = {"kind": job.kind, "source": job.path, "key": job.key, "file": job.rel, **result}
-            index.write(json.dumps(record, ensure_ascii=False) + "\n")
-            index.flush()
-            if result["status"] == "ok":
-                built += 1
-                written += int(result["bytes"])
-            else:
-                my_errors[job.path] = str(result["error"])
-            bar.update(1)
-            bar.set_postfix(failed=len(my_errors), refresh=False)
-
-    error_lines = tuple(my_errors[p] for p in sorted(my_errors))
-    error_file = out / f"errors.rank-{rank:05d}-of-{world_size:05d}.txt"
-    _atomic_text(error_file, "".join(line + "\n" for line in error_lines))
-    notes: list[str] = []
-    out_data: Path | None = None
-    missing = [j for j in jobs.values() if not (out / j.rel).is_file() and j.path not in my_errors]
-    if world_size > 1 and missing:
-        notes.append(
-            f"output dataset not written: {len(missing)} entries belong to other ranks or are unfinished; after all "
-            "ranks finish, run the same build once without --rank/--world-size (it only reads headers)"
-        )
-    else:
-        out_data = Path(output_data) if output_data else out / f"{data_path.stem}.evr1.jsonl"
-        _write_dataset(out_data, rows, row_refs, path_to_key, jobs, out, {**errors, **my_errors})
-    videos = sum(1 for j in mine if j.kind == "video")
-    return BuildReport(
-        rows=len(rows),
-        videos=videos,
-        images=len(mine) - videos,
-        built=built,
-        skipped=skipped,
-        failed=len(my_errors),
-        errors=error_lines,
-        bytes_written=written,
-        seconds=time.perf_counter() - t0,
-        output_data=out_data,
-        index_file=index_file,
-        error_file=error_file if error_lines else None,
-        notes=tuple(notes),
-    )
+                key_of[(kind, path)] = key
+                jobs.setdefault(key, EntryJob(kind, path, key, entry_relpath(sp, key), sp))
+            refs[kind] = tuple(paths)
+        row_media.append(refs)
+    return Plan(data_path, dataset.rows, tuple(map(str, dataset.errors)), tuple(row_media), jobs, key_of, errors)
 
 
-def build_one(
-    kind: str, path: str, key: str, final: str, spec: SamplingSpec, image_spec: ImageSpec, decoder: str, threads: int
-) -> dict[str, Any]:
-    """Build one entry (runs in a worker process): a result dict, never an exception for bad media."""
-    try:
-        if kind == "video":
-            from evr1_cache.decode import decode_video
-            from evr1_cache.decoders import get_decoder
+def shard(plan: Plan, rank: int, world_size: int) -> tuple[list[EntryJob], dict[str, str]]:
+    """This rank's jobs, and this rank's share of the media that failed before decoding (by path hash)."""
+    mine = [job for job in plan.jobs.values() if owner(job.key, world_size) == rank]
+    errors = {p: e for p, e in plan.media_errors.items() if owner(_path_hash(p), world_size) == rank}
+    return mine, errors
 
-            frames, meta = decode_video(path, spec, decoder, threads=threads)
-            header = {"kind": "video", "meta": meta_to_json(meta), "decoder": get_decoder(decoder).version()}
-            sp: SamplingSpec | ImageSpec = spec
+
+def select(jobs: list[EntryJob], out: Path) -> tuple[list[EntryJob], int, int]:
+    """(jobs to build, finished entries skipped, damaged entries removed to be rebuilt). A finished entry is one
+    whose header parses and whose size matches it; anything else at the entry's path is removed and rebuilt."""
+    _remove_stale_temps(out, jobs)
+    todo: list[EntryJob] = []
+    skipped = rebuilt = 0
+    for job in jobs:
+        path = out / job.rel
+        if not os.path.lexists(path):
+            todo.append(job)
+            continue
+        try:
+            header, start = read_header(path)
+            frames_layout(header, start, path.stat().st_size, path)
+            skipped += 1
+            continue
+        except (CorruptEntry, OSError):
+            pass
+        if path.is_dir() and not path.is_symlink():
+            import shutil
+
+            shutil.rmtree(path)
         else:
-            from evr1_cache.image import load_image
+            path.unlink()
+        rebuilt += 1
+        todo.append(job)
+    return todo, skipped, rebuilt
 
-            frames = load_image(path, image_spec)
-            header = {"kind": "image", "meta": json.dumps({"height": frames.shape[0], "width": frames.shape[1]})}
-            sp = image_spec
-        header.update(
-            spec_key=spec_key(sp),
-            spec=spec_json(sp),
-            source=json.dumps({"path": path, "identity": source_identity(path)}, ensure_ascii=False),
-        )
-        size = write_entry(Path(final), frames, header)
-        return {"status": "ok", "bytes": size, "shape": list(frames.shape)}
+
+def build_entry(job: EntryJob, out: str, decoder: str, threads: int) -> EntryResult:
+    """Build one entry (runs in a worker process): an EntryResult, never an exception for bad media."""
+    from evr1_cache.writer import make_entry
+
+    try:
+        size, shape = make_entry(job.source, job.spec, Path(out, job.rel), decoder=decoder, threads=threads)
+        return EntryResult(job, True, size, shape)
     except MediaError as exc:
-        return {"status": "error", "error": str(exc)}
+        return EntryResult(job, False, error=str(exc))
     except Exception as exc:
-        return {"status": "error", "error": f"{path}: {type(exc).__name__}: {exc}"}
+        return EntryResult(job, False, error=f"{job.source}: {type(exc).__name__}: {exc}")
 
 
-def _run(
-    todo: list[_Job],
-    spec: SamplingSpec,
-    image_spec: ImageSpec,
-    decoder: str,
-    out: str,
-    workers: int,
-    threads: int,
-) -> Iterator[tuple[_Job, dict[str, Any]]]:
-    def args(job: _Job) -> tuple[Any, ...]:
-        return (job.kind, job.path, job.key, os.path.join(out, job.rel), spec, image_spec, decoder, threads)
-
+def execute(todo: list[EntryJob], out: Path, decoder: str, workers: int, threads: int) -> Iterator[EntryResult]:
+    """Build `todo` (in `workers` processes when > 1), yielding each result as it completes."""
     if workers == 1 or len(todo) <= 1:
         for job in todo:
-            yield job, build_one(*args(job))
+            yield build_entry(job, str(out), decoder, threads)
         return
     with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:
-        pending: dict[Future[dict[str, Any]], _Job] = {}
+        pending: dict[Future[EntryResult], EntryJob] = {}
         queue = iter(todo)
         for job in queue:
-            pending[pool.submit(build_one, *args(job))] = job
+            pending[pool.submit(build_entry, job, str(out), decoder, threads)] = job
             if len(pending) >= 2 * workers:
                 break
         while pending:
@@ -288,11 +265,177 @@ def _run(
                 try:
                     result = fut.result()
                 except Exception as exc:
-                    result = {"status": "error", "error": f"{job.path}: worker failed ({type(exc).__name__}: {exc})"}
-                yield job, result
+                    result = EntryResult(job, False, error=f"{job.source}: worker failed ({type(exc).__name__}: {exc})")
+                yield result
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending[pool.submit(build_one, *args(nxt))] = nxt
+                    pending[pool.submit(build_entry, nxt, str(out), decoder, threads)] = nxt
+
+
+def build_cache(
+    data_file: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    spec: SamplingSpec,
+    image_spec: ImageSpec,
+    *,
+    media_root: str | os.PathLike[str] | None = None,
+    confine: bool = False,
+    decoder: str = "auto",
+    workers: int = 1,
+    rank: int = 0,
+    world_size: int = 1,
+    progress: bool = True,
+    output_data: str | os.PathLike[str] | None = None,
+    threads: int | None = None,
+) -> BuildReport:
+    """Cache all media of `data_file` into `out_dir` (see module docstring). Never raises for a bad media file or
+    row; raises DatasetError when the dataset file itself cannot be read and ValueError for bad arguments."""
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"need 0 <= rank < world_size, got rank={rank} world_size={world_size}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    plan = plan_jobs(data_file, spec, image_spec, media_root=media_root, confine=confine)
+    out.mkdir(parents=True, exist_ok=True)
+    mine, errors = shard(plan, rank, world_size)
+    todo, skipped, rebuilt = select(mine, out)
+    index_file = out / "index" / f"rank-{rank:05d}-of-{world_size:05d}.jsonl"
+    index_file.parent.mkdir(parents=True, exist_ok=True)
+    if threads is None:  # one worker: let the decoder use every core; several: split the cores between them
+        threads = 0 if workers == 1 else max(1, (os.cpu_count() or 1) // workers)
+    built = written = 0
+    with open(index_file, "a", encoding="utf-8") as index, _progress(len(todo), progress) as bar:
+        for path, err in errors.items():
+            index.write(json.dumps({"kind": "media", "source": path, "status": "error", "error": err}) + "\n")
+        for result in execute(todo, out, decoder, workers, threads):
+            index.write(json.dumps(result.record(), ensure_ascii=False) + "\n")
+            index.flush()
+            if result.ok:
+                built += 1
+                written += result.bytes
+            else:
+                errors[result.job.source] = str(result.error)
+            bar.update(1)
+            bar.set_postfix(failed=len(errors), refresh=False)
+    notes = [f"{rebuilt} damaged entries were removed and rebuilt"] if rebuilt else []
+    out_data = finalize(plan, out, errors, rank, world_size, output_data, notes)
+    error_lines = (*plan.row_errors, *(errors[p] for p in sorted(errors)))
+    error_file = out / f"errors.rank-{rank:05d}-of-{world_size:05d}.txt"
+    with atomic_open(error_file, "w") as fh:
+        fh.write("".join(line + "\n" for line in error_lines))
+    videos = sum(1 for j in mine if j.kind == "video")
+    return BuildReport(
+        rows=len(plan.rows),
+        videos=videos,
+        images=len(mine) - videos,
+        built=built,
+        skipped=skipped,
+        failed=len(errors),
+        errors=error_lines,
+        bytes_written=written,
+        seconds=time.perf_counter() - t0,
+        output_data=out_data,
+        index_file=index_file,
+        error_file=error_file if error_lines else None,
+        notes=tuple(notes),
+        bad_rows=len(plan.row_errors),
+        rebuilt=rebuilt,
+    )
+
+
+def finalize(
+    plan: Plan,
+    out: Path,
+    errors: dict[str, str],
+    rank: int,
+    world_size: int,
+    output_data: str | os.PathLike[str] | None,
+    notes: list[str],
+) -> Path | None:
+    """Write the output dataset (every rank's entries must exist: with several ranks, only once all finished).
+    A media whose entry is unusable at this point (absent without an error, or damaged) is added to `errors`."""
+    missing = [j for j in plan.jobs.values() if not (out / j.rel).is_file() and j.source not in errors]
+    if world_size > 1 and missing:
+        notes.append(
+            f"output dataset not written: {len(missing)} entries belong to other ranks or are unfinished; after all "
+            "ranks finish, run the same build once without --rank/--world-size (it only reads headers)"
+        )
+        return None
+    target = Path(output_data) if output_data else out / f"{plan.data_file.stem}.evr1.jsonl"
+    _write_dataset(target, plan, out, {**plan.media_errors, **errors}, errors)
+    return target
+
+
+def _write_dataset(target: Path, plan: Plan, out: Path, known: dict[str, str], errors: dict[str, str]) -> None:
+    """Rows + `video_cache` / `image_cache` (one reference per media, None where it failed) + `cache_errors`."""
+    meta_memo: dict[str, Any] = {}
+
+    def ref(kind: Kind, path: str) -> dict[str, Any] | None:
+        key = plan.key_of.get((kind, path))
+        if key is None:
+            return None
+        if key not in meta_memo:
+            entry = out / plan.jobs[key].rel
+            try:
+                header, start = read_header(entry)
+                frames_layout(header, start, entry.stat().st_size, entry)
+                meta_memo[key] = json.loads(header["__metadata__"]["meta"])
+            except (CorruptEntry, OSError, KeyError, ValueError) as exc:
+                meta_memo[key] = None
+                errors.setdefault(path, f"{path}: its cache entry is unusable ({exc}); re-run the build")
+        if meta_memo[key] is None:
+            return None
+        return {"file": plan.jobs[key].rel, "key": key, "meta": meta_memo[key]}
+
+    kinds: tuple[Kind, ...] = ("video", "image")
+    with atomic_open(target, "w") as fh:
+        for row, media in zip(plan.rows, plan.row_media, strict=True):
+            refs = {kind: [ref(kind, p) for p in media.get(kind, ())] for kind in kinds}
+            failed = [
+                known.get(p) or errors.get(p) or f"{p}: not cached"
+                for kind in kinds
+                for p, r in zip(media.get(kind, ()), refs[kind], strict=True)
+                if r is None
+            ]
+            extra = {"video_cache": refs["video"], "image_cache": refs["image"], "cache_errors": failed}
+            out_row = _rebase_media(row.data, media, target.parent)
+            fh.write(json.dumps({**out_row, **extra}, ensure_ascii=False, default=str) + "\n")
+
+
+def _rebase_media(row: dict[str, Any], media: dict[Kind, tuple[str, ...]], base: Path) -> dict[str, Any]:
+    """The row with each media path rewritten relative to the output dataset's folder.
+
+    The output file usually lives elsewhere than the input (in the cache folder), so paths relative to the input file
+    or to `--media-root` would point nowhere from there; relative (not absolute) keeps a moved tree working.
+    """
+    resolved = {kind: iter(paths) for kind, paths in media.items()}
+    out = dict(row)
+    kinds: tuple[tuple[Kind, tuple[str, ...]], ...] = (("video", VIDEO_KEYS), ("image", IMAGE_KEYS))
+    for kind, keys in kinds:
+        for key in keys:
+            value = row.get(key)
+            if value is None:
+                continue
+            items = [value] if isinstance(value, (str, dict)) else value if isinstance(value, list) else []
+            rebased: list[Any] = []
+            for item in items:
+                name = item.get("video") or item.get("image") or item.get("path") if isinstance(item, dict) else item
+                if not (isinstance(name, str) and name):
+                    rebased.append(item)
+                    continue
+                resolved_path = next(resolved[kind])
+                try:
+                    new = os.path.relpath(resolved_path, base)
+                except ValueError:  # another drive (Windows) or an unusable path: keep it as written
+                    new = name
+                if isinstance(item, dict):
+                    key_name = next(k for k in ("video", "image", "path") if item.get(k) == name)
+                    rebased.append({**item, key_name: new})
+                else:
+                    rebased.append(new)
+            out[key] = rebased[0] if isinstance(value, (str, dict)) else rebased
+    return out
 
 
 def _worker_context() -> Any:
@@ -305,104 +448,16 @@ def _worker_context() -> Any:
     except ValueError:
         return multiprocessing.get_context("spawn")
     ctx.set_forkserver_preload(
-        ["numpy", "av", "PIL.Image", "safetensors.numpy", "evr1_cache.decode", "evr1_cache.image"]
+        ["numpy", "av", "PIL.Image", "evr1_cache.writer", "evr1_cache.decode", "evr1_cache.image"]
     )
     return ctx
 
 
-def _write_dataset(
-    target: Path,
-    rows: list[dict[str, Any]],
-    row_refs: list[dict[str, list[str]]],
-    path_to_key: dict[tuple[str, str], str],
-    jobs: dict[str, _Job],
-    out: Path,
-    errors: dict[str, str],
-) -> None:
-    """Rows + `video_cache` / `image_cache` (one reference per media, None where it failed) + `cache_errors`."""
-    meta_memo: dict[str, Any] = {}
-
-    def ref(kind: str, path: str) -> dict[str, Any] | None:
-        key = path_to_key.get((kind, path))
-        if key is None or not (out / jobs[key].rel).is_file():
-            return None
-        if key not in meta_memo:
-            try:
-                header, _ = read_header(out / jobs[key].rel)
-                meta_memo[key] = json.loads(header["__metadata__"]["meta"])
-            except (CorruptEntry, KeyError, ValueError):
-                meta_memo[key] = None
-        if meta_memo[key] is None:
-            return None
-        return {"file": jobs[key].rel, "key": key, "meta": meta_memo[key]}
-
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for row, refs in zip(rows, row_refs, strict=True):
-            extra: dict[str, Any] = {
-                "video_cache": [ref("video", p) for p in refs["video"]],
-                "image_cache": [ref("image", p) for p in refs["image"]],
-            }
-            failed = [
-                errors.get(p) or f"{p}: not cached"
-                for kind in ("video", "image")
-                for p in refs[kind]
-                if ref(kind, p) is None
-            ]
-            extra["cache_errors"] = failed
-            out_row = _rebase_media(row, refs, target.parent)
-            fh.write(json.dumps({**out_row, **extra}, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, target)
-
-
-def _rebase_media(row: dict[str, Any], refs: dict[str, list[str]], base: Path) -> dict[str, Any]:
-    """The row with each media path rewritten relative to the output dataset's folder.
-
-    The output file usually lives elsewhere than the input (in the cache folder), so paths relative to the input file
-    or to `--media-root` would point nowhere from there; relative (not absolute) keeps a moved tree working.
-    """
-    resolved = {kind: iter(paths) for kind, paths in refs.items()}
-    out = dict(row)
-    for kind, keys in (("video", VIDEO_KEYS), ("image", IMAGE_KEYS)):
-        for key in keys:
-            value = row.get(key)
-            if value is None:
-                continue
-            items = [value] if isinstance(value, str) else list(value)
-            rebased: list[Any] = []
-            for item in items:
-                name = item.get("video") or item.get("image") or item.get("path") if isinstance(item, dict) else item
-                if not (isinstance(name, str) and name):
-                    rebased.append(item)
-                    continue
-                new = os.path.relpath(next(resolved[kind]), base)
-                if isinstance(item, dict):
-                    field = next(k for k in ("video", "image", "path") if item.get(k) == name)
-                    rebased.append({**item, field: new})
-                else:
-                    rebased.append(new)
-            out[key] = rebased[0] if isinstance(value, str) else rebased
-    return out
-
-
-def _describe_os_error(path: str, exc: OSError) -> MediaError:
-    from evr1_cache.probing import check_readable
-
-    try:
-        check_readable(path)
-    except MediaError as err:
-        return err
-    return MediaError(path, f"cannot be read ({exc})", "check the file")
-
-
 def _path_hash(path: str) -> str:
-    import hashlib
-
-    return hashlib.blake2b(path.encode(), digest_size=8).hexdigest()
+    return hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
 
 
-def _remove_stale_temps(out: Path, mine: list[_Job]) -> None:
+def _remove_stale_temps(out: Path, mine: list[EntryJob]) -> None:
     """Temp files of this rank's keys can only be left over from a killed run (keys are sharded by rank)."""
     keys_by_folder: dict[Path, set[str]] = {}
     for job in mine:
@@ -412,17 +467,6 @@ def _remove_stale_temps(out: Path, mine: list[_Job]) -> None:
             for p in folder.iterdir():
                 if is_temp(p) and p.name[1:].split(".", 1)[0] in keys:
                     p.unlink(missing_ok=True)
-
-
-def _append(path: Path, record: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-
-def _atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 @contextlib.contextmanager

@@ -75,6 +75,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("data", help="dataset file: .json, .jsonl or .parquet (EasyVideoR1 schema: videos/images lists)")
     b.add_argument("--out", required=True, help="cache directory")
     b.add_argument("--media-root", help="base for relative media paths (default: the data file's folder)")
+    b.add_argument(
+        "--confine",
+        action="store_true",
+        help="refuse media paths that resolve outside --media-root (absolute paths, ../, symlinks out of it)",
+    )
     b.add_argument("--output-data", help="output dataset path (default: OUT/<data stem>.evr1.jsonl)")
     b.add_argument("--decoder", default="auto", help="auto | pyav | ffmpeg")
     b.add_argument("--workers", type=int, default=1, help="decoding processes on this machine")
@@ -93,7 +98,9 @@ def parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("verify", help="check every entry of a cache directory")
     v.add_argument("dir")
-    v.add_argument("--delete", action="store_true", help="remove corrupt entries and leftover temp files")
+    v.add_argument(
+        "--delete", action="store_true", help="remove bad entries and leftover temp files (while no build is running)"
+    )
     return p
 
 
@@ -106,6 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+#: Failures printed on screen (all of them are in the error report).
+_SHOWN = 20
+
+
 def _build(args: argparse.Namespace) -> int:
     from evr1_cache.build import build_cache
 
@@ -116,6 +127,7 @@ def _build(args: argparse.Namespace) -> int:
         spec,
         image_spec,
         media_root=args.media_root,
+        confine=args.confine,
         decoder=args.decoder,
         workers=args.workers,
         rank=args.rank,
@@ -126,17 +138,25 @@ def _build(args: argparse.Namespace) -> int:
     )
     print(
         f"rows {report.rows} | videos {report.videos} | images {report.images} | built {report.built} | "
-        f"skipped (done before) {report.skipped} | failed {report.failed} | "
+        f"skipped (done before) {report.skipped} | failed {report.failed} | malformed rows {report.bad_rows} | "
         f"{report.bytes_written / 2**20:.1f} MiB written in {report.seconds:.1f} s"
     )
-    for line in report.errors:
+    for line in report.errors[:_SHOWN]:
         print(f"FAILED {line}", file=sys.stderr)
+    if len(report.errors) > _SHOWN:
+        print(f"... and {len(report.errors) - _SHOWN} more (see the error report)", file=sys.stderr)
     for note in report.notes:
         print(f"note: {note}")
     if report.output_data:
         print(f"dataset: {report.output_data}")
     if report.error_file:
         print(f"error report: {report.error_file}")
+    if not report.ok:
+        print(
+            f"evr1-cache build: {report.failed} media and {report.bad_rows} rows failed; every other row was cached "
+            "(exit 1)",
+            file=sys.stderr,
+        )
     return 0 if report.ok else 1
 
 
@@ -154,7 +174,8 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from evr1_cache.store import CorruptEntry, read_entry
+    from evr1_cache.errors import CorruptEntry
+    from evr1_cache.store import read_entry
 
     try:
         frames, header = read_entry(Path(args.file), mmap=True)
@@ -177,12 +198,14 @@ def _verify(args: argparse.Namespace) -> int:
     report = verify_cache(args.dir, delete=args.delete)
     print(
         f"{report.entries} entries ({report.videos} videos, {report.images} images, {report.bytes / 2**20:.1f} MiB); "
-        f"{len(report.corrupt)} corrupt; {len(report.temp_files)} leftover temp files"
+        f"{len(report.corrupt)} bad; {len(report.temp_files)} leftover temp files"
+        + (f"; {report.deleted} removed" if args.delete else "")
     )
     for rel, reason in report.corrupt:
-        print(f"CORRUPT {rel}: {reason}")
+        print(f"BAD {rel}: {reason}")
     for rel in report.temp_files:
-        print(f"TEMP {rel} (left by a killed build; `verify --delete` or a re-run of build removes it)")
+        state = "removed" if args.delete else "`verify --delete` or a re-run of build removes it"
+        print(f"TEMP {rel} (left by an interrupted write; {state})")
     return 0 if report.ok else 1
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from evr1_cache.decoders import get_decoder
 from evr1_cache.errors import DecodeMismatch, MediaError
 from evr1_cache.probing import VideoInfo, probe
-from evr1_cache.resize import resize_frames
+from evr1_cache.resampling import resample
 from evr1_cache.spec import SamplingSpec, VideoMeta, resized_hw, sample_frame_indices
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def decode_video(
             raise
         except Exception as exc:
             raise MediaError(str(path), f"decoding failed ({type(exc).__name__}: {exc})", "re-encode the file") from exc
-        frames = resize_frames(native, h, w, threads=threads)
+        frames = resample(native, h, w, spec.resize, threads=threads)
         return frames, make_meta(info, indices, h, w, dec.name, spec)
     raise AssertionError("unreachable")
 

@@ -1,4 +1,4 @@
-"""One exception type for every bad input, so a build can turn any failure into one report line (file, reason, fix)."""
+"""The exceptions of evr1-cache: one per kind of trouble, each printable as one report line (file, reason, fix)."""
 
 from __future__ import annotations
 
@@ -20,3 +20,14 @@ class DecodeMismatch(Exception):
         self.decoded = decoded
         self.expected = expected
         super().__init__(f"decoded {decoded} frames, probe counted {expected}")
+
+
+class CacheMiss(KeyError):
+    """No usable entry for this (file, spec) in the cache: absent, built for another spec, or damaged."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class CorruptEntry(CacheMiss):
+    """An entry file that is not a complete, well-formed evr1-cache entry (never served; `verify` names it)."""

@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from evr1_cache.errors import MediaError
-from evr1_cache.probing import check_readable
+from evr1_cache.sources import media_file
 from evr1_cache.spec import ImageSpec, resized_image_hw
 
 if TYPE_CHECKING:
@@ -15,22 +15,25 @@ if TYPE_CHECKING:
 
 
 def load_image(path: str | os.PathLike[str], image_spec: ImageSpec) -> np.ndarray:
-    """RGB uint8 `[H, W, 3]` resized to `resized_image_hw` (transparent pixels composited on white, like Qwen)."""
+    """RGB uint8 `[H, W, 3]` resized to `resized_image_hw` with the spec's resize rule (transparent pixels composited on
+    white, like Qwen; the default rule is `fetch_image`'s Pillow bicubic)."""
     import numpy as np
     from PIL import Image, UnidentifiedImageError
 
-    p = check_readable(path)
+    p = media_file(path)
     try:
         with Image.open(p) as img:
             img.load()
             rgb = _to_rgb(img)
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
         raise MediaError(str(p), f"not a readable image ({type(exc).__name__}: {exc})", "re-save the image") from exc
     try:
         h, w = resized_image_hw(rgb.height, rgb.width, image_spec)
     except ValueError as exc:
         raise MediaError(str(p), f"cannot be resized under the image spec: {exc}", "crop or pad the image") from exc
-    out: np.ndarray = np.asarray(rgb.resize((w, h), Image.Resampling.BICUBIC), dtype=np.uint8).copy()
+    from evr1_cache.resampling import resample
+
+    out: np.ndarray = resample([np.asarray(rgb, dtype=np.uint8)], h, w, image_spec.resize)[0]
     return out
 
 

@@ -21,8 +21,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evr1_cache.errors import MediaError
+from evr1_cache.sources import media_file
 
 #: Frame-time jitter (fraction of the median frame interval) still treated as a constant frame rate.
 CFR_TOLERANCE = 0.25
@@ -79,75 +81,97 @@ class VideoInfo:
         }
 
 
-def check_readable(path: str | os.PathLike[str]) -> Path:
-    """Raise MediaError for the cheap-to-detect bad inputs: missing, not a file, empty, unreadable."""
-    p = Path(path)
-    if not p.exists():
-        raise MediaError(str(p), "file not found", "check the path and --media-root")
-    if not p.is_file():
-        raise MediaError(str(p), "not a regular file (a directory or device)", "point the dataset at a media file")
-    size = p.stat().st_size
-    if size == 0:
-        raise MediaError(str(p), "file is empty (0 bytes)", "re-download or re-encode the file")
-    try:
-        with p.open("rb") as fh:
-            fh.read(1)
-    except OSError as exc:
-        raise MediaError(str(p), f"cannot be read ({exc.strerror or exc})", "fix the file permissions") from exc
-    return p
+@dataclass(frozen=True, slots=True)
+class _Header:
+    """What the container says about the video stream (may be wrong; only used where nothing better exists)."""
+
+    codec: str
+    frames: int | None
+    fps: float | None
+    time_base: float | None
+    width: int
+    height: int
 
 
 def probe(path: str | os.PathLike[str], *, exact: bool = False) -> VideoInfo:
     """Measure `path` (see module docstring); `exact=True` decodes every frame to time it (slower, authoritative)."""
     import av
 
-    p = check_readable(path)
+    p = media_file(path)
     try:
         with av.open(str(p)) as container:
-            if not container.streams.video:
-                raise MediaError(str(p), "no video stream in the file", "check that this is a video file")
+            header = _stream_header(p, container)
             stream = container.streams.video[0]
-            codec = stream.codec_context.name
-            header_frames = int(stream.frames) or None
-            rate = stream.average_rate or stream.guessed_rate or stream.base_rate
-            header_fps = float(rate) if rate else None
-            tb = float(stream.time_base) if stream.time_base else None
-            cw, ch = int(stream.codec_context.width), int(stream.codec_context.height)
-            times: list[float] = []
-            rotation = 0
             if exact:
-                stream.thread_type = "AUTO"
-                last: float | None = None
-                for i, frame in enumerate(container.decode(stream)):
-                    if i == 0:
-                        rotation = int(frame.rotation or 0) % 360
-                        cw, ch = int(frame.width), int(frame.height)
-                    t = _frame_time(frame, last)
-                    times.append(t if t is not None else (last + 1 / (header_fps or 25) if last is not None else 0.0))
-                    last = times[-1]
+                times, rotation, width, height = _decoded_times(container, stream, header)
             else:
-                for packet in container.demux(stream):
-                    if packet.size == 0 or packet.is_discard:  # edit-list pre-roll: decoded but never shown
-                        continue
-                    ts = packet.pts if packet.pts is not None else packet.dts
-                    times.append(ts * tb if ts is not None and tb else float("nan"))
-        if not exact:
-            rotation, cw, ch = _first_frame(p, cw, ch)
+                times = _packet_times(container, stream, header)
+                rotation, width, height = _first_frame(p, header.width, header.height)
     except MediaError:
         raise
     except Exception as exc:
         raise MediaError(str(p), f"not a readable video ({type(exc).__name__}: {exc})", "re-encode the file") from exc
+    return _assemble(p, header, times, rotation, width, height, exact)
+
+
+def _stream_header(p: Path, container: Any) -> _Header:
+    if not container.streams.video:
+        raise MediaError(str(p), "no video stream in the file", "check that this is a video file")
+    stream = container.streams.video[0]
+    rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+    return _Header(
+        codec=stream.codec_context.name,
+        frames=int(stream.frames) or None,
+        fps=float(rate) if rate else None,
+        time_base=float(stream.time_base) if stream.time_base else None,
+        width=int(stream.codec_context.width),
+        height=int(stream.codec_context.height),
+    )
+
+
+def _packet_times(container: Any, stream: Any, header: _Header) -> list[float]:
+    """Each shown frame's time from its packet (pts, else dts); NaN where a packet carries neither."""
+    times: list[float] = []
+    tb = header.time_base
+    for packet in container.demux(stream):
+        if packet.size == 0 or packet.is_discard:  # edit-list pre-roll: decoded but never shown
+            continue
+        ts = packet.pts if packet.pts is not None else packet.dts
+        times.append(ts * tb if ts is not None and tb else float("nan"))
+    return times
+
+
+def _decoded_times(container: Any, stream: Any, header: _Header) -> tuple[list[float], int, int, int]:
+    """(times, rotation, width, height) from the decoder's own output, FFmpeg's best-effort timestamp rule."""
+    stream.thread_type = "AUTO"
+    times: list[float] = []
+    rotation, width, height = 0, header.width, header.height
+    last: float | None = None
+    for i, frame in enumerate(container.decode(stream)):
+        if i == 0:
+            rotation = int(frame.rotation or 0) % 360
+            width, height = int(frame.width), int(frame.height)
+        t = _frame_time(frame, last)
+        times.append(t if t is not None else (last + 1 / (header.fps or 25) if last is not None else 0.0))
+        last = times[-1]
+    return times, rotation, width, height
+
+
+def _assemble(
+    p: Path, header: _Header, times: list[float], rotation: int, width: int, height: int, exact: bool
+) -> VideoInfo:
+    """The timeline (module docstring) from raw frame times; MediaError for a stream without frames or size."""
     if not times:
         raise MediaError(str(p), "the video stream holds no frames", "re-encode or drop the file")
     if any(t != t for t in times):  # nan: a stream without timestamps -> the declared rate
-        times = [i / (header_fps or 25.0) for i in range(len(times))]
+        times = [i / (header.fps or 25.0) for i in range(len(times))]
     times.sort()
     t0 = times[0]
     rel = tuple(t - t0 for t in times)
-    fps, duration, vfr = _timeline(rel, header_fps)
-    if cw <= 0 or ch <= 0:
-        raise MediaError(str(p), f"invalid frame size {cw}x{ch}", "re-encode the file")
-    w, h = (ch, cw) if rotation in (90, 270) else (cw, ch)
+    fps, duration, vfr = _timeline(rel, header.fps)
+    if width <= 0 or height <= 0:
+        raise MediaError(str(p), f"invalid frame size {width}x{height}", "re-encode the file")
+    w, h = (height, width) if rotation in (90, 270) else (width, height)
     return VideoInfo(
         path=str(p),
         width=w,
@@ -158,9 +182,9 @@ def probe(path: str | os.PathLike[str], *, exact: bool = False) -> VideoInfo:
         duration=duration,
         frame_times=rel,
         vfr=vfr,
-        codec=codec,
-        header_frames=header_frames,
-        header_fps=header_fps,
+        codec=header.codec,
+        header_frames=header.frames,
+        header_fps=header.fps,
         exact=exact,
     )
 

@@ -4,6 +4,8 @@ Training, evaluation and Qwen's own recipes must see the same frames, timestamps
 here reproduces qwen-vl-utils 0.0.14 exactly (`smart_nframes`, the `torch.linspace(...).round()` frame indices,
 `fetch_video`'s video pixel budget and `smart_resize`); see docs/spec.md for every rounding rule. Where that library
 raises (or would hand back an unusable zero-sized frame), these functions raise `ValueError` saying what to change.
+Each spec also names the *resize rule* its pixels follow (`ResizeRule`, a small registry: which reference
+implementation cached pixels equal bit for bit); the pixel code itself lives in `evr1_cache.resampling`.
 """
 
 from __future__ import annotations
@@ -24,21 +26,28 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FRAME_FACTOR",
+    "IMAGE_RESIZE",
+    "RESIZE_RULES",
     "SIZE_FACTORS",
     "SPEC_VERSION",
+    "VIDEO_RESIZE",
     "ImageSpec",
+    "ResizeRule",
     "SamplingSpec",
     "VideoMeta",
+    "get_resize_rule",
     "qwen_frame_indices",
     "qwen_resized_hw",
     "qwen_resized_image_hw",
+    "register_resize_rule",
     "resized_hw",
     "resized_image_hw",
     "sample_frame_indices",
 ]
 
 #: Bumped whenever any rule below changes what a reader would see; part of every `key()` and of every `VideoMeta`.
-SPEC_VERSION: Final = 1
+#: 2: video pixels equal qwen-vl-utils' torchvision resize bit for bit (1 resized them with Pillow's 8-bit bicubic).
+SPEC_VERSION: Final = 2
 #: Sampled frame counts are multiples of this (two frames form one temporal patch).
 FRAME_FACTOR: Final = 2
 #: Resized sides are multiples of this: patch 14 x merge 2 (Qwen2/2.5-VL) or patch 16 x merge 2 (Qwen3-VL).
@@ -111,6 +120,89 @@ def _short_hash(payload: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+# -- resize rules -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResizeRule:
+    """A named, versioned pixel-resize rule: the reference implementation whose output cached pixels equal bit for bit.
+
+    `name` is what a spec stores; `version` is bumped whenever the implementation's output changes (it is part of the
+    spec key, so entries built by an older implementation are rebuilt, never served as exact). `reference` says
+    which upstream code, at which version, the rule reproduces; `kernel` the filter in words. Implementations are
+    registered under the same name in `evr1_cache.resampling` (numpy; this module stays standard-library only).
+    """
+
+    name: str
+    version: int
+    kernel: str
+    reference: str
+
+    def __post_init__(self) -> None:
+        if not self.name or not all(ch.isalnum() or ch in "-_." for ch in self.name):
+            raise ValueError(f"ResizeRule.name must be a slug (letters, digits, '-', '_', '.'), got {self.name!r}")
+        _set(self, "version", _int("ResizeRule", "version", self.version, 1))
+
+    @property
+    def id(self) -> str:
+        """`name/version`: what identifies the pixels (stored beside each cache entry)."""
+        return f"{self.name}/{self.version}"
+
+
+#: Every known rule by name; `register_resize_rule` adds one (model families bring their own reference resize).
+RESIZE_RULES: dict[str, ResizeRule] = {}
+
+
+def register_resize_rule(rule: ResizeRule) -> ResizeRule:
+    """Add `rule` to `RESIZE_RULES`; a second rule under a taken name is refused (bump `version` instead)."""
+    if rule.name in RESIZE_RULES:
+        raise ValueError(f"resize rule {rule.name!r} is already registered ({RESIZE_RULES[rule.name].id})")
+    RESIZE_RULES[rule.name] = rule
+    return rule
+
+
+def get_resize_rule(name: object) -> ResizeRule:
+    """The registered rule `name`; an unknown name (or not a string) is a ValueError naming the closest known ones."""
+    rule = RESIZE_RULES.get(name) if isinstance(name, str) else None
+    if rule is None:
+        close = difflib.get_close_matches(str(name), list(RESIZE_RULES), n=2)
+        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        raise ValueError(f"unknown resize rule {name!r}{hint}; known: {', '.join(sorted(RESIZE_RULES))}")
+    return rule
+
+
+_BICUBIC = "Keys cubic a = -0.5, antialiased (support 2 x scale when shrinking), separable, weights normalised"
+#: Qwen-VL's video resize: qwen-vl-utils 0.0.14 `fetch_video` -> torchvision 0.28 `resize(uint8 tensor, BICUBIC,
+#: antialias=True)` -> torch 2.13's float32 CPU kernel as built for x86-64 AVX2 / AVX-512 (fused multiply-adds).
+VIDEO_RESIZE: Final = register_resize_rule(
+    ResizeRule(
+        "torchvision-bicubic-aa",
+        1,
+        _BICUBIC + "; float32, horizontal then vertical pass, one clamp + round-half-even at the end",
+        "qwen-vl-utils 0.0.14 fetch_video: torchvision 0.28 transforms.functional.resize (uint8 -> float32) on torch "
+        "2.13 aten/src/ATen/native/cpu/UpSampleKernel.cpp, x86-64 AVX2/AVX-512 kernel",
+    )
+)
+#: The same resize as torch's portable CPU kernel computes it (CPUs without AVX2, or ATEN_CPU_CAPABILITY=default).
+VIDEO_RESIZE_NOFMA: Final = register_resize_rule(
+    ResizeRule(
+        "torchvision-bicubic-aa-nofma",
+        1,
+        _BICUBIC + "; float32 without fused multiply-adds, horizontal then vertical, one clamp + round at the end",
+        "as torchvision-bicubic-aa, torch's DEFAULT (non-AVX2) CPU capability kernel",
+    )
+)
+#: Qwen-VL's image resize: qwen-vl-utils 0.0.14 `fetch_image` -> Pillow `Image.resize(size)` (BICUBIC, 8-bit passes).
+IMAGE_RESIZE: Final = register_resize_rule(
+    ResizeRule(
+        "pillow-bicubic",
+        1,
+        _BICUBIC + "; Pillow's 8-bit fixed-point passes, each rounded and clipped to uint8",
+        "qwen-vl-utils 0.0.14 fetch_image: PIL.Image.resize((w, h)) with Pillow's default BICUBIC (Pillow >= 10)",
+    )
+)
+
+
 # -- settings ---------------------------------------------------------------------------------------------------------
 
 
@@ -136,8 +228,11 @@ class _Settings:
         return result
 
     def key(self) -> str:
-        """16 hex chars of sha256 over the canonical JSON of the settings + SPEC_VERSION: the cache folder name."""
-        return _short_hash({"kind": self._kind, "spec_version": SPEC_VERSION, **self.to_dict()})
+        """16 hex chars of sha256 over the canonical JSON of the settings, SPEC_VERSION and the resize rule's version:
+        the cache folder name."""
+        settings = self.to_dict()
+        rule = get_resize_rule(settings["resize"])
+        return _short_hash({"kind": self._kind, "spec_version": SPEC_VERSION, **settings, "resize": rule.id})
 
 
 def _pixel_budget(spec: Any, owner: str, min_tokens: int, max_tokens: int, kind: str) -> None:
@@ -170,6 +265,7 @@ class SamplingSpec(_Settings):
     Exactly one of `fps` (target frames per second, bounded by `min_frames`/`max_frames`) and `nframes` (a fixed
     count) is used; with neither, `fps=2.0`. `min_pixels`/`max_pixels` bound each frame (defaults: 128 and 768 tokens
     of `size_factor`**2 pixels); `total_pixels` bounds all frames together (None = qwen-vl-utils' default budget).
+    `resize` names the `ResizeRule` the frames are resized with (default: Qwen's, torchvision's antialiased bicubic).
     """
 
     fps: float | None = None
@@ -182,6 +278,7 @@ class SamplingSpec(_Settings):
     size_factor: int | None = None  # resolved: the family's factor, else 28
     #: A model family of `evr1_cache.families` whose own frame rule and sizes apply (None: qwen-vl-utils' rule).
     family: str | None = None
+    resize: str = VIDEO_RESIZE.name
     _kind: ClassVar[str] = "video"
 
     def __post_init__(self) -> None:
@@ -206,23 +303,27 @@ class SamplingSpec(_Settings):
             _set(self, "total_pixels", _int(owner, "total_pixels", self.total_pixels, 1))
         if self.family is not None:  # settings the family's own rule cannot honour are refused here, by name
             _family(self.family).check_spec(self)
+        get_resize_rule(self.resize)
 
 
 @dataclass(frozen=True)
 class ImageSpec(_Settings):
-    """Pixel budget for still images, independent of the video budget (qwen-vl-utils' `fetch_image` defaults)."""
+    """Pixel budget for still images, independent of the video budget (qwen-vl-utils' `fetch_image` defaults);
+    `resize` names the `ResizeRule` (default: Pillow's bicubic, as `fetch_image`)."""
 
     min_pixels: int | None = None
     max_pixels: int | None = None
     size_factor: int | None = None  # resolved: the family's factor, else 28
     #: A model family of `evr1_cache.families` whose own image rule applies (None: qwen-vl-utils' `fetch_image`).
     family: str | None = None
+    resize: str = IMAGE_RESIZE.name
     _kind: ClassVar[str] = "image"
 
     def __post_init__(self) -> None:
         _pixel_budget(self, "ImageSpec", IMAGE_MIN_TOKENS, IMAGE_MAX_TOKENS, "image")
         if self.family is not None:
             _family(self.family).check_spec(self)
+        get_resize_rule(self.resize)
 
 
 # -- frame selection ----------------------------------------------------------------------------------------------------

@@ -3,151 +3,146 @@
 Why this shape: safetensors is pickle-free and its header carries string metadata, so the `VideoMeta` travels with
 the frames; the file size is the raw uint8 frame bytes plus a small header. Entries are content-addressed
 (`entry_key`: a hash of the source's identity and the spec key), so changing any sampling setting or the video's
-content gives a different file and a stale entry is never served. Writes go to a temp file in the same folder that is
-renamed into place, so a killed build never leaves a half-file at a final path.
+content gives a different file and a stale entry is never served.
+
+The file is written and parsed here, not by the safetensors library: the format is an 8-byte header length, a JSON
+header and the raw bytes, and owning both sides means (a) one atomic write of our own (the library writes its own
+`.tmpXXXXXX` file beside the target, which a killed build left behind), and (b) a parser that treats every header as
+hostile: a bounded length, any JSON failure (deep nesting included), wrong types, negative or overflowing shapes and
+inconsistent offsets are each a `CorruptEntry` naming the file, never another exception. Files stay readable by
+`safetensors.numpy.load_file` (tested).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
+import math
 import os
-import socket
+import re
 import struct
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evr1_cache.spec import ImageSpec, SamplingSpec, VideoMeta
+from evr1_cache.atomic import atomic_open
+from evr1_cache.errors import CorruptEntry as CorruptEntry  # re-exported: it lived here before errors.py
+from evr1_cache.spec import ImageSpec, SamplingSpec
 
 if TYPE_CHECKING:
     import numpy as np
 
 FORMAT = "evr1-cache/1"
-#: bytes hashed at the start, middle and end of a source file for its identity
-IDENTITY_CHUNK = 1 << 20
-_MAX_HEADER = 100 << 20
-_identity_memo: dict[tuple[str, int, int, int], str] = {}
+#: Our headers are a few KB (a VideoMeta with 768 frame indices); anything longer is not ours.
+MAX_HEADER = 1 << 20
+#: `<kind>s/<spec key: 16 hex>/<key[:2]>/<key: 32 hex>.safetensors`
+ENTRY_NAME = re.compile(r"^[0-9a-f]{32}\.safetensors$")
+_MAX_SIDE = 1 << 31
 
 
-class CorruptEntry(Exception):
-    """An entry file that is not a complete, well-formed evr1-cache entry."""
-
-
-def source_identity(path: str | os.PathLike[str]) -> str:
-    """Content identity of a media file: its size and a BLAKE2b of its first, middle and last MiB.
-
-    Content rather than path, so a cache survives moving the dataset; sampled rather than a full hash, so a look-up
-    costs a few reads even for a multi-GB video. Memoised on (path, size, mtime, inode).
-    """
-    p = os.fspath(path)
-    st = os.stat(p)
-    memo_key = (os.path.abspath(p), st.st_size, st.st_mtime_ns, st.st_ino)
-    cached = _identity_memo.get(memo_key)
-    if cached is not None:
-        return cached
-    h = hashlib.blake2b(digest_size=16)
-    h.update(struct.pack("<Q", st.st_size))
-    with open(p, "rb") as fh:
-        if st.st_size <= 3 * IDENTITY_CHUNK:
-            h.update(fh.read())
-        else:
-            for offset in (0, st.st_size // 2, st.st_size - IDENTITY_CHUNK):
-                fh.seek(offset)
-                h.update(fh.read(IDENTITY_CHUNK))
-    ident = f"{st.st_size}-{h.hexdigest()}"
-    _identity_memo[memo_key] = ident
-    return ident
-
-
-def spec_key(spec: SamplingSpec | ImageSpec) -> str:
-    """The spec's own `key()`; a canonical-JSON hash for a spec class without one."""
-    key = getattr(spec, "key", None)
-    if callable(key):
-        return str(key())
-    canon = json.dumps({"type": type(spec).__name__, **dataclasses.asdict(spec)}, sort_keys=True)
-    return hashlib.blake2b(canon.encode(), digest_size=8).hexdigest()
+def kind_of(spec: SamplingSpec | ImageSpec) -> str:
+    return "image" if isinstance(spec, ImageSpec) else "video"
 
 
 def entry_key(identity: str, spec: SamplingSpec | ImageSpec) -> str:
-    kind = "image" if isinstance(spec, ImageSpec) else "video"
-    return hashlib.blake2b(f"{kind}|{identity}|{spec_key(spec)}".encode(), digest_size=16).hexdigest()
+    return key_for(kind_of(spec), identity, spec.key())
+
+
+def key_for(kind: str, identity: str, spec_key: str) -> str:
+    """The entry key (file name) of a source's content under a spec: what `verify` recomputes from a header."""
+    return hashlib.blake2b(f"{kind}|{identity}|{spec_key}".encode(), digest_size=16).hexdigest()
 
 
 def entry_relpath(spec: SamplingSpec | ImageSpec, key: str) -> str:
     """Entries are grouped per spec (easy to delete one setting) and fanned out by key prefix."""
-    kind = "images" if isinstance(spec, ImageSpec) else "videos"
-    return f"{kind}/{spec_key(spec)}/{key[:2]}/{key}.safetensors"
+    return f"{kind_of(spec)}s/{spec.key()}/{key[:2]}/{key}.safetensors"
 
 
 def spec_json(spec: SamplingSpec | ImageSpec) -> str:
-    return json.dumps({"type": type(spec).__name__, **dataclasses.asdict(spec)}, sort_keys=True)
-
-
-def meta_to_json(meta: VideoMeta) -> str:
-    return meta.to_json()
-
-
-def meta_from_json(text: str) -> VideoMeta:
-    """Parse and validate (an unknown spec version or field is a ValueError)."""
-    return VideoMeta.from_json(text)
-
-
-def temp_path(final: Path) -> Path:
-    """A temp name beside `final`, unique per host, process and thread, recognisable by `is_temp`."""
-    return final.with_name(f".{final.stem}.{socket.gethostname()}.{os.getpid()}.{threading.get_ident()}.tmp")
-
-
-def is_temp(path: Path) -> bool:
-    return path.name.startswith(".") and path.name.endswith(".tmp")
+    return json.dumps({"type": type(spec).__name__, **spec.to_dict()}, sort_keys=True)
 
 
 def write_entry(final: Path, frames: np.ndarray, header: dict[str, str]) -> int:
-    """Write uint8 `frames` and string `header` to `final` atomically; returns the file size."""
+    """Write uint8 `frames` and string `header` to `final` atomically (safetensors layout); returns the file size."""
     import numpy as np
-    from safetensors.numpy import save_file
 
     if frames.dtype != np.uint8 or frames.ndim not in (3, 4) or frames.shape[-1] != 3:
         raise ValueError(f"entries hold uint8 [T, H, W, 3] or [H, W, 3] frames, got {frames.dtype} {frames.shape}")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(final)
-    try:
-        save_file({"frames": np.ascontiguousarray(frames)}, str(tmp), metadata={"format": FORMAT, **header})
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    if not all(isinstance(v, str) for v in header.values()):
+        raise ValueError("entry metadata values must be strings (safetensors __metadata__)")
+    data = np.ascontiguousarray(frames)
+    head = {
+        "__metadata__": {"format": FORMAT, **header},
+        "frames": {"dtype": "U8", "shape": list(data.shape), "data_offsets": [0, data.nbytes]},
+    }
+    text = json.dumps(head, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # safetensors aligns the data to 8 bytes with trailing spaces
+    with atomic_open(final, "wb") as fh:
+        fh.write(struct.pack("<Q", len(text)))
+        fh.write(text)
+        fh.write(data.data)
     return final.stat().st_size
 
 
-def read_header(path: Path) -> tuple[dict[str, Any], int]:
-    """(parsed safetensors header, byte offset of the data); raises CorruptEntry on anything malformed."""
+def _open_entry(path: Path) -> Any:
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(8)
-            if len(raw) != 8:
-                raise CorruptEntry(f"{path}: shorter than a safetensors header")
-            (n,) = struct.unpack("<Q", raw)
-            if n > _MAX_HEADER:
-                raise CorruptEntry(f"{path}: header length {n} is implausible")
-            text = fh.read(n)
+        if not path.is_file():
+            what = "a directory" if path.is_dir() else "not a regular file"
+            raise CorruptEntry(f"{path}: {what} where a cache entry should be")
+        return open(path, "rb")
     except OSError as exc:
-        raise CorruptEntry(f"{path}: cannot be read ({exc})") from exc
+        raise CorruptEntry(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def read_header(path: Path) -> tuple[dict[str, Any], int]:
+    """(parsed header, byte offset of the data); CorruptEntry for anything but a well-formed evr1-cache header."""
+    with _open_entry(path) as fh:
+        raw = fh.read(8)
+        if len(raw) != 8:
+            raise CorruptEntry(f"{path}: shorter than a safetensors header")
+        (n,) = struct.unpack("<Q", raw)
+        if n > MAX_HEADER:
+            raise CorruptEntry(f"{path}: header length {n} exceeds {MAX_HEADER} bytes (not an evr1-cache entry)")
+        text = fh.read(n)
     if len(text) != n:
-        raise CorruptEntry(f"{path}: truncated header")
+        raise CorruptEntry(f"{path}: truncated header ({len(text)} of {n} bytes)")
     try:
         header = json.loads(text)
-    except ValueError as exc:
-        raise CorruptEntry(f"{path}: header is not JSON ({exc})") from exc
-    if not isinstance(header, dict) or header.get("__metadata__", {}).get("format") != FORMAT:
-        raise CorruptEntry(f"{path}: not an {FORMAT} entry")
+    except (ValueError, RecursionError) as exc:  # RecursionError: deeply nested JSON
+        raise CorruptEntry(f"{path}: header is not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(header, dict):
+        raise CorruptEntry(f"{path}: header is a JSON {type(header).__name__}, not an object")
+    meta = header.get("__metadata__")
+    if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+        raise CorruptEntry(f"{path}: __metadata__ is not a string-to-string object")
+    if meta.get("format") != FORMAT:
+        raise CorruptEntry(f"{path}: not an {FORMAT} entry (format {meta.get('format')!r})")
     return header, 8 + n
+
+
+def frames_layout(header: dict[str, Any], start: int, size: int, path: Path) -> tuple[tuple[int, ...], int]:
+    """(shape, absolute data offset) of the `frames` tensor, checked against the file size; CorruptEntry otherwise."""
+    extra = sorted(set(header) - {"__metadata__", "frames"})
+    if extra:
+        raise CorruptEntry(f"{path}: unexpected tensors {extra[:3]} (an entry holds only 'frames')")
+    info = header.get("frames")
+    if not isinstance(info, dict) or info.get("dtype") != "U8":
+        raise CorruptEntry(f"{path}: no uint8 'frames' tensor")
+    shape, offsets = info.get("shape"), info.get("data_offsets")
+    if not isinstance(shape, list) or len(shape) not in (3, 4) or not all(_is_int(d, 1, _MAX_SIDE) for d in shape):
+        raise CorruptEntry(f"{path}: frames shape {str(shape)[:60]} is not 3 or 4 sizes in 1..2**31")
+    if shape[-1] != 3:
+        raise CorruptEntry(f"{path}: frames shape {shape} does not end in 3 channels")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o, 0, size) for o in offsets):
+        raise CorruptEntry(f"{path}: data_offsets {str(offsets)[:60]} are not two offsets within the file")
+    begin, end = offsets
+    nbytes = math.prod(shape)
+    if end - begin != nbytes or start + end != size:
+        raise CorruptEntry(f"{path}: data is {size - start} bytes, header says {nbytes} (truncated?)")
+    return tuple(shape), start + begin
+
+
+def _is_int(value: object, lo: int, hi: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
 
 
 def read_entry(path: Path, *, mmap: bool = False) -> tuple[np.ndarray, dict[str, str]]:
@@ -159,23 +154,20 @@ def read_entry(path: Path, *, mmap: bool = False) -> tuple[np.ndarray, dict[str,
     import numpy as np
 
     header, start = read_header(path)
-    info = header.get("frames")
-    if not isinstance(info, dict) or info.get("dtype") != "U8":
-        raise CorruptEntry(f"{path}: no uint8 'frames' tensor")
-    shape = tuple(int(d) for d in info["shape"])
-    begin, end = (int(x) for x in info["data_offsets"])
-    nbytes = int(np.prod(shape)) if shape else 1
-    size = os.path.getsize(path)
-    if end - begin != nbytes or start + end != size:
-        raise CorruptEntry(f"{path}: data is {size - start} bytes, header says {nbytes} (truncated?)")
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise CorruptEntry(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    shape, offset = frames_layout(header, start, size, path)
+    nbytes = math.prod(shape)
     frames: np.ndarray
     if mmap:
-        frames = np.memmap(path, dtype=np.uint8, mode="r", offset=start + begin, shape=shape)
+        frames = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=shape)
     else:
         frames = np.empty(shape, np.uint8)
-        with open(path, "rb") as fh:
-            fh.seek(start + begin)
-            got = fh.readinto(frames.data.cast("B"))
+        with _open_entry(path) as fh:
+            fh.seek(offset)
+            got = fh.readinto(frames.data.cast("B")) if nbytes else 0
         if got != nbytes:
             raise CorruptEntry(f"{path}: read {got} of {nbytes} frame bytes")
     return frames, dict(header["__metadata__"])

@@ -244,7 +244,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         normalize_problem_type(args.problem_type)
     router = _router(args)
     limits = ServerLimits(
-        max_body_bytes=int(args.max_body_mb * (1 << 20)), read_timeout_s=args.read_timeout, backlog=args.backlog
+        max_body_bytes=int(args.max_body_mb * (1 << 20)),
+        read_timeout_s=args.read_timeout,
+        backlog=args.backlog,
+        header_timeout_s=args.header_timeout,
+        max_samples=args.max_samples,
     )
     print(f"evr1-rewards: serving OpenRLHF rewards on http://{args.host}:{args.port}/get_reward", flush=True)
     serve(args.host, args.port, router, args.problem_type, limits, log_level=args.log_level)
@@ -303,6 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backlog", type=int, default=4096, help="listen backlog (queued connections)")
     p.add_argument("--max-body-mb", type=float, default=64.0, help="largest request body accepted (413 above)")
     p.add_argument("--read-timeout", type=float, default=30.0, help="seconds a request body may take to arrive (408)")
+    p.add_argument("--header-timeout", type=float, default=10.0, help="seconds request headers may take (408)")
+    p.add_argument("--max-samples", type=int, default=65536, help="most samples in one request (413 above)")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     _common(p)
     p.set_defaults(fn=cmd_serve)

@@ -3,8 +3,11 @@
 The stack OpenRLHF's own reward server uses, with what a training cluster needs from it:
 - HTTP/1.1 with keep-alive (uvicorn; `keep_alive_s`), a deep listen backlog (`backlog`, default 4096) so a burst of
   connections from many rollout workers is queued, not reset;
-- limits: bodies over `max_body_bytes` are refused (413) from their Content-Length or while streaming, and a body
-  that does not arrive within `read_timeout_s` is refused (408), so a stuck client holds nothing;
+- limits: bodies over `max_body_bytes` are refused (413) from their Content-Length or while streaming, a body
+  that does not arrive within `read_timeout_s` is refused (408), and so are headers that do not arrive within
+  `header_timeout_s` (slowloris: uvicorn alone never times out a connection before its first request), so a stuck
+  client holds nothing; a batch over `max_samples` is refused (413); a large body is decoded, scored and encoded on
+  a worker thread, so it never stalls the event loop for the other connections;
 - batched scoring: one request scores its whole batch (`RewardRouter.score_batch`; code and math in parallel);
   requests that run subprocesses are scored on a thread so the event loop keeps serving;
 - every refusal answers a JSON body `{"error": reason}` (OpenRLHF logs the body when it retries) and is logged on
@@ -45,6 +48,15 @@ class ServerLimits:
     backlog: int = 4096
     inline_samples: int = 16
     """Batches up to this size with no code/math sample are scored on the event loop (cheaper than a thread hop)."""
+    header_timeout_s: float = 10.0
+    """A request whose headers have not all arrived this long after its first byte (or after the connection opened)
+    is answered 408 and its connection closed: idle half-open connections (slowloris) cannot pile up. uvicorn itself
+    only times out idle keep-alive connections."""
+    max_samples: int = 65536
+    """A request with more samples is refused (413): one request cannot occupy the scorer for hours."""
+    inline_body_bytes: int = 256 << 10
+    """Larger bodies are parsed, scored and answered on a worker thread, so decoding a big JSON body never stalls the
+    event loop (every other connection's requests) for seconds."""
 
 
 class _Reject(Exception):
@@ -128,18 +140,23 @@ class _ScoreEndpoint:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         try:
             body = await self.read_body(scope, receive)
-            queries, prompts, labels = self.parse(body)
-            inputs = openrlhf_inputs(queries, prompts, labels, self.default_type)
-
-            def run() -> dict[str, object]:
-                return score_openrlhf(self.router, queries, prompts, labels, self.default_type, inputs)
-
-            if self.slow(inputs):
+            if len(body) > self.lim.inline_body_bytes:
                 from starlette.concurrency import run_in_threadpool
 
-                out = await run_in_threadpool(run)
+                out = await run_in_threadpool(self.handle, body)
             else:
-                out = run()
+                queries, prompts, labels = self.parse(body, self.lim.max_samples)
+                inputs = openrlhf_inputs(queries, prompts, labels, self.default_type)
+
+                def run() -> dict[str, object]:
+                    return score_openrlhf(self.router, queries, prompts, labels, self.default_type, inputs)
+
+                if self.slow(inputs):
+                    from starlette.concurrency import run_in_threadpool
+
+                    out = await run_in_threadpool(run)
+                else:
+                    out = run()
         except _Reject as e:
             _log_reject(scope, e.status, e.reason)
             await _send_json(send, e.status, {"error": e.reason})
@@ -156,6 +173,12 @@ class _ScoreEndpoint:
             await _send_json(send, 500, {"error": f"{type(e).__name__}: {e}"})
             return
         await _send_json(send, 200, out)
+
+    def handle(self, body: bytes) -> bytes:
+        """A large request, end to end on a worker thread: parse, score, encode the reply."""
+        queries, prompts, labels = self.parse(body, self.lim.max_samples)
+        inputs = openrlhf_inputs(queries, prompts, labels, self.default_type)
+        return json.dumps(score_openrlhf(self.router, queries, prompts, labels, self.default_type, inputs)).encode()
 
     async def read_body(self, scope: Mapping[str, Any], receive: Any) -> bytes:
         limit = self.lim.max_body_bytes
@@ -199,7 +222,7 @@ class _ScoreEndpoint:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     @staticmethod
-    def parse(body: bytes) -> tuple[list[object], list[object] | None, list[object]]:
+    def parse(body: bytes, max_samples: int = 1 << 62) -> tuple[list[object], list[object] | None, list[object]]:
         if not body:
             raise _Reject(400, 'empty body: POST {"query": [...], "prompts": [...], "labels": [...]}')
         try:
@@ -212,6 +235,9 @@ class _ScoreEndpoint:
         if not isinstance(labels, list):
             raise _Reject(400, "body has no 'labels' list (set --data.label_key in OpenRLHF)")
         prompts = data.get("prompts")
+        if len(data["query"]) > max_samples:
+            raise _Reject(413, f"{len(data['query'])} samples in one request is over the limit of {max_samples}: split "
+                          "the batch (or raise serve --max-samples)")  # fmt: skip
         return data["query"], prompts if isinstance(prompts, list) else None, labels
 
     def slow(self, inputs: list[RewardInput]) -> bool:
@@ -227,8 +253,8 @@ class _ScoreEndpoint:
         return False
 
 
-async def _send_json(send: Any, status: int, payload: Mapping[str, object]) -> None:
-    body = json.dumps(payload).encode()
+async def _send_json(send: Any, status: int, payload: Mapping[str, object] | bytes) -> None:
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
     await send({"type": "http.response.body", "body": body})
@@ -242,18 +268,71 @@ def make_config(app: Any, host: str, port: int, limits: ServerLimits | None = No
     import uvicorn
 
     lim = limits or ServerLimits()
+    if importlib.util.find_spec("httptools"):
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+    else:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as base  # type: ignore[assignment]
     return uvicorn.Config(
         app,
         host=host,
         port=port,
         backlog=lim.backlog,
         timeout_keep_alive=int(lim.keep_alive_s),
-        http="httptools" if importlib.util.find_spec("httptools") else "h11",
+        http=header_deadline_protocol(base, lim.header_timeout_s),
         loop="uvloop" if importlib.util.find_spec("uvloop") else "asyncio",
         log_level=log_level,
         access_log=False,
         lifespan="off",
     )
+
+
+def header_deadline_protocol(base: type[Any], seconds: float) -> type[Any]:
+    """uvicorn's HTTP protocol (`base`: h11 or httptools) with a deadline for each request's headers (see
+    `ServerLimits.header_timeout_s`): a connection still waiting for them after `seconds` is answered 408 (a JSON
+    body with the reason) and closed, and the refusal is logged."""
+
+    class HeaderDeadline(base):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._evr1_seen: Any = None
+            self._evr1_timer: Any = self.loop.call_later(seconds, self._evr1_expire)
+
+        def data_received(self, data: bytes) -> None:
+            if self._evr1_timer is None and self._evr1_waiting():
+                self._evr1_timer = self.loop.call_later(seconds, self._evr1_expire)  # a new request is arriving
+            super().data_received(data)
+            if self.cycle is not None and self.cycle is not self._evr1_seen:  # its headers are complete
+                self._evr1_seen = self.cycle
+                if self._evr1_timer is not None:
+                    self._evr1_timer.cancel()
+                    self._evr1_timer = None
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._evr1_timer is not None:
+                self._evr1_timer.cancel()
+                self._evr1_timer = None
+            super().connection_lost(exc)
+
+        def _evr1_waiting(self) -> bool:
+            cycle: Any = self.cycle
+            return cycle is None or (cycle is self._evr1_seen and bool(cycle.response_complete))
+
+        def _evr1_expire(self) -> None:
+            self._evr1_timer = None
+            if not self._evr1_waiting() or self.transport.is_closing():
+                return
+            reason = f"the request headers did not arrive within {seconds:g} s"
+            client = self.client
+            _log_reject({"client": client, "method": "?", "path": "?"}, 408, reason)
+            body = json.dumps({"error": reason}).encode()
+            self.transport.write(
+                b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                + f"content-length: {len(body)}\r\n\r\n".encode() + body
+            )  # fmt: skip
+            self.transport.close()
+
+    HeaderDeadline.__name__ = f"HeaderDeadline{base.__name__}"
+    return HeaderDeadline
 
 
 def serve(

@@ -11,6 +11,8 @@ import difflib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from evr1_cache.registry import registering
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -37,14 +39,7 @@ _D = TypeVar("_D", bound=Callable[[], Decoder])
 
 def register(name: str) -> Callable[[_D], _D]:
     """Class decorator adding a decoder factory under `name`; refuses duplicates."""
-
-    def deco(factory: _D) -> _D:
-        if name in DECODERS:
-            raise ValueError(f"decoder {name!r} is already registered")
-        DECODERS[name] = factory
-        return factory
-
-    return deco
+    return registering(DECODERS, name, "decoder")  # type: ignore[return-value]  # _D is a Callable[[], Decoder]
 
 
 #: Order tried by `decoder="auto"`: PyAV first (in-process, bundles its own FFmpeg), then the ffmpeg CLI.

@@ -104,15 +104,25 @@ class GenerationParams:
     top_k: int = -1
     seed: int = 0
     stop: tuple[str, ...] = ()
+    #: Load testing only (forced answer lengths, e.g. `benchmarks/eval_pipeline.py`): no EOS before `min_tokens`, and
+    #: with `ignore_eos` none at all, so the answer runs to `max_tokens` (vLLM's `min_tokens` / `ignore_eos`).
+    min_tokens: int = 0
+    ignore_eos: bool = False
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
         if self.temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 <= self.min_tokens <= self.max_tokens:
+            raise ValueError(f"min_tokens must be in [0, max_tokens={self.max_tokens}], got {self.min_tokens}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "stop": list(self.stop)}
+        out = {**asdict(self), "stop": list(self.stop)}
+        for name in ("min_tokens", "ignore_eos"):  # recorded only when set: older runs' settings stay resumable
+            if not out[name]:
+                del out[name]
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -90,6 +90,9 @@ class HfBackend:
             )
         greedy = params.temperature == 0
         gen_kwargs: dict[str, Any] = {"max_new_tokens": params.max_tokens, "do_sample": not greedy}
+        floor = params.max_tokens if params.ignore_eos else params.min_tokens  # EOS suppressed up to here
+        if floor:
+            gen_kwargs["min_new_tokens"] = floor
         if not greedy:
             torch.manual_seed(params.seed)
             gen_kwargs.update(temperature=params.temperature, top_p=params.top_p)

@@ -127,6 +127,8 @@ class OpenAIBackend:
             body["top_k"] = params.top_k
         if params.stop:
             body["stop"] = list(params.stop)
+        if params.min_tokens or params.ignore_eos:  # vLLM's server extensions; sent only when asked for
+            body.update(min_tokens=params.min_tokens, ignore_eos=params.ignore_eos)
         if self.config.mm_processor_kwargs:
             body["mm_processor_kwargs"] = dict(self.config.mm_processor_kwargs)
         media_io = video_media_io_kwargs(request)

@@ -141,6 +141,8 @@ class VllmBackend:
             top_k=params.top_k if params.top_k > 0 else 0,
             seed=params.seed,
             stop=list(params.stop) or None,
+            min_tokens=params.min_tokens,
+            ignore_eos=params.ignore_eos,
             output_kind=self._final_only,
         )
         rid = f"{request.id}-{uuid.uuid4().hex[:12]}"

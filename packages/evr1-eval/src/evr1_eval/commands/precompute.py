@@ -2,6 +2,8 @@
 
 It loads the samples exactly as `run` does and hands their distinct media to `evr1_cache.build_cache` with the same
 `SamplingSpec`, so `run --cache-dir` then finds every entry (and a trainer with the same spec finds the same entries).
+Annotation rows that cannot be read and media that cannot be cached are listed (the first few on screen, all in the
+cache's error report); every other sample is cached; the exit code is 1 when anything failed, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -56,6 +58,13 @@ def run(args: argparse.Namespace) -> int:
     for bench in benches:
         job = load_job(bench, args.annotations_dir, args.media_root)
         spec = sampling_for(bench, overrides)
+        if job.load_errors:
+            failed += len(job.load_errors)
+            print(f"{bench.name}: {len(job.load_errors)} annotation row(s) could not be read:", file=sys.stderr)
+            for err in job.load_errors[:SHOWN]:
+                print(f"  {_describe(err)}", file=sys.stderr)
+            if len(job.load_errors) > SHOWN:
+                print(f"  ... and {len(job.load_errors) - SHOWN} more", file=sys.stderr)
         rows = []
         seen: set[tuple[str, ...]] = set()
         for sample in job.samples:
@@ -85,8 +94,21 @@ def run(args: argparse.Namespace) -> int:
             f"{bench.name}: {len(job.samples)} samples, {report.videos} videos + {report.images} images for this rank: "
             f"{report.built} built, {report.skipped} already cached, {report.failed} failed ({report.seconds:.1f} s)"
         )
-        for line in report.errors[:10]:
+        for line in report.errors[:SHOWN]:
             print(f"  {line}", file=sys.stderr)
         if report.error_file is not None:
             print(f"  all failures: {report.error_file}", file=sys.stderr)
+    if failed:
+        print(f"evr1-eval precompute: {failed} row(s) or media failed; all others are cached (exit 1)", file=sys.stderr)
     return 1 if failed else 0
+
+
+#: Failures printed on screen per benchmark.
+SHOWN = 10
+
+
+def _describe(err: Any) -> str:
+    """One load error as a line: its 1-based row and id when it has them, then the reason."""
+    row, ident, reason = getattr(err, "row", None), getattr(err, "id", None), getattr(err, "reason", err)
+    where = f"row {row + 1}" if isinstance(row, int) else "row ?"
+    return f"{where}{f' (id {ident})' if ident else ''}: {reason}"

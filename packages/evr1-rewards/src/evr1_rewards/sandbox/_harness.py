@@ -71,7 +71,12 @@ def run_one(code: object, steps: object) -> None:
     write, flush, exit_now = os.write, sys.stdout.flush, os._exit
     builtin_dict = vars(builtins)
     saved = dict(builtin_dict)
-    namespace = {"__name__": "__main__", "__file__": "main.py", "__builtins__": builtins}
+    # A real module registered as __main__ (this process is the test's own fork): pickle finds the program's
+    # functions there, so `multiprocessing.Pool(...).map(f, ...)` works as in `python main.py`.
+    main = type(sys)("__main__")
+    sys.modules["__main__"] = main
+    namespace = vars(main)
+    namespace.update({"__file__": "main.py", "__builtins__": builtins})
     sys.argv = ["main.py"]
     rc = 0
     try:

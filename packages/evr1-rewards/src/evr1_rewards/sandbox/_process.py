@@ -14,6 +14,7 @@ from pathlib import Path
 
 from evr1_rewards.sandbox._harness import MARKER
 from evr1_rewards.sandbox.types import Job, RunResult, SandboxLimits
+from evr1_rewards.sandbox.watchdog import Watchdog
 
 
 @lru_cache(maxsize=1)
@@ -92,8 +93,11 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
             pass
 
 
-def collect(proc: subprocess.Popen[bytes], limits: SandboxLimits) -> tuple[bytes, bytes, bool, bool]:
-    """(stdout, stderr, timed_out, truncated): read until exit, the wall deadline, or the output cap (then kill)."""
+def collect(
+    proc: subprocess.Popen[bytes], limits: SandboxLimits, watchdog: Watchdog | None = None
+) -> tuple[bytes, bytes, bool, bool]:
+    """(stdout, stderr, timed_out, truncated): read until exit, the wall deadline, the output cap or a budget of the
+    `watchdog` (then kill; the watchdog's reason is appended to stderr)."""
     deadline = time.monotonic() + limits.wall_seconds
     assert proc.stdout is not None
     assert proc.stderr is not None
@@ -106,6 +110,7 @@ def collect(proc: subprocess.Popen[bytes], limits: SandboxLimits) -> tuple[bytes
         sel.register(fd, selectors.EVENT_READ)
     timed_out = truncated = False
     open_streams = 2
+    killed: str | None = None
     try:
         while open_streams:
             remaining = deadline - time.monotonic()
@@ -113,7 +118,11 @@ def collect(proc: subprocess.Popen[bytes], limits: SandboxLimits) -> tuple[bytes
                 timed_out = True
                 kill_group(proc)
                 break
-            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+            if watchdog is not None and (killed := watchdog.check()) is not None:
+                kill_group(proc)
+                break
+            wait = min(remaining, 0.5) if watchdog is None else min(remaining, watchdog.every)
+            for key, _ in sel.select(timeout=wait):
                 fd = key.fd
                 try:
                     chunk = os.read(fd, 65536)
@@ -137,12 +146,17 @@ def collect(proc: subprocess.Popen[bytes], limits: SandboxLimits) -> tuple[bytes
         sel.close()
         proc.stdout.close()
         proc.stderr.close()
-    return bytes(bufs[out_fd]), bytes(bufs[err_fd]), timed_out, truncated
+    err = bytes(bufs[err_fd])
+    if killed is not None:
+        err += f"\nsandbox: killed: {killed}\n".encode()
+    return bytes(bufs[out_fd]), err, timed_out, truncated
 
 
-def finish(proc: subprocess.Popen[bytes], limits: SandboxLimits) -> tuple[int | None, bytes, bytes, bool, bool]:
+def finish(
+    proc: subprocess.Popen[bytes], limits: SandboxLimits, watchdog: Watchdog | None = None
+) -> tuple[int | None, bytes, bytes, bool, bool]:
     """(returncode, stdout, stderr, timed_out, truncated) of a started run: collect, kill what is left, reap."""
-    out, err, timed_out, truncated = collect(proc, limits)
+    out, err, timed_out, truncated = collect(proc, limits, watchdog)
     kill_group(proc)
     try:
         rc: int | None = proc.wait(timeout=5)

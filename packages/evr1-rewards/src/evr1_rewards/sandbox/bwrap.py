@@ -41,8 +41,11 @@ from evr1_rewards.sandbox._process import (
     zygote_payload,
 )
 from evr1_rewards.sandbox.types import Job, RunResult, SandboxLimits
+from evr1_rewards.sandbox.watchdog import Watchdog
 
 SANDBOX_UID = 65534
+WATCHDOG_SLACK_BYTES = 64 << 20
+"""Memory beyond the programs' own limits a sandbox may hold (bubblewrap's init, the zygote) before it is killed."""
 DEFAULT_UID_BASE = 0x3E000000
 """Outer uids used when the scorer is root: far above any real account (Linux uids are 32-bit)."""
 _ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -127,14 +130,31 @@ class BwrapBackend:
 
     def command(self, limits: SandboxLimits, fd: int, *, zygote: bool = False) -> list[str]:
         stub = stub_zygote_reading_fd(fd) if zygote else stub_reading_fd(fd)
-        return [self.exe, *self._fixed, "--proc", "/proc", "--dev", "/dev", "--size", str(int(limits.tmpfs_bytes)),
-                "--tmpfs", "/tmp", "--chdir", "/tmp", "--", self.python, "-I", "-S", "-B", "-c", stub]  # fmt: skip
+        size = str(int(limits.tmpfs_bytes))
+        # bubblewrap's own root and /dev are tmpfs without a size limit (half the host's RAM), writable by the
+        # sandbox's uid, and tmpfs pages are charged to no process: 16 MiB files (RLIMIT_FSIZE) in any number could
+        # fill the host's memory unseen by the watchdog. So both are remounted read-only once set up, and /dev/shm
+        # (POSIX semaphores and shared memory for `multiprocessing`) is a private tmpfs of the same size as /tmp.
+        return [self.exe, *self._fixed, "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp",
+                "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--remount-ro", "/",
+                "--chdir", "/tmp", "--", self.python, "-I", "-S", "-B", "-c", stub]  # fmt: skip
 
     def _spawn(self, cmd: list[str], stdin: int, pfd: int, slot: int) -> subprocess.Popen[bytes]:
         uid = self.uid_base + slot if self._as_root else None
         return subprocess.Popen(
             cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(pfd,), env={}, cwd="/",
             start_new_session=True, close_fds=True, user=uid, group=uid, extra_groups=[] if uid is not None else None,
+        )  # fmt: skip
+
+    def _watchdog(
+        self, proc: subprocess.Popen[bytes], slot: int, limits: SandboxLimits, parallel: int, tests: int
+    ) -> Watchdog:
+        """Budgets of the whole sandbox (`sandbox.watchdog`): `parallel` programs' memory at once, `tests` programs'
+        CPU limits in all, and `parallel` + 1.5 CPUs at a time (an honest `multiprocessing.Pool(2)` fits)."""
+        return Watchdog(
+            proc.pid, self.uid_base + slot if self._as_root else os.getuid(),
+            memory_bytes=int(limits.memory_bytes) * parallel + WATCHDOG_SLACK_BYTES,
+            cpu_seconds=(max(1, int(limits.cpu_seconds)) + 1.0) * tests + 1.0, cores=parallel + 1.5,
         )  # fmt: skip
 
     def run(self, job: Job, limits: SandboxLimits) -> RunResult:
@@ -145,7 +165,7 @@ class BwrapBackend:
                 proc = self._spawn(self.command(limits, pfd), sfd, pfd, slot)
             except OSError as e:
                 return RunResult(None, "", "", False, False, 0.0, error=f"bwrap could not start: {e}")
-            rc, out, err, timed_out, truncated = finish(proc, limits)
+            rc, out, err, timed_out, truncated = finish(proc, limits, self._watchdog(proc, slot, limits, 1, 1))
             wall = time.monotonic() - start
         if rc is not None and rc != 0 and err.startswith(b"bwrap:"):
             return RunResult(rc, "", err.decode("utf-8", "replace"), False, False, wall, error=err.decode()[:500])
@@ -177,7 +197,7 @@ class BwrapBackend:
                     proc = self._spawn(self.command(limits, pfd, zygote=True), sfd, pfd, slots[0])
                 except OSError as e:
                     return [RunResult(None, "", "", False, False, 0.0, error=f"bwrap could not start: {e}")] * len(jobs)
-                rc, out, err, _, _ = finish(proc, outer)
+                rc, out, err, _, _ = finish(proc, outer, self._watchdog(proc, slots[0], limits, parallel, len(jobs)))
                 wall = time.monotonic() - start
             text_err = err.decode("utf-8", "replace")
             if rc is not None and rc != 0 and text_err.startswith("bwrap:"):

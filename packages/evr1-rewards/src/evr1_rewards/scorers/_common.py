@@ -10,9 +10,18 @@ from evr1_rewards.extract import Response
 T = TypeVar("T")
 
 
-def first_parsed(resp: Response, parse: Callable[[str], T | None]) -> tuple[T | None, str, bool]:
-    """Try the answer candidates in priority order: (value, source, parsed_from_primary_candidate)."""
+_STATED = frozenset({"answer_tag", "boxed", "statement"})
+
+
+def first_parsed(
+    resp: Response, parse: Callable[[str], T | None], hedge: Callable[[str], bool] | None = None
+) -> tuple[T | None, str, bool]:
+    """Try the answer candidates in priority order: (value, source, parsed_from_primary_candidate). A stated answer
+    (tag, box, "the answer is …") that `hedge`s — offers several answers — ends the search with no value: the text
+    around it must not supply the choice it refused to make."""
     for i, cand in enumerate(resp.candidates()):
+        if hedge is not None and cand.source in _STATED and hedge(cand.text):
+            return None, cand.source, False
         value = parse(cand.text)
         if value is not None:
             return value, cand.source, i == 0

@@ -1,6 +1,6 @@
 """Boolean: yes/no/true/false as whole words in the extracted answer; the last declaration wins.
 
-Whole words only: "I KNOW" is not "NO", "notably" is not "no". Chinese 是/否/对/错 count when they are the whole answer.
+Whole words only: "I KNOW" is not "NO", "notably" is not "no". "yes or no" / "yes/no" names no answer. Chinese 是/否/对/错 count when they are the whole answer.
 """
 
 from __future__ import annotations
@@ -31,11 +31,32 @@ _ZH = {
 }
 
 
+_HEDGE = re.compile(
+    r"\W{0,4}(?:either\s{1,3})?(yes|no|true|false)[\s,;/|&.?!]{0,4}(?:(?:or|and|maybe|perhaps|possibly)[\s,.?!]{1,4}){0,2}"
+    r"(?:maybe\s{1,3}|perhaps\s{1,3})?(yes|no|true|false)\W{0,4}"
+)
+_ZH_HEDGE = frozenset({"是或否", "是否", "是或不是", "对或错", "是/否", "是不是"})
+
+
+def is_hedge(text: str) -> bool:
+    """Both answers at once with nothing between them: "yes or no", "yes/no", "true, false", "是或否"."""
+    return _cleaned_is_hedge(clean_payload(tail(text, 4096)).strip().strip("。.!！*"))
+
+
+def _cleaned_is_hedge(s: str) -> bool:
+    if s in _ZH_HEDGE:
+        return True
+    m = _HEDGE.fullmatch(ascii_lower(s)) if len(s) <= 40 else None
+    return m is not None and _MAP[m.group(1)] != _MAP[m.group(2)]
+
+
 def parse_yes_no(text: str) -> str | None:
-    """'yes' / 'no' from an answer, or None."""
+    """'yes' / 'no' from an answer, or None (also for a hedge, see `is_hedge`)."""
     s = clean_payload(tail(text, 4096)).strip().strip("。.!！*")
     if s in _ZH:
         return _ZH[s]
+    if _cleaned_is_hedge(s):
+        return None
     last = None
     for m in _WORDS.finditer(ascii_lower(s)):
         last = m.group(1)
@@ -62,5 +83,5 @@ class Boolean:
         return truth
 
     def score(self, response: Response, truth: str, ctx: Context) -> Outcome:
-        pred, source, parsed = first_parsed(response, parse_yes_no)
+        pred, source, parsed = first_parsed(response, parse_yes_no, is_hedge)
         return Outcome(1.0 if pred == truth else 0.0, parsed, {"pred": pred or "", "source": source})

@@ -176,8 +176,13 @@ def _num(tok: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
+_INT = re.compile(r"[-+]?\d+")
+
+
 def outputs_match(got: str, want: str) -> bool:
-    """Equal after trimming trailing whitespace per line, or token by token with numbers equal to 1e-6."""
+    """Equal after trimming trailing whitespace per line, or token by token with numbers equal to 1e-6 — except that
+    an expected integer needs exactly that integer (`1000000001` is not `1000000000`, `1e9` is not `1000000000`: a
+    relative tolerance on large integers, or float notation for them, would accept wrong answers)."""
     if _lines(got) == _lines(want):
         return True
     a, b = got.split(), want.split()
@@ -185,6 +190,10 @@ def outputs_match(got: str, want: str) -> bool:
         return False
     for x, y in zip(a, b, strict=False):
         if x == y:
+            continue
+        if _INT.fullmatch(y):
+            if not _INT.fullmatch(x) or int(x) != int(y):
+                return False
             continue
         fx, fy = _num(x), _num(y)
         if fx is None or fy is None or not math.isclose(fx, fy, rel_tol=1e-6, abs_tol=1e-6):

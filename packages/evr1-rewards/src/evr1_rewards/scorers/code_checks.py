@@ -10,10 +10,12 @@ set-up statements between asserts) into sandbox *steps* and parent-side *checks*
   the parent, on the decoded values. Expected literals never enter the sandbox; a program's object with a rigged
   `__eq__` never reaches a comparison (only built-in values come back).
 
-`assert all(f(x) == y for x, y in PAIRS)`: a comprehension is evaluated in the sandbox as a list of (left, right)
-pairs and compared here. Asserts nested in loops or functions other than HumanEval's `check` are run the same way,
-as recorded (left, right) pairs. In those two forms the right-hand side is computed inside the sandbox (it may
-depend on loop variables), so it is visible to the program; the comparison still happens here.
+The test's own constants (`PAIRS = [(1, 2), ...]`, bound once to a literal) and loops / comprehensions over them
+(`for x, y in PAIRS: assert f(x) == y`, `assert all(f(x) == y for x, y in PAIRS)`, HumanEval's `check` looping over
+a table) are evaluated here too: unrolled (at most MAX_UNROLL items) into one probe per call, so the expected value of
+each item never enters the sandbox. Only where a loop or comprehension depends on values the test computes at run
+time (set-up code the sandbox must run) is it evaluated in the sandbox as recorded (left, right) pairs: there the
+right-hand side is visible to the program; the comparison still happens here.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +60,8 @@ _UNARY: dict[type, Callable[[Any], Any]] = {
     ast.UAdd: operator.pos,
     ast.Invert: operator.invert,
 }
+_TRUSTED_CALLS: dict[str, Callable[..., Any]] = {"range": range, "zip": zip, "enumerate": enumerate}
+"""Only in a test's own constant expressions (loop ranges): never applied to a value a program returned."""
 PLACEHOLDER = "__evr1_probe_"
 
 
@@ -74,22 +78,35 @@ def _dotted(node: ast.expr) -> str | None:
 
 
 class _Planner:
-    """Replaces the maximal program-dependent sub-expressions of an assert by placeholders (collected as probes)."""
+    """Replaces the maximal program-dependent sub-expressions of an assert by placeholders (collected as probes).
 
-    def __init__(self) -> None:
+    `env`: the test's constants (evaluated here): a name bound to one stays here on the check's side, and a probe
+    that uses it gets the value written into its source, so the sandbox never holds the name (nor can rebind it)."""
+
+    def __init__(self, env: Mapping[str, object] | None = None) -> None:
         self.probes: list[str] = []
         self.pairs: set[int] = set()
+        self.env: Mapping[str, object] = env or {}
 
     def probe(self, node: ast.expr) -> ast.expr:
         if isinstance(node, (ast.GeneratorExp, ast.ListComp)):
+            unrolled = _expand_comprehension(node, self.env)
+            if unrolled is not None:
+                return self.convert(unrolled)
             node = _pairs_comprehension(node)
             self.pairs.add(len(self.probes))
+        if self.env:
+            node = _substitute(node, self.env) or node
         self.probes.append(ast.unparse(node))
         return ast.Name(f"{PLACEHOLDER}{len(self.probes) - 1}", ast.Load())
 
     def convert(self, node: ast.expr) -> ast.expr:
         if isinstance(node, ast.Constant):
             return node
+        if isinstance(node, ast.Name) and node.id in self.env:
+            lit = _literal(self.env[node.id])
+            if lit is not None:
+                return lit
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return type(node)(elts=[self.convert(e) for e in node.elts], ctx=ast.Load())  # type: ignore[call-arg]
         if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
@@ -199,59 +216,68 @@ def _guard_binop(op: ast.operator, a: Any, b: Any) -> None:
                 raise CheckError("repetition too large")
 
 
-def _eval(node: ast.expr, values: Sequence[object]) -> Any:
+def _eval(node: ast.expr, values: Sequence[object], env: Mapping[str, object] | None = None) -> Any:
+    """Evaluate a check (`values`: the probe values) or, with `env`, a test's own constant expression (`env`: the
+    test's constants; `range`, `zip` and `enumerate` are allowed there, never on values a program returned)."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name) and node.id.startswith(PLACEHOLDER):
         return values[int(node.id[len(PLACEHOLDER) :])]
+    if env is not None and isinstance(node, ast.Name) and node.id in env:
+        return env[node.id]
     if isinstance(node, (ast.Name, ast.Attribute)):
         name = _dotted(node)
         if name in _SAFE_NAMES:
             return _SAFE_NAMES[name]
         raise CheckError(f"unknown name {name}")
     if isinstance(node, ast.List):
-        return [_eval(e, values) for e in node.elts]
+        return [_eval(e, values, env) for e in node.elts]
     if isinstance(node, ast.Tuple):
-        return tuple(_eval(e, values) for e in node.elts)
+        return tuple(_eval(e, values, env) for e in node.elts)
     if isinstance(node, ast.Set):
-        return {_eval(e, values) for e in node.elts}
+        return {_eval(e, values, env) for e in node.elts}
     if isinstance(node, ast.Dict):
-        return {_eval(k, values): _eval(v, values) for k, v in zip(node.keys, node.values, strict=True) if k}
+        return {_eval(k, values, env): _eval(v, values, env) for k, v in zip(node.keys, node.values, strict=True) if k}
     if isinstance(node, ast.UnaryOp):
-        return _UNARY[type(node.op)](_eval(node.operand, values))
+        return _UNARY[type(node.op)](_eval(node.operand, values, env))
     if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, values), _eval(node.right, values)
+        a, b = _eval(node.left, values, env), _eval(node.right, values, env)
         _guard_binop(node.op, a, b)
         return _BINOPS[type(node.op)](a, b)
     if isinstance(node, ast.BoolOp):
         result: Any = isinstance(node.op, ast.And)
         for v in node.values:
-            result = _eval(v, values)
+            result = _eval(v, values, env)
             if isinstance(node.op, ast.And) and not _truthy(result):
                 return result
             if isinstance(node.op, ast.Or) and _truthy(result):
                 return result
         return result
     if isinstance(node, ast.Compare):
-        left = _eval(node.left, values)
+        left = _eval(node.left, values, env)
         for op, comp in zip(node.ops, node.comparators, strict=True):
-            right = _eval(comp, values)
+            right = _eval(comp, values, env)
             if not _CMPOPS[type(op)](left, right):
                 return False
             left = right
         return True
     if isinstance(node, ast.IfExp):
-        return _eval(node.body if _truthy(_eval(node.test, values)) else node.orelse, values)
+        return _eval(node.body if _truthy(_eval(node.test, values, env)) else node.orelse, values, env)
     if isinstance(node, ast.Subscript):
-        return _eval(node.value, values)[_eval(node.slice, values)]
+        return _eval(node.value, values, env)[_eval(node.slice, values, env)]
     if isinstance(node, ast.Call):
         name = _dotted(node.func)
         if name == "type" and ast.unparse(node) == "type(None)":
             return type(None)
-        if name not in _SAFE_CALLS:
+        if name is None:
+            raise CheckError(f"call of {ast.unparse(node.func)[:80]}")
+        trusted = env is not None and name in _TRUSTED_CALLS
+        if name not in _SAFE_CALLS and not trusted:
             raise CheckError(f"call of {name}")
-        args = [_eval(a, values) for a in node.args]
-        kwargs = {k.arg: _eval(k.value, values) for k in node.keywords if k.arg}
+        args = [_eval(a, values, env) for a in node.args]
+        kwargs = {k.arg: _eval(k.value, values, env) for k in node.keywords if k.arg}
+        if trusted:
+            return _TRUSTED_CALLS[name](*args, **kwargs)
         return _call(name, args, kwargs)
     raise CheckError(f"unsupported expression {type(node).__name__}")
 
@@ -307,40 +333,300 @@ class _RecordAsserts(ast.NodeTransformer):
 
 _RECORDS_CHECK = ast.Call(ast.Name("all", ast.Load()), [ast.Name(f"{PLACEHOLDER}0", ast.Load())], [])
 
+MAX_UNROLL = 2000
+"""Iterations of a test's loop or comprehension unrolled here (beyond: the sandbox-side records fallback)."""
+MAX_LITERAL_CHARS = 1 << 16
+"""The longest constant written into probe sources."""
+
+
+def _literal(v: object, depth: int = 0) -> ast.expr | None:
+    """An expression that evaluates to `v` (built-in values only), or None."""
+    t = type(v)
+    if v is None or t in (bool, int, str, bytes):
+        if t is int and abs(v) >= 10**4000:  # type: ignore[arg-type]
+            return None
+        return ast.parse(repr(v), mode="eval").body if t is int and v < 0 else ast.Constant(v)  # type: ignore[operator, arg-type]
+    if t is float:
+        f: float = v  # type: ignore[assignment]
+        if math.isfinite(f):
+            return ast.parse(repr(f), mode="eval").body
+        return ast.Call(ast.Name("float", ast.Load()), [ast.Constant(repr(f))], [])
+    if depth > 32:
+        return None
+    if t in (list, tuple, set):
+        elts = [_literal(x, depth + 1) for x in v]  # type: ignore[attr-defined]
+        if any(e is None for e in elts):
+            return None
+        if t is set and not elts:
+            return ast.Call(ast.Name("set", ast.Load()), [], [])
+        kind = ast.List if t is list else ast.Tuple if t is tuple else ast.Set
+        return kind(elts=elts, ctx=ast.Load())  # type: ignore[call-arg, arg-type]
+    if t is dict:
+        keys = [_literal(k, depth + 1) for k in v]  # type: ignore[attr-defined]
+        vals = [_literal(x, depth + 1) for x in v.values()]  # type: ignore[attr-defined]
+        if any(e is None for e in (*keys, *vals)):
+            return None
+        return ast.Dict(keys=keys, values=vals)  # type: ignore[arg-type]
+    return None
+
+
+def _const(node: ast.expr, env: Mapping[str, object]) -> tuple[bool, object]:
+    """(True, value) when `node` is the test's own constant (literals, `env` names, safe built-ins), else (False, None)."""
+    try:
+        return True, _eval(node, (), env)
+    except (CheckError, ArithmeticError, TypeError, ValueError, IndexError, KeyError, RecursionError, AttributeError):
+        return False, None
+
+
+def _binds(node: ast.AST) -> set[str]:
+    """Names a node binds inside itself (comprehension targets, lambda arguments, walrus targets)."""
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.comprehension):
+            out |= {t.id for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+        elif isinstance(n, ast.Lambda):
+            out |= {a.arg for a in (*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs)}
+        elif isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+    return out
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, env: Mapping[str, object]) -> None:
+        self.env = env
+        self.failed = False
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if isinstance(node.ctx, ast.Load) and node.id in self.env:
+            lit = _literal(self.env[node.id])
+            if lit is None:
+                self.failed = True
+                return node
+            return ast.copy_location(lit, node)
+        return node
+
+
+def _substitute(node: ast.AST, env: Mapping[str, object]) -> Any:
+    """A copy of `node` with the `env` names it reads written as literals; None when one cannot be."""
+    if not env:
+        return node
+    if _binds(node) & set(env):
+        return None
+    sub = _Substitute(env)
+    out = sub.visit(_copy(node))
+    return None if sub.failed else ast.fix_missing_locations(out)
+
+
+def _copy(node: ast.AST) -> ast.AST:
+    import copy
+
+    return copy.deepcopy(node)
+
+
+def _bind_target(target: ast.expr, value: object, env: dict[str, object]) -> bool:
+    """Bind a loop target (a name or a tuple of targets) to `value` in `env`; False when it does not unpack."""
+    if isinstance(target, ast.Name):
+        env[target.id] = value
+        return True
+    if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        try:
+            items = list(value)  # type: ignore[call-overload]
+        except TypeError:
+            return False
+        if len(items) != len(target.elts):
+            return False
+        return all(_bind_target(t, x, env) for t, x in zip(target.elts, items, strict=True))
+    return False
+
+
+def _iterate(node: ast.expr, env: Mapping[str, object]) -> list[object] | None:
+    """The items of a test's constant iterable (at most MAX_UNROLL), or None."""
+    ok, value = _const(node, env)
+    if not ok:
+        return None
+    import itertools
+
+    try:
+        items = list(itertools.islice(iter(value), MAX_UNROLL + 1))  # type: ignore[call-overload]
+    except TypeError:
+        return None
+    return items if len(items) <= MAX_UNROLL else None
+
+
+def _unroll(stmt: ast.stmt, env: Mapping[str, object], out: list[ast.stmt]) -> bool:
+    """Append the asserts `stmt` amounts to, with every loop variable written in (loops over the test's own
+    constants, `if`s on them, constant assignments); False when it is anything else (then it runs as records)."""
+    if isinstance(stmt, ast.Assert):
+        done = _substitute(stmt, env)
+        if done is None:
+            return False
+        out.append(done)
+        return len(out) <= MAX_UNROLL
+    if isinstance(stmt, ast.Pass):
+        return True
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        ok, value = _const(stmt.value, env)
+        if ok and _literal(value) is not None:
+            env[stmt.targets[0].id] = value  # type: ignore[index]
+        return ok
+    if isinstance(stmt, ast.If):
+        ok, test = _const(stmt.test, env)
+        return ok and all(_unroll(s, env, out) for s in (stmt.body if test else stmt.orelse))
+    if isinstance(stmt, ast.For) and not stmt.orelse:
+        items = _iterate(stmt.iter, env)
+        if items is None:
+            return False
+        for item in items:
+            inner = dict(env)
+            if not _bind_target(stmt.target, item, inner) or not all(_unroll(s, inner, out) for s in stmt.body):
+                return False
+        return True
+    return False
+
+
+def _expand_comprehension(node: ast.GeneratorExp | ast.ListComp, env: Mapping[str, object]) -> ast.expr | None:
+    """`[f(x) == y for x, y in PAIRS if …]` over the test's own constants -> a list of the elements with the values
+    written in: `[f(1) == 2, f(3) == 4]` (the probes get the arguments, the comparisons stay here); else None."""
+    elts: list[ast.expr] = []
+
+    def walk(gens: list[ast.comprehension], scope: dict[str, object]) -> bool:
+        if not gens:
+            e = _substitute(node.elt, scope)
+            if e is None:
+                return False
+            elts.append(e)
+            return len(elts) <= MAX_UNROLL
+        g = gens[0]
+        if g.is_async:
+            return False
+        items = _iterate(g.iter, scope)
+        if items is None:
+            return False
+        for item in items:
+            inner = dict(scope)
+            if not _bind_target(g.target, item, inner):
+                return False
+            keep = True
+            for cond in g.ifs:
+                ok, v = _const(cond, inner)
+                if not ok:
+                    return False
+                keep = keep and bool(v)
+            if keep and not walk(gens[1:], inner):
+                return False
+        return True
+
+    return ast.List(elts=elts, ctx=ast.Load()) if walk(list(node.generators), dict(env)) else None
+
+
+def _stored_names(tree: ast.AST) -> dict[str, int]:
+    """How many times each name is bound anywhere in the test (assignments, loops, defs, imports, …)."""
+    counts: dict[str, int] = {}
+
+    def add(name: str) -> None:
+        counts[name] = counts.get(name, 0) + 1
+
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                add((a.asname or a.name).split(".")[0])
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            for name in n.names:
+                add(name)
+                add(name)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            add(n.name)
+        elif isinstance(n, ast.arg):
+            add(n.arg)
+    return counts
+
+
+def _loads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
 
 def plan(source: str) -> tuple[list[Step], list[Check]]:
-    """(steps for the sandbox, checks for the parent) of one assert-style test; GroundTruthError if not Python."""
+    """(steps for the sandbox, checks for the parent) of one assert-style test; GroundTruthError if not Python.
+
+    The test's own constants (`expected = [1, 2]`, bound once to literals) and loops / comprehensions over them are
+    evaluated here: their values never enter the sandbox except as the arguments the probes pass, so a program can
+    neither read an expected value from its caller's frame nor rebind it."""
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
         raise GroundTruthError(f"code test is not valid Python ({e.msg}): {source[:120]!r}") from None
-    steps: list[Step] = []
-    checks: list[Check] = []
-    pending: list[ast.stmt] = []
-
-    def flush() -> None:
-        if pending:
-            steps.append(("exec", ast.unparse(ast.Module(list(pending), []))))
-            pending.clear()
-
-    for stmt in _inline_check(tree.body):
-        if isinstance(stmt, ast.Assert):
-            flush()
-            planner = _Planner()
-            expr = planner.convert(stmt.test)
-            steps.append(("probe", planner.probes))
-            checks.append(Check(ast.fix_missing_locations(expr), ast.unparse(stmt), frozenset(planner.pairs)))
-        elif _has_assert(stmt):
-            flush()
-            recorded = _RecordAsserts().visit(stmt)
-            steps.append(("exec", "__evr1_rec = []\n" + ast.unparse(ast.fix_missing_locations(recorded))))
-            steps.append(("probe", ["__evr1_rec"]))
-            checks.append(Check(_RECORDS_CHECK, ast.unparse(stmt)[:200], frozenset({0})))
-        else:
-            pending.append(stmt)
+    body = _inline_check(tree.body)
+    stored = _stored_names(ast.Module(body, []))
+    candidates: set[str] = set()
+    env: dict[str, object] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            ok, value = _const(stmt.value, env)
+            lit = _literal(value) if ok and stored.get(name) == 1 else None
+            if lit is not None and len(ast.unparse(lit)) <= MAX_LITERAL_CHARS:
+                candidates.add(name)
+                env[name] = value
+    while True:
+        steps, checks, sandbox_reads = _plan_with(body, {k: v for k, v in env.items() if k in candidates})
+        leaked = candidates & sandbox_reads
+        if not leaked:
+            break
+        candidates -= leaked  # read by set-up code that runs in the sandbox: it must be defined there
     if not checks:
         raise GroundTruthError(f"code test has no assert: {source[:120]!r}")
     return steps, checks
+
+
+def _plan_with(body: list[ast.stmt], consts: Mapping[str, object]) -> tuple[list[Step], list[Check], set[str]]:
+    steps: list[Step] = []
+    checks: list[Check] = []
+    pending: list[ast.stmt] = []
+    reads: set[str] = set()
+
+    def flush() -> None:
+        if pending:
+            module = ast.Module(list(pending), [])
+            reads.update(_loads(module))
+            steps.append(("exec", ast.unparse(module)))
+            pending.clear()
+
+    def add_assert(stmt: ast.Assert) -> None:
+        flush()
+        planner = _Planner(consts)
+        expr = planner.convert(stmt.test)
+        steps.append(("probe", planner.probes))
+        checks.append(Check(ast.fix_missing_locations(expr), ast.unparse(stmt), frozenset(planner.pairs)))
+
+    for stmt in body:
+        if isinstance(stmt, ast.Assert):
+            add_assert(stmt)
+        elif _has_assert(stmt):
+            unrolled: list[ast.stmt] = []
+            if _unroll(stmt, dict(consts), unrolled):
+                for a in unrolled:
+                    add_assert(a)  # type: ignore[arg-type]
+                continue
+            flush()
+            recorded = _RecordAsserts().visit(_copy(stmt))
+            reads.update(_loads(recorded))
+            steps.append(("exec", "__evr1_rec = []\n" + ast.unparse(ast.fix_missing_locations(recorded))))
+            steps.append(("probe", ["__evr1_rec"]))
+            checks.append(Check(_RECORDS_CHECK, ast.unparse(stmt)[:200], frozenset({0})))
+        elif (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id in consts
+        ):
+            continue  # a constant of the test: evaluated here, never sent
+        else:
+            pending.append(stmt)
+    return steps, checks, reads  # set-up after the last assert decides nothing: it is not run
 
 
 def check_all(checks: Sequence[Check], probe_values: Sequence[Sequence[object]]) -> bool:

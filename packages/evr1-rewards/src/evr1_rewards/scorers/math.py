@@ -8,7 +8,10 @@ kills the worker and scores 0. Needs `pip install "evr1-rewards[math]"` for the 
 
 Bounded before parsing: what is sent to math-verify is the final-answer span — the last `$…$` / `\(…\)` / `\[…\]`
 segment of the answer, else the answer itself when it is short, else its last line — and a span longer than
-MAX_ANSWER_CHARS, with more than MAX_TOKENS words or nested deeper than MAX_NESTING brackets is rejected (0) at once.
+MAX_ANSWER_CHARS, with more than MAX_TOKENS words or nested deeper than MAX_NESTING brackets, one that asks sympy for a
+gigantic integer (an exponent, factorial or binomial above MAX_MAGNITUDE: `10^{10^{10}}`, `(10^{100})!`) or one that
+leaves an integral / limit / sum the gold does not have is rejected (0) at once; an answer written exactly as the gold
+scores 1 without the worker.
 No answer that can be rejected cheaply waits on the worker's timeout; the timeout stays for the rest.
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import queue
 import re
@@ -192,6 +196,186 @@ def _depth(text: str) -> int:
     return top
 
 
+MAX_MAGNITUDE = 1e5
+"""An exponent, factorial, binomial or sum bound above this is an integer blow-up for sympy (`10^{10^{10}}`,
+`(10^{100})!`, `\\sum_{k=1}^{10^{12}}`): seconds to minutes of CPU or memory inside math-verify, never an answer."""
+_NUMERIC = re.compile(r"[\d\s+\-*/().^{}FG]+")
+_CONSTANTS = re.compile(r"\\pi(?![A-Za-z])|\\mathrm\{e\}|(?<![A-Za-z\\])e(?![A-Za-z])")
+_NUMBER_BEFORE = re.compile(r"\d+(?:\.\d+)?$")
+_SCI = re.compile(r"\d[eE][-+]?\d{4,}")
+_TEX_OPS = (("\\cdot", "*"), ("\\times", "*"), ("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""))
+
+
+_PAIRS = {"{": "}", "(": ")", "[": "]", "}": "{", ")": "(", "]": "["}
+
+
+def _match(text: str, at: int) -> int | None:
+    """Index of the bracket matching the one at `at` (searching forward from an opener, backward from a closer,
+    at most MAX_ANSWER_CHARS characters), or None."""
+    ch = text[at : at + 1]
+    if ch not in _PAIRS:
+        return None
+    step, inc, dec = (1, "{([", "})]") if ch in "{([" else (-1, "})]", "{([")
+    depth = 0
+    i = at
+    while 0 <= i < len(text) and abs(i - at) < MAX_ANSWER_CHARS:
+        if text[i] in inc:
+            depth += 1
+        elif text[i] in dec:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += step
+    return None
+
+
+def _group(text: str, start: int) -> tuple[str, int] | None:
+    """(content, end) of the balanced {…} / (…) group opening at `start`."""
+    j = _match(text, start)
+    return None if j is None else (text[start + 1 : j], j + 1)
+
+
+def _magnitude(text: str) -> float | None:
+    """|value| of a purely numeric TeX expression (`10^{12}`, `2^{2^{5}}`, `3 \\cdot 10^5`) in floats, inf when it
+    overflows; None when the text is not purely numeric (a symbol, a function)."""
+    t = text
+    for tex, py in _TEX_OPS:
+        t = t.replace(tex, py)
+    t = _CONSTANTS.sub("(2.72)", t.replace("\\Gamma", "G")).strip()  # e and pi: their size is what matters
+    if "!" in t and (t := _postfix_factorials(t)) is None:  # type: ignore[assignment]
+        return None
+    if not t or not _NUMERIC.fullmatch(t) or not any(c.isdigit() for c in t):
+        return None
+    t = t.replace("{", "(").replace("}", ")").replace("^", "**")
+    import ast as _ast
+
+    try:
+        tree = _ast.parse(t, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+    def ev(n: _ast.AST) -> float:
+        if isinstance(n, _ast.Constant) and isinstance(n.value, (int, float)):
+            return float(n.value)
+        if isinstance(n, _ast.Call) and isinstance(n.func, _ast.Name) and n.func.id in "FG" and len(n.args) == 1:
+            v = ev(n.args[0]) + (1.0 if n.func.id == "F" else 0.0)  # F(x) = x! = Gamma(x + 1)
+            return float("inf") if v > 171 else math.gamma(v) if v > 0 else 1.0
+        if isinstance(n, _ast.UnaryOp) and isinstance(n.op, (_ast.USub, _ast.UAdd)):
+            v = ev(n.operand)
+            return -v if isinstance(n.op, _ast.USub) else v
+        if isinstance(n, _ast.BinOp) and isinstance(n.op, (_ast.Add, _ast.Sub, _ast.Mult, _ast.Div, _ast.Pow)):
+            a, b = ev(n.left), ev(n.right)
+            try:
+                if isinstance(n.op, _ast.Pow):
+                    if abs(b) > 1e6 and abs(a) > 1:
+                        return float("inf")
+                    return float(abs(a) ** b) if a or b >= 0 else float("inf")
+                if isinstance(n.op, _ast.Div):
+                    return a / b if b else float("inf")
+                return float(a + b if isinstance(n.op, _ast.Add) else a - b if isinstance(n.op, _ast.Sub) else a * b)
+            except (OverflowError, ZeroDivisionError):
+                return float("inf")
+        raise ValueError
+
+    try:
+        return abs(ev(tree.body))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _operand_before(text: str, end: int) -> int | None:
+    """Start of the operand that ends just before `end`: a number, a balanced group, and a power `a^{b}` / `a^b`
+    whole (so `10^{10}!` is read as the factorial of 10^10, as sympy does)."""
+    if end <= 0:
+        return None
+    if text[end - 1] in ")}":
+        start = _match(text, end - 1)
+    else:
+        m = _NUMBER_BEFORE.search(text, 0, end)
+        start = m.start() if m else None
+    if start is not None and start > 0 and text[start - 1] == "^":
+        return _operand_before(text, start - 1)
+    return start
+
+
+def _postfix_factorials(t: str) -> str | None:
+    """`t` with every postfix `x!` written `F(x)` (nested ones too), or None when an operand is not numeric."""
+    for _ in range(64):
+        i = t.find("!")
+        if i < 0:
+            return t
+        before = t[:i].rstrip()
+        start = _operand_before(before, len(before))
+        if start is None:
+            return None
+        t = before[:start] + "F(" + before[start:] + ")" + t[i + 1 :]
+    return None
+
+
+def blowup(span: str) -> str | None:
+    """Why `span` would make sympy compute a gigantic integer (see MAX_MAGNITUDE), or None. Linear in the span."""
+    if _SCI.search(span):
+        return "exponent_too_large"
+    i = span.find("^")
+    while i >= 0:
+        j = i + 1
+        while j < len(span) and span[j] == " ":
+            j += 1
+        g = _group(span, j)
+        if g is not None:
+            exponent = g[0]
+        else:
+            m = re.match(r"[-+]?\d+(?:\.\d+)?", span[j:])
+            exponent = m.group() if m else ""
+        mag = _magnitude(exponent) if exponent else None
+        if mag is not None and mag > MAX_MAGNITUDE:
+            return "exponent_too_large"
+        if "^" in exponent and mag is None and not any(c.isalpha() for c in exponent.replace("\\", "")):
+            return "exponent_too_large"
+        i = span.find("^", i + 1)
+    i = span.find("!")
+    while i >= 0:
+        before = span[:i].rstrip()
+        start = _operand_before(before, len(before))
+        mag = _magnitude(before[start:]) if start is not None else None
+        if mag is not None and mag > MAX_MAGNITUDE / 10:
+            return "factorial_too_large"
+        i = span.find("!", i + 1)
+    i = span.find("\\Gamma")
+    while i >= 0:
+        j = i + len("\\Gamma")
+        while span[j : j + 1] == " " or span.startswith("\\left", j):
+            j += 1 if span[j] == " " else len("\\left")
+        g = _group(span, j)
+        mag = _magnitude(g[0]) if g is not None else None
+        if mag is not None and mag > MAX_MAGNITUDE / 10:
+            return "factorial_too_large"
+        i = span.find("\\Gamma", i + 1)
+    for cmd in ("\\binom", "\\dbinom", "\\tbinom"):
+        i = span.find(cmd)
+        while i >= 0:
+            g = _group(span, i + len(cmd))
+            if g is not None:
+                mag = _magnitude(g[0])
+                if mag is not None and mag > MAX_MAGNITUDE:
+                    return "binomial_too_large"
+            i = span.find(cmd, i + 1)
+    return None
+
+
+_UNEVALUATED = ("\\int", "\\iint", "\\oint", "\\lim", "\\sum", "\\prod")
+
+
+def unevaluated(span: str, gold: str) -> bool:
+    """The answer leaves an integral, limit, sum or product for sympy to evaluate that the gold does not have: it is
+    not a final answer, and evaluating it can take seconds (`\\int_0^1 e^{x^{100}} dx`)."""
+    return any(op in span and op not in gold for op in _UNEVALUATED)
+
+
+def _same_text(a: str, b: str) -> bool:
+    return "".join(a.split()).strip("$") == "".join(b.split()).strip("$")
+
+
 def final_answer_span(answer: str) -> tuple[str | None, str]:
     """(the span math-verify should read, "") or (None, why it was rejected). Linear in the answer's length."""
     window = answer[-SCAN_CHARS:]
@@ -211,6 +395,9 @@ def final_answer_span(answer: str) -> tuple[str | None, str]:
         return None, "too_many_words"
     if _depth(span) > MAX_NESTING:
         return None, "too_deep"
+    why = blowup(span)
+    if why is not None:
+        return None, why
     return span, ""
 
 
@@ -253,7 +440,11 @@ class Math:
             g, p = parse_number(gold), parse_number(pred)
             ok = g is not None and p is not None and close(p, g, rel_tol=1e-9, abs_tol=1e-12)
             return Outcome(1.0 if ok else 0.0, True, {"source": cand.source, "verifier": "number"})
+        if _same_text(pred, gold):  # the gold as written: equal without asking sympy (even if sympy would choke)
+            return Outcome(1.0, True, {"source": cand.source, "verifier": "text"})
         span, why = final_answer_span(pred)
+        if span is not None and unevaluated(span, gold):
+            span, why = None, "unevaluated"
         if span is None:
             return Outcome(0.0, False, {"source": cand.source, "rejected": why})
         if not math_verify_available():

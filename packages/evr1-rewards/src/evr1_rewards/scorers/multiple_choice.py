@@ -4,7 +4,8 @@ Valid letters come from `extras["options"]` (else A–J). Letters are only read 
 whole answer (`B`, `(b)`, `**B**`), a delimited leading letter (`B.`, `B)`, `(B) blue`), an explicit declaration
 ("the answer is B", "Answer: B", "I choose B", "option B", "答案是B", "B is the correct answer"), a standalone capital
 at the end of the answer, or the answer repeating exactly one option's text. Prose never yields a letter: the article
-"a" and the pronoun "I" are not options ("a dog" is not A, "I choose B" is B).
+"a" and the pronoun "I" are not options ("a dog" is not A, "I choose B" is B). An answer that only lists several
+options ("A or B", "B, C", "either A or B", "A/B/C/D") names none: a hedge scores 0 whichever option is right.
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ _STANDALONE = re.compile(r"(?<![A-Za-z0-9'’])([A-J])(?![A-Za-z0-9'’])")
 _NORM = re.compile(r"[^\w\u4e00-\u9fff]+")
 _STATED = re.compile(r"(?:\(\s?([A-Ja-j])\s?\)|\[\s?([A-Ja-j])\s?\]|（([A-Ja-j])）|([A-J]))(?![A-Za-z0-9'’])")
 _CONNECTIVES = frozenset({"because", "since", "as", "so", "which", "that", "is", "was", "the", "it", "this", "for"})
+_HEDGE_LETTER = r"[\(\[（]?\s?([A-Ja-j])\s?[\)\]）\.]?"
+_HEDGE = re.compile(
+    r"[\s*#>\-]{0,8}(?i:(?:either|both|maybe|possibly|option|options|choice|choices)\s{1,3}){0,2}" + _HEDGE_LETTER
+    + r"(?:\s{0,3}(?:,|;|/|&|\||\+|(?i:or|and|nor|maybe|possibly|perhaps|option|choice|then))?[\s,]{0,3}"
+    + r"(?i:(?:or|and|maybe|possibly|option|choice)\s{1,3}){0,2}" + _HEDGE_LETTER + r"){1,9}[\s.?!*。]{0,4}"
+)  # fmt: skip
+"""An answer that only lists options ("A or B", "B, C", "(B)(C)", "either A or B", "A/B/C/D"): it names no answer."""
 _BARE_LINE = re.compile(r"[\s*#>\-]{0,8}(?:option\s{0,2}|choice\s{0,2})?[\(\[]?([A-J])[\)\]]?[\s.:：。*]{0,4}", re.I)
 
 
@@ -129,6 +137,14 @@ def _stated_letter(s: str, letters: str) -> str | None:
     return letter
 
 
+def is_hedge(text: str) -> bool:
+    """The answer only lists several options ("A or B", "B, C", "(B)(C)", "A/B/C/D"), choosing none."""
+    s = text.strip().replace("**", "")
+    if len(s) > 96 or (h := _HEDGE.fullmatch(s)) is None:
+        return False
+    return len({c.upper() for c in re.findall(r"(?<![A-Za-z])[A-Ja-j](?![A-Za-z])", h.group())}) > 1
+
+
 def extract_letter(text: str, choices: Choices, *, stated: bool = False) -> str | None:
     """The option letter an answer declares, or None. Total and linear (looks at the last SCAN_CHARS characters).
 
@@ -139,6 +155,8 @@ def extract_letter(text: str, choices: Choices, *, stated: bool = False) -> str 
     if not s:
         return None
     letters = choices.letters
+    if is_hedge(s):
+        return None
     # The whole answer is one letter, possibly wrapped: "B", "b", "(B)", "[b].", "B)".
     bare = s.strip(" \t\n.:：。)]）(（[").upper()
     if len(bare) == 1 and bare in letters:
@@ -218,6 +236,8 @@ class MultipleChoice:
     def score(self, response: Response, truth: tuple[str, Choices], ctx: Context) -> Outcome:
         gold, choices = truth
         for i, cand in enumerate(response.candidates()):
+            if cand.source in _STATED_SOURCES and is_hedge(clean_payload(cand.text)):
+                return Outcome(0.0, False, {"pred": "", "source": cand.source, "hedge": True})
             pred = extract_letter(cand.text, choices, stated=cand.source in _STATED_SOURCES)
             if pred is not None:
                 return Outcome(1.0 if pred == gold else 0.0, i == 0, {"pred": pred, "source": cand.source})

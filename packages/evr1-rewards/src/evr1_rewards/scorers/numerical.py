@@ -1,4 +1,7 @@
-"""Numerical answers: equal within a relative/absolute tolerance (`3` equals `3.0`, `1,000` equals `1000`)."""
+"""Numerical answers: equal within a relative/absolute tolerance (`3` equals `3.0`, `1,000` equals `1000`).
+
+An answer that only offers several numbers ("3 or 4", "between 3 and 5", "3, 4, 5") names none and scores 0; a range
+written with a dash ("12-20") still reads as its last number, as before."""
 
 from __future__ import annotations
 
@@ -29,8 +32,25 @@ def parse_truth_number(ground_truth: object) -> Number:
     return n
 
 
+_N = r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?"
+_HEDGE = re.compile(
+    r"(?i:(?:either|between|maybe|perhaps|possibly|about|around|approximately|roughly)\s{1,3})?(" + _N + r")"
+    r"((?:\s{0,3}(?:,\s|;)\s{0,3}(?:or\s{1,3})?" + _N + r"|\s{1,3}(?i:or|and|nor)\s{1,3}(?i:maybe\s{1,3}|perhaps\s{1,3})?"
+    + _N + r"){1,9})[\s.?!]{0,3}"
+)  # fmt: skip
+"""An answer that only offers several numbers ("3 or 4", "between 3 and 5", "3, 4, 5"): it names no answer."""
+
+
+def is_hedge(text: str) -> bool:
+    """The answer only offers several numbers ("3 or 4", "between 3 and 5", "3, 4, 5"), choosing none."""
+    cleaned = clean_payload(text).strip()
+    if len(cleaned) > 96 or " " not in cleaned or (m := _HEDGE.fullmatch(cleaned)) is None:
+        return False
+    return len({parse_number(x) for x in re.findall(_N, m.group())}) > 1
+
+
 def parse_answer_number(text: str) -> Number | None:
-    return parse_number(clean_payload(text))
+    return None if is_hedge(text) else parse_number(clean_payload(text))
 
 
 def _decimals(ground_truth: object) -> int:
@@ -71,7 +91,7 @@ class Numerical:
 
     def score(self, response: Response, truth: NumericalTruth, ctx: Context) -> Outcome:
         gold, rel, abs_, decimals = truth
-        pred, source, parsed = first_parsed(response, parse_answer_number)
+        pred, source, parsed = first_parsed(response, parse_answer_number, is_hedge)
         if pred is None:
             return Outcome(0.0, False, {"source": source})
         ok = close(pred, gold, rel_tol=rel, abs_tol=abs_)

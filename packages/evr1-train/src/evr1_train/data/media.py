@@ -14,9 +14,12 @@ import io
 import logging
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evr1_train.data.options import DataOptions
+
+if TYPE_CHECKING:
+    from evr1_cache import CacheReader
 
 logger = logging.getLogger(__name__)
 
@@ -32,11 +35,11 @@ class MediaLoader:
         self.opts = opts
         self._vspec = opts.video_spec()
         self._ispec = opts.image_spec()
-        self._reader: Any = None
+        self._reader: CacheReader | None = None
         self._lock = threading.Lock()
         self.misses = 0
 
-    def _cache(self) -> Any:
+    def _cache(self) -> CacheReader:
         with self._lock:
             if self._reader is None:
                 from evr1_cache import CacheReader
@@ -47,9 +50,9 @@ class MediaLoader:
     def video(self, path: str, row: str = "?", ref: str | None = None) -> tuple[Any, dict[str, Any]]:
         """Frames `[T, H, W, 3]` uint8 and `VideoMeta.to_hf()` for one video of row `row`.
 
-        `ref` is the entry file written into the dataset by `evr1-cache build` (`video_cache[i].file`): served only
-        when its spec key equals the configured spec (a stale or foreign entry is a miss). Without a ref the entry
-        is looked up by source file + spec (content-addressed).
+        `ref` is the entry file written into the dataset by `evr1-cache build` (`video_cache[i].file`): evr1-cache
+        serves it only when it was built for the configured spec from the same source content (a stale or foreign
+        entry is a miss). Without a ref the entry is looked up by source file + spec (content-addressed).
         """
         mode = self.opts.video_source
         if mode != "decode":
@@ -70,43 +73,19 @@ class MediaLoader:
             frames, meta = decode_video(path, self._vspec)
         except Exception as exc:
             raise MediaMissError(f"row {row}: cannot decode video {path!r}: {exc}") from exc
-        return frames, _meta_dict(meta)
+        return frames, meta.to_hf()
 
     def _cached_video(self, path: str, ref: str | None) -> tuple[Any, dict[str, Any]]:
+        """A validated entry (evr1-cache checks kind, spec key, shape and, by ref, the source's identity)."""
         reader = self._cache()
-        if not ref:
-            frames, meta = reader.load(path, self._vspec)
-            return frames, _meta_dict(meta)
-        from evr1_cache.spec import VideoMeta
-
-        frames, header = reader.load_ref(ref)
-        identity = (header.get("source") or {}).get("identity")
-        if identity is not None and os.path.exists(path):  # without the source (cache shipped alone), trust the ref
-            from evr1_cache.store import source_identity
-
-            if source_identity(path) != identity:
-                raise LookupError(
-                    f"cache entry {ref} was built from another version of {path} (the file changed after "
-                    "`evr1-cache build`); re-run the build to refresh it"
-                )
-        meta = VideoMeta.from_dict(header["meta"])
-        if meta.spec_key is not None and meta.spec_key != self._vspec.key():
-            raise LookupError(
-                f"cache entry {ref} was built for spec {meta.spec_key}, the config asks for {self._vspec.key()} "
-                "(data.evr1.video differs from the `evr1-cache build` settings)"
-            )
-        return frames, _meta_dict(meta)
+        entry = reader.entry_at(ref, self._vspec, source=path) if ref else reader.entry(path, self._vspec)
+        return entry.frames, entry.to_hf()
 
     def cached(self, path: str, ref: str | None = None, kind: str = "video") -> bool:
-        """Whether the media is served from the cache (ref file present, or entry for path + spec present)."""
+        """Whether the media is served from the cache (ref built for the configured spec, or entry for path + spec)."""
         reader = self._cache()
         spec = self._vspec if kind == "video" else self._ispec
-        if ref and f"/{spec.key()}/" in f"/{ref}":  # entries live under their spec key: no stale serving
-            return (reader.root / ref).is_file()
-        try:
-            return bool(reader.contains(path, spec))
-        except OSError:
-            return False
+        return bool(reader.contains_ref(ref, spec) if ref else reader.contains(path, spec))
 
     def image(self, item: Any, row: str = "?", ref: str | None = None) -> Any:
         """An RGB PIL image resized into the image budget (independent of the video budget)."""
@@ -118,28 +97,18 @@ class MediaLoader:
         if isinstance(item, Image.Image):
             return _fit_image(item.convert("RGB"), self._ispec)
         path = os.fspath(item["image"] if isinstance(item, dict) else item)
-        if ref and self.opts.video_source != "decode" and f"/{self._ispec.key()}/" in f"/{ref}":
+        if ref and self.opts.video_source != "decode":
             try:
-                pixels, _ = self._cache().load_ref(ref)
-                pixels = pixels[0] if getattr(pixels, "ndim", 3) == 4 else pixels
-                return Image.fromarray(pixels).convert("RGB")
-            except Exception as exc:
-                logger.warning("row %s: cached image %s unreadable (%s); reading the file", row, ref, exc)
+                return Image.fromarray(self._cache().entry_at(ref, self._ispec, source=path).frames)
+            except Exception as exc:  # a miss or a damaged entry: read the file instead
+                logger.warning("row %s: cached image %s unusable (%s); reading the file", row, ref, exc)
         from evr1_cache import load_image
 
         try:
-            loaded = load_image(path, self._ispec)
+            pixels = load_image(path, self._ispec)
         except Exception as exc:
             raise MediaMissError(f"row {row}: cannot read image {path!r}: {exc}") from exc
-        if isinstance(loaded, tuple):  # (pixels, meta) style return
-            loaded = loaded[0]
-        if isinstance(loaded, Image.Image):
-            return loaded.convert("RGB")
-        return Image.fromarray(loaded).convert("RGB")
-
-
-def _meta_dict(meta: Any) -> dict[str, Any]:
-    return dict(meta.to_hf()) if hasattr(meta, "to_hf") else dict(meta)
+        return Image.fromarray(pixels)
 
 
 def _fit_image(img: Any, spec: Any) -> Any:

@@ -1,0 +1,196 @@
+"""Cached pixels against the real reference, bit for bit: torchvision 0.28's `resize` on torch 2.13 (what qwen-vl-utils
+0.0.14's `fetch_video` calls) over a grid of sizes, aspect ratios and contents, and `fetch_video` itself end to end on
+every real and generated test video. Images against `fetch_image` (Pillow).
+
+Runs in `nox -s spec_parity` (a pip venv with the CPU torch, torchvision through testenv's shim, torchcodec 0.13 as
+fetch_video's decoder), where EVR1_SPEC_PARITY=1 turns a missing dependency into a failure; elsewhere it is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evr1_cache import ImageSpec, SamplingSpec, decode_video, load_image, resample, resized_hw
+from evr1_cache.testing import make_synthetic_image, make_synthetic_video, reference_module
+
+torch = reference_module("torch")
+tvF = reference_module("torchvision.transforms.functional")
+vp = reference_module("qwen_vl_utils.vision_process")
+
+#: torch's AVX2 / AVX-512 kernels fuse multiply-adds, its portable one does not: which one this CPU runs.
+FUSED = torch.backends.cpu.get_cpu_capability() != "DEFAULT"
+RULE = "torchvision-bicubic-aa" if FUSED else "torchvision-bicubic-aa-nofma"
+
+#: (H, W) inputs: tiny, odd, phone/SD/HD/FHD, extreme aspect ratios.
+INPUTS = ((28, 28), (33, 47), (144, 176), (272, 640), (720, 1280))
+INPUTS += ((40, 2000), (2000, 40))
+#: Targets per input: the spec's own sizes under several budgets (how the cache really resizes), plus fixed ones that
+#: enlarge, shrink, stretch one axis only, and change the aspect ratio from 1:4 to 4:1.
+BUDGETS = ((16, 64), (128, 256), (1024, 4096))
+FIXED = ((28, 28), (56, 224), (224, 56), (644, 280))
+#: Inputs up to this many pixels also get the checkerboard (values on rounding ties: the expensive exact path).
+BOARD_MAX = 100_000
+
+
+def reference(frames: np.ndarray, h: int, w: int) -> np.ndarray:
+    """fetch_video's resize: torchvision's tensor `resize` on the decoded uint8 `[T, C, H, W]` video."""
+    video = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2)
+    out = tvF.resize(video, [h, w], interpolation=tvF.InterpolationMode.BICUBIC, antialias=True)
+    return out.permute(0, 2, 3, 1).numpy()
+
+
+def contents(h: int, w: int, rng: np.random.Generator) -> np.ndarray:
+    """Noise, a smooth natural-looking ramp and (small inputs) a checkerboard (exact values on rounding ties)."""
+    noise = rng.integers(0, 256, (1, h, w, 3), dtype=np.uint8)
+    smooth = np.clip(np.cumsum(rng.integers(-3, 4, (1, h, w, 3)), axis=2) + 128, 0, 255).astype(np.uint8)
+    if h * w > BOARD_MAX:
+        return np.concatenate([noise, smooth])
+    board = ((np.indices((h, w)).sum(axis=0) % 2) * 255).astype(np.uint8)[None, :, :, None].repeat(3, axis=-1)
+    return np.concatenate([noise, smooth, board])
+
+
+def targets(h: int, w: int) -> list[tuple[int, int]]:
+    out = set(FIXED)
+    for lo, hi in BUDGETS:
+        try:
+            out.add(resized_hw(h, w, 8, SamplingSpec(min_pixels=lo * 784, max_pixels=hi * 784)))
+        except ValueError:
+            pass  # an aspect ratio the spec refuses
+    return sorted(out)
+
+
+def test_the_grid_equals_torchvision_bit_for_bit() -> None:
+    rng = np.random.default_rng(0)
+    checked = mismatched = 0
+    worst: list[str] = []
+    for h_in, w_in in INPUTS:
+        frames = contents(h_in, w_in, rng)
+        for h, w in targets(h_in, w_in):
+            if h * w > 400_000:  # enlarging to more than a budget allows: never asked of the cache, slow to check
+                continue
+            ref = reference(frames, h, w)
+            ours = resample(frames, h, w, RULE)
+            checked += 1
+            bad = int((ref != ours).sum())
+            if bad:
+                mismatched += 1
+                worst.append(f"{h_in}x{w_in}->{h}x{w}: {bad} values differ")
+    assert checked >= 40, checked  # the grid really ran
+    assert mismatched == 0, worst[:10]
+
+
+def test_the_portable_cpu_build_is_reproduced_too() -> None:
+    """torch's portable kernel, in a fresh process (the CPU capability is fixed when torch is imported)."""
+    if not FUSED:
+        pytest.skip("this CPU has no AVX2: torch runs its portable kernel already, the grid above checked it")
+    script = textwrap.dedent(
+        """
+        import numpy as np, torch
+        from evr1_cache import resample
+        assert torch.backends.cpu.get_cpu_capability() == "DEFAULT", torch.backends.cpu.get_cpu_capability()
+        rng = np.random.default_rng(1)
+        bad = []
+        for (h_in, w_in), (h, w) in [((240, 320), (168, 224)), ((144, 176), (308, 364)), ((37, 41), (300, 28))]:
+            frames = rng.integers(0, 256, (2, h_in, w_in, 3), dtype=np.uint8)
+            frames[1] = np.clip(np.cumsum(rng.integers(-3, 4, (h_in, w_in, 3)), axis=1) + 128, 0, 255)
+            # torchvision's tensor resize, as the grid above checks it: float32 kernel, clamp, round half to even
+            video = torch.from_numpy(frames).permute(0, 3, 1, 2).float()
+            out = torch.nn.functional.interpolate(video, size=[h, w], mode="bicubic", align_corners=False,
+                                                  antialias=True)
+            ref = out.clamp(0, 255).round().to(torch.uint8).permute(0, 2, 3, 1).numpy()
+            plain = int((resample(frames, h, w, "torchvision-bicubic-aa-nofma") != ref).sum())
+            fused = int((resample(frames, h, w, "torchvision-bicubic-aa") != ref).sum())
+            bad.append((plain, fused))
+        print(bad)
+        assert all(p == 0 for p, _ in bad), bad
+        assert any(f > 0 for _, f in bad), "the two builds never differ here: the fused rule would not be needed"
+        """
+    )
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default", "EVR1_SPEC_PARITY": "1"}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    d = tmp_path_factory.mktemp("generated")
+    return [
+        make_synthetic_video(d / "gen_h264.mp4", 60, 30.0, (640, 360), crf=23),
+        make_synthetic_video(d / "gen_portrait.mkv", 30, 15.0, (272, 480), codec="mjpeg", pix_fmt="yuvj420p"),
+    ]
+
+
+#: fetch_video's own decoder (torchcodec) returns other frames than a sequential decode on these awkward files (see
+#: docs/cache.md): their cached frames equal torchvision's resize of the frames evr1 decodes, not fetch_video's. One
+#: of them (the cheapest) also goes through fetch_video to show that the decoders, not the resize, differ.
+DECODE_DIFFERS = {"tree.avi", "vtest.avi", "Megamind.avi", "Megamind_bugy.avi"}
+SHOWN_DIFFERENT = "tree.avi"
+FETCH_FAILS = {"blue.mpg"}  # torchcodec cannot seek in it, and torchvision 0.28 has no read_video to fall back to
+
+
+def test_every_test_video_equals_fetch_video(
+    real_videos: list[Path],
+    awkward_videos: dict[str, Path],
+    generated: list[Path],
+    spec: SamplingSpec,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import evr1_cache.decode
+
+    monkeypatch.setattr(vp, "FORCE_QWENVL_VIDEO_READER", "torchcodec")  # fetch_video's decoder, as EasyVideoR1 runs it
+    monkeypatch.setenv("TORCHCODEC_NUM_THREADS", "2")
+    vp.get_video_reader_backend.cache_clear()
+    natives: list[np.ndarray] = []
+
+    def keep(frames: list[np.ndarray], h: int, w: int, rule: str, threads: int = 1) -> np.ndarray:
+        natives.append(np.stack(frames))  # what evr1's decoder produced, before resizing
+        return resample(frames, h, w, rule, threads=threads)
+
+    monkeypatch.setattr(evr1_cache.decode, "resample", keep)
+    table = []
+    for path in [*real_videos, *awkward_videos.values(), *generated]:
+        ours, meta = decode_video(path, spec)
+        mine = natives.pop()
+        assert np.array_equal(reference(mine, *ours.shape[1:3]), ours), f"{path.name}: resize differs from torchvision"
+        ele = {"video": str(path), "fps": spec.fps, "max_frames": spec.max_frames}
+        ele |= {"min_pixels": spec.min_pixels, "max_pixels": spec.max_pixels}
+        if path.name in DECODE_DIFFERS - {SHOWN_DIFFERENT}:
+            table.append((path.name, "resize of evr1's frames exact (fetch_video decodes other frames)"))
+            continue
+        if path.name in FETCH_FAILS:
+            with pytest.raises(Exception):
+                vp.fetch_video(ele)
+            table.append((path.name, "fetch_video cannot read it"))
+            continue
+        ref, ref_meta = vp.fetch_video(ele, return_video_metadata=True)
+        ref = ref.permute(0, 2, 3, 1).numpy()
+        indices = list(meta.frames_indices)
+        assert list(ref_meta["frames_indices"]) == indices, path.name
+        assert ref.shape == ours.shape, path.name
+        diff = int(np.abs(ref.astype(np.int16) - ours.astype(np.int16)).max())  # not uint8: it wraps
+        if path.name in DECODE_DIFFERS:
+            from torchcodec.decoders import VideoDecoder
+
+            theirs = VideoDecoder(str(path)).get_frames_at(indices=indices).data.permute(0, 2, 3, 1).numpy()
+            assert not np.array_equal(theirs, mine), f"{path.name}: decoders agree now; expect maxdiff 0 here"
+            table.append((path.name, f"decoders differ (max {diff} after resize)"))
+        else:
+            assert diff == 0, f"{path.name}: max abs diff {diff} vs fetch_video"
+            table.append((path.name, "maxdiff 0"))
+    print("\n".join(f"{name:26} {what}" for name, what in table))
+    assert len(table) == len(real_videos) + len(awkward_videos) + len(generated)
+
+
+@pytest.mark.parametrize(("w", "h"), [(300, 200), (97, 1203), (2000, 90), (33, 33)])
+def test_images_equal_fetch_image(tmp_path: Path, w: int, h: int) -> None:
+    img = make_synthetic_image(tmp_path / f"i{w}x{h}.png", (w, h), index=w)
+    spec = ImageSpec(min_pixels=16 * 784, max_pixels=256 * 784)
+    ref = np.asarray(vp.fetch_image({"image": str(img), "min_pixels": spec.min_pixels, "max_pixels": spec.max_pixels}))
+    assert np.array_equal(load_image(img, spec), ref)
