@@ -334,12 +334,13 @@ def test_cache_build_with_family_applies_the_familys_rule(tmp_path: Path, family
     fam = get_family(family)
     spec = fam.video_spec(**({"nframes": 4} if "--nframes" in extra else {"fps": 2.0}))
     ref = json.loads((tmp_path / "c" / "d.evr1.jsonl").read_text().splitlines()[0])["video_cache"][0]
-    frames, header = CacheReader(tmp_path / "c").load_ref(ref)
+    entry = CacheReader(tmp_path / "c").entry_at(ref, spec)  # refused unless built under the family's spec
+    frames = entry.frames
     want = fam.sample_frame_indices(45, 15.0, spec)
-    assert tuple(header["meta"]["frames_indices"]) == want
+    assert tuple(entry.video_meta.frames_indices) == want
     assert [read_frame_index(f) for f in frames] == list(want)  # the frames the rule picked, in order
     assert frames.shape[1:3] == fam.resized_hw(64, 96, len(want), spec)
-    assert header["meta"]["resized_height"] == frames.shape[1]
+    assert entry.video_meta.resized_height == frames.shape[1]
     assert main(["build", str(data), "--out", str(tmp_path / "c2"), "--family", "glm4", "--no-progress"]) == 2
     assert "glm4v" in capsys.readouterr().err  # an unknown family names the closest one
 

@@ -122,18 +122,17 @@ def _requests(stack: dict[str, Any]) -> tuple[Request, Request, int, int]:
 
     from evr1_cache import CacheReader
     from evr1_cache.families import get_family
-    from evr1_cache.spec import VideoMeta
 
     fam = get_family(stack["family"])
     rows = {r["problem_id"]: r for r in map(json.loads, Path(stack["built"]).read_text().splitlines())}
     reader = CacheReader(stack["cache"])
-    frames, header = reader.load_ref(rows["v0"]["video_cache"][0])
-    meta = VideoMeta.from_dict(header["meta"])
-    pixels, _ = reader.load_ref(rows["i2"]["image_cache"][0])
+    video_spec, image_spec = _testenv("family_data").specs(stack["family"])
+    entry = reader.entry_at(rows["v0"]["video_cache"][0], video_spec)
+    frames, meta = entry.frames, entry.video_meta
+    pixels = reader.entry_at(rows["i2"]["image_cache"][0], image_spec).frames
     video = Request(id="video", prompt="What colour is the square?", videos=(VideoInput(frames, meta.to_hf()),))
     image = Request(id="image", prompt="How many squares?", images=(ImageInput(pixels),))
     tok = _tokenizer(stack["model"])
-    _, image_spec = _testenv("family_data").specs(stack["family"])
 
     def predicted(req: Request, videos: list[Any], images: list[Any]) -> int:
         text = tok.apply_chat_template(req.messages(), tokenize=False, add_generation_prompt=True)

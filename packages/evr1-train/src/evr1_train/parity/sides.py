@@ -67,8 +67,7 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
         for kind in ("video", "image"):
             for ref in row.get(f"{kind}_cache") or ():
                 if ref and kind not in specs:
-                    _, header = reader.load_ref(ref)  # the entry records the spec it was built with
-                    specs[kind] = {k: v for k, v in header["spec"].items() if k != "type" and v is not None}
+                    specs[kind] = _entry_spec(reader, Path(cache_dir), ref, kind)
     if "video" not in specs and "image" not in specs:
         raise ValueError(f"--data {path}: no row has cached media (was it written by `evr1-cache build`?)")
     node: dict[str, Any] = {"cache_dir": str(cache_dir), "video_source": "cache_only"}
@@ -79,6 +78,27 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
     opts = DataOptions.from_mapping(node, base_dir=str(path.parent.resolve()))
     usable = [r for r in rows if not r.get("cache_errors")]
     return ParityData(path, opts, tuple(usable[:n]))
+
+
+def _entry_spec(reader: Any, root: Path, ref: Any, kind: str) -> dict[str, Any]:
+    """The settings an entry was built with: its header's `spec` (docs/cache.md's entry layout), believed only once
+    `CacheReader.entry_at` has validated the entry under exactly that spec."""
+    from safetensors import safe_open
+
+    from evr1_cache import CacheMiss, ImageSpec, SamplingSpec
+
+    rel = ref.get("file") if isinstance(ref, dict) else ref
+    path = (root / str(rel)).resolve()
+    if not path.is_relative_to(root.resolve()) or not path.is_file():
+        raise ValueError(f"cache reference {rel!r}: no entry under {root} (was the dataset built into this cache?)")
+    with safe_open(str(path), framework="numpy") as fh:
+        raw = (fh.metadata() or {}).get("spec")
+    try:
+        settings = {k: v for k, v in json.loads(raw or "").items() if k != "type" and v is not None}
+        reader.entry_at(ref, (SamplingSpec if kind == "video" else ImageSpec)(**settings))
+    except (ValueError, TypeError, CacheMiss) as exc:
+        raise ValueError(f"cache entry {path.name}: unreadable or inconsistent spec ({exc})") from exc
+    return settings
 
 
 def _frames_digest(videos: Sequence[Any], images: Sequence[Any]) -> str:
