@@ -10,12 +10,27 @@ pytestmark = pytest.mark.verl
 
 MODELS = ("qwen2_5_vl_7b", "qwen3_vl_8b")
 ALGOS = ("grpo", "dapo", "gspo", "cispo", "rloo", "reinforce_pp", "remax", "gdpo")
-EXPECTED = sorted(f"{m}_{a}{h}" for m in MODELS for a in ALGOS for h in ("", "_hybrid"))
+#: checkpoint presets of the other model families (evr1_cache.families): GRPO and hybrid GRPO each
+FAMILY_MODELS = ("qwen3_5_9b", "qwen3_5_35b_a3b", "qwen3_vl_30b_a3b", "glm4_1v_9b", "internvl3_5_8b")
+EXPECTED = sorted(
+    [f"{m}_{a}{h}" for m in MODELS for a in ALGOS for h in ("", "_hybrid")]
+    + [f"{m}_grpo{h}" for m in FAMILY_MODELS for h in ("", "_hybrid")]
+)
+#: model path -> (family, video size factor) every preset of that model must carry
+GEOMETRY = {
+    "Qwen/Qwen2.5-VL-7B-Instruct": ("qwen2_5_vl", 28),
+    "Qwen/Qwen3-VL-8B-Instruct": ("qwen3_vl", 32),
+    "Qwen/Qwen3.5-9B": ("qwen3_5", 32),
+    "Qwen/Qwen3.5-35B-A3B": ("qwen3_5", 32),
+    "Qwen/Qwen3-VL-30B-A3B-Instruct": ("qwen3_vl", 32),
+    "zai-org/GLM-4.1V-9B-Thinking": ("glm4v", 28),
+    "OpenGVLab/InternVL3_5-8B-HF": ("internvl", 448),
+}
 
 
 def _presets() -> list[str]:
     folder = resources.files("evr1_train.conf") / "experiment"
-    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.startswith("qwen"))
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if not p.name.startswith("quickstart"))
 
 
 def _compose(overrides: list[str]):
@@ -55,8 +70,16 @@ def test_preset_composes_and_validates(name: str) -> None:
     assert rollout.n >= 2
     assert actor.ppo_mini_batch_size > 0
     model = cfg.actor_rollout_ref.model.path
-    factor = cfg.data.evr1.video.size_factor
-    assert (model, factor) in (("Qwen/Qwen2.5-VL-7B-Instruct", 28), ("Qwen/Qwen3-VL-8B-Instruct", 32))
+    family, factor = GEOMETRY[model]
+    assert cfg.data.evr1.video.size_factor == factor
+    from evr1_cache.families import family_for_model
+    from evr1_train.data import DataOptions
+
+    opts = DataOptions.from_mapping(cfg.data.evr1)
+    fam = family_for_model(model)  # the preset's specs are the ones its model family accepts
+    assert fam.name == family
+    fam.check_fits(opts.video_spec(), "data.evr1.video")
+    fam.check_fits(opts.image_spec(), "data.evr1.image")
     if "_dapo" in name:
         assert algo.filter_groups.enable
         assert algo.filter_groups.metric == "accuracy"

@@ -28,6 +28,9 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-pixels", type=int, help="per-frame upper pixel bound")
     g.add_argument("--total-pixels", type=int, help="pixel budget over all frames")
     g.add_argument("--size-factor", type=int, help="28 for Qwen2/2.5-VL, 32 for Qwen3-VL")
+    g.add_argument(
+        "--family", help="model family whose own frame rule and budget apply (evr1_cache.families: glm4v, internvl)"
+    )
     g2 = p.add_argument_group("images (ImageSpec, independent of the video budget)")
     g2.add_argument("--image-min-pixels", type=int)
     g2.add_argument("--image-max-pixels", type=int)
@@ -36,7 +39,8 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 def specs_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
     from evr1_cache.spec import ImageSpec, SamplingSpec
 
-    names = ("fps", "nframes", "min_frames", "max_frames", "min_pixels", "max_pixels", "total_pixels", "size_factor")
+    names: tuple[str, ...] = ("fps", "nframes", "min_frames", "max_frames", "min_pixels", "max_pixels", "total_pixels")
+    names = (*names, "size_factor", "family")
     kw = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
     if args.nframes is not None and args.fps is None:
         kw["fps"] = None
@@ -48,6 +52,8 @@ def specs_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
         ikw["max_pixels"] = args.image_max_pixels
     if args.size_factor is not None:
         ikw["size_factor"] = args.size_factor
+    if args.family is not None:
+        ikw["family"] = args.family
     return spec, ImageSpec(**ikw)
 
 

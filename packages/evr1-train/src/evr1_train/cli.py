@@ -54,6 +54,9 @@ register_command(
 register_command("sft", "evr1_train.verl_sft:main", "supervised warm start on verl's SFT trainer (torchrun, FSDP)")
 register_command("view", "evr1_train.rollouts.view:main", "the rollout viewer (static HTML) of a run's rollout dumps")
 register_command(
+    "parity", "evr1_train.parity.cli:main", "input parity of one row: verl dataset vs transformers vs vLLM (dumps)"
+)
+register_command(
     "export-heldout", "evr1_train.export:main", "a run's held-out rows as a file evr1-eval scores (evr1_data)"
 )
 

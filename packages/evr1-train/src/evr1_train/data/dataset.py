@@ -20,7 +20,14 @@ from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from evr1_train.data.media import loader_for
 from evr1_train.data.options import DataOptions
-from evr1_train.data.row import ground_truth_of, load_media, media_items, row_extra_info, row_messages
+from evr1_train.data.row import (
+    check_model_family,
+    ground_truth_of,
+    load_media,
+    media_items,
+    row_extra_info,
+    row_messages,
+)
 from evr1_train.hybrid import HybridConfig, row_offline_text
 
 logger = logging.getLogger(__name__)
@@ -45,6 +52,7 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
 
     def __init__(self, data_files: Any, tokenizer: Any, config: Any, processor: Any = None, max_samples: int = -1):
         self.evr1 = _options(config, data_files)
+        self.family = check_model_family(self.evr1, processor if processor is not None else tokenizer)
         self._hybrid_keys = HybridConfig(
             enable=True, output_key=self.evr1.offline_output_key, flag_key=self.evr1.offline_flag_key
         )

@@ -45,7 +45,8 @@ class DataOptions:
         "decode" (ignore the cache).
     cache_dir: the `evr1-cache build --out` folder (needed unless video_source=decode).
     video / image: keyword arguments of `evr1_cache.spec.SamplingSpec` / `ImageSpec` — they must equal the settings
-        the cache was built with, otherwise the cache key differs and every video is a miss.
+        the cache was built with, otherwise the cache key differs and every video is a miss. `family` (e.g. glm4v,
+        internvl) applies that model family's own frame rule and default budget (evr1_cache.families).
     system_prompt: optional system turn. think: ask for `<think>...</think>` before `<answer>...</answer>`.
     """
 
@@ -74,8 +75,9 @@ class DataOptions:
         video = dict(self.video)
         if video.get("nframes") is not None and "fps" not in video:  # a fixed frame count replaces the default fps
             video["fps"] = None
-        object.__setattr__(self, "video", {**DEFAULT_VIDEO, **video})
-        object.__setattr__(self, "image", {**DEFAULT_IMAGE, **dict(self.image)})
+        object.__setattr__(self, "video", {**_defaults(DEFAULT_VIDEO, video), **video})
+        image = dict(self.image)
+        object.__setattr__(self, "image", {**_defaults(DEFAULT_IMAGE, image), **image})
 
     def video_spec(self) -> SamplingSpec:
         from evr1_cache.spec import SamplingSpec
@@ -98,6 +100,14 @@ class DataOptions:
         if data.get("media_root") is None and base_dir is not None:
             data["media_root"] = base_dir
         return cls(**data)
+
+
+def _defaults(defaults: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The defaults under `given`: with a model `family` (evr1_cache.families) the family's own size factor and pixel
+    budget apply, not Qwen2.5-VL's (None = the family decides)."""
+    if given.get("family") is None:
+        return dict(defaults)
+    return {**defaults, "size_factor": None, "min_pixels": None, "max_pixels": None}
 
 
 def _plain(value: Any) -> Any:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from evr1_train.data.row import check_model_family
 from evr1_train.engine import algorithms
 from evr1_train.engine.batch import EncodedPrompt, encode_prompt
 from evr1_train.engine.config import LocalConfig, plain
@@ -109,7 +110,8 @@ class BaseTrainer:
         self.tokenizer = self.processor.tokenizer
         self.pad_id = int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
         self.eos = eos_ids(self.model, self.tokenizer)
-        self.vision_ids = vision_token_ids(self.tokenizer)
+        self.family = check_model_family(self.data_opts, self.processor, cfg.model_path)
+        self.vision_ids = vision_token_ids(self.tokenizer, self.family)
         self.parameters_report = self._setup_trainable()
         self.model.train()
         self.optimizer = self._build_optimizer()
@@ -246,7 +248,7 @@ class BaseTrainer:
         enc = cache.get(rid) if cache is not None else None
         if enc is None:
             inputs = row_to_inputs(row, self.data_opts, index, None)
-            enc = encode_prompt(self.processor, inputs.messages, inputs.images, inputs.videos)
+            enc = encode_prompt(self.processor, inputs.messages, inputs.images, inputs.videos, self.family)
             if cache is not None:
                 cache[rid] = enc
             gt, extras = inputs.ground_truth, dict(inputs.extra_info)
