@@ -8,7 +8,7 @@ receive vision features, since their embeddings are replaced by those features.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evr1_train.parity.records import SideRecord
@@ -146,7 +146,7 @@ def compare_records(a: SideRecord, b: SideRecord) -> SampleComparison:
     return SampleComparison(a.sample, (a.side, b.side), tuple(found))
 
 
-def compare_sides(sides: dict[str, Sequence[SideRecord]]) -> list[SampleComparison]:
+def compare_sides(sides: Mapping[str, Sequence[SideRecord]]) -> list[SampleComparison]:
     """All pairs of sides, sample by sample (a sample missing on one side is a failure, not a silent skip)."""
     names = list(sides)
     out: list[SampleComparison] = []
