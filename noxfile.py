@@ -146,7 +146,8 @@ def spec_parity(session: nox.Session) -> None:
     tests = member("evr1-cache") / "tests"
     session.run(
         "pytest", str(tests / "test_spec_parity.py"), str(tests / "test_spec.py"),
-        str(tests / "test_family_parity.py"), *session.posargs,  # each model family against its own processor
+        str(tests / "test_family_parity.py"),  # each model family against its own processor
+        str(tests / "test_plan_parity.py"), *session.posargs,  # planner token counts + activation estimate vs real
         env={"EVR1_SPEC_PARITY": "1"},
     )  # fmt: skip
 

@@ -135,6 +135,8 @@ class LocalTrainer:
         self.pad_id = int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
         self.eos = eos_ids(self.model, self.tokenizer)
         self.family = check_model_family(self.data_opts, self.processor, cfg.model_path)
+        self.train_rows = self._fit_prompt_length(self.train_rows, "train")
+        self.val_rows = self._fit_prompt_length(self.val_rows, "validation")
         self.vision_ids = vision_token_ids(self.tokenizer, self.family)
         self.ref_model = None
         if cfg.use_kl_loss or cfg.use_kl_in_reward:
@@ -158,6 +160,14 @@ class LocalTrainer:
         random.seed(cfg.seed)
 
     # -- data ------------------------------------------------------------------------------------------------
+    def _fit_prompt_length(self, rows: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
+        """Rows over data.max_prompt_length: refused or filtered before step one (evr1.plan.on_over_limit)."""
+        from evr1_train.data.plan_check import check_prompt_lengths
+
+        limit, mode = self.cfg.max_prompt_length, self.data_opts.on_over_limit
+        keep = check_prompt_lengths(rows, self.data_opts, self.processor, self.family, limit, mode, split)
+        return [rows[i] for i in keep]
+
     def _lr_factor(self, step: int) -> float:
         """verl's schedules: linear warm-up, then constant or a half-cosine down to `min_lr_ratio` (per optimiser step)."""
         cfg = self.cfg
