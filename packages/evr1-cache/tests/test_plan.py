@@ -47,7 +47,7 @@ FAMILIES: dict[str, tuple[dict[str, Any], dict[str, Any], list[str]]] = {
             "--image-max-pixels",
             "12544",
         ],
-    ),  # fmt: skip
+    ),
     "qwen3_vl": (
         {"fps": 2.0, "min_frames": 2, "max_frames": 8, "min_pixels": 4096, "max_pixels": 16384},
         {"min_pixels": 4096, "max_pixels": 16384},
@@ -94,7 +94,8 @@ def test_probed_plan_equals_what_build_caches(name: str, data: Path, tmp_path: P
     built_rows = read_rows(report.output_data)
     built = plan_rows(built_rows, name, spec, ispec, data_file=report.output_data)
     for r, b, row in zip(raw, built, built_rows, strict=True):
-        assert r.ok and b.ok, (r.error, b.error)
+        assert r.ok, r.error
+        assert b.ok, b.error
         assert (r.vision, r.total) == (b.vision, b.total)
         for m_raw, m_built, ref in zip(r.media, b.media, row["video_cache"] + row["image_cache"], strict=True):
             assert m_raw.source == "probe"
@@ -105,7 +106,8 @@ def test_probed_plan_equals_what_build_caches(name: str, data: Path, tmp_path: P
                 assert m_raw.tokens == fam.video_tokens(len(m_raw.frames_indices), m_raw.height, m_raw.width)
             else:
                 assert (m_raw.height, m_raw.width) == (ref["meta"]["height"], ref["meta"]["width"])
-    assert raw[3].vision == 0 and raw[3].total > 0
+    assert raw[3].vision == 0
+    assert raw[3].total > 0
     assert not raw[0].exact  # no tokenizer: the text side is a bound
 
 
@@ -114,7 +116,8 @@ def test_a_broken_video_is_a_row_error_not_a_crash(data: Path, tmp_path: Path) -
     bad.write_bytes(b"not a video")
     rows = [{"problem_id": "bad", "problem": "<video>?", "videos": [str(bad)]}, ROWS[3]]
     plans = plan_rows(rows, "qwen2_5_vl", *_specs("qwen2_5_vl"))
-    assert not plans[0].ok and str(bad) in (plans[0].error or "")
+    assert not plans[0].ok
+    assert str(bad) in (plans[0].error or "")
     assert plans[1].ok
 
 
@@ -131,9 +134,11 @@ def test_plan_cli_names_the_rows_over_the_limit(data: Path, tmp_path: Path, caps
     assert f"OVER row long (line 2): {plans[1].total} tokens" in out
     assert "OVER row short" not in out
     assert "1 row(s) over --max-prompt-length" in out
-    assert "memory (qwen2_5_vl_7b" in out and "sp 2" in out
+    assert "memory (qwen2_5_vl_7b" in out
+    assert "sp 2" in out
     lines = [json.loads(x) for x in report.read_text().splitlines()]
-    assert lines[0]["summary"]["over_limit"] == 1 and lines[0]["memory"]["total"] > 0
+    assert lines[0]["summary"]["over_limit"] == 1
+    assert lines[0]["memory"]["total"] > 0
     assert [x["row"] for x in lines[1:]] == ["short", "long", "img", "text"]
     assert main([*args[:-1], str(plans[1].total)]) == 0  # everything fits
     capsys.readouterr()
@@ -156,7 +161,8 @@ def test_build_plan_drops_over_long_rows_with_a_reason(
     assert all(not r["cache_errors"] for r in rows)
     report = [json.loads(x) for x in (out_dir / "plan-report.jsonl").read_text().splitlines()]
     decided = {x["row"]: x["decision"] for x in report[1:] if "decision" in x}
-    assert list(decided) == ["long"] and decided["long"]["action"] == "drop"
+    assert list(decided) == ["long"]
+    assert decided["long"]["action"] == "drop"
     assert f"> limit {limit}" in decided["long"]["reason"]
 
 
@@ -175,16 +181,21 @@ def test_build_plan_resamples_to_fit(data: Path, tmp_path: Path, capsys: pytest.
     rows = [json.loads(x) for x in (out_dir / "train.evr1.jsonl").read_text().splitlines()]
     assert [r["problem_id"] for r in rows] == ["short", "long", "img", "text"]
     long = rows[1]
-    assert long["evr1_plan"]["action"] == "resample" and "resampled to" in long["evr1_plan"]["reason"]
+    assert long["evr1_plan"]["action"] == "resample"
+    assert "resampled to" in long["evr1_plan"]["reason"]
     from evr1_cache.spec import SamplingSpec
 
     small = SamplingSpec(**long["evr1_plan"]["video"])
-    assert small.key() != spec.key() and small.max_frames < spec.max_frames
+    assert small.key() != spec.key()
+    assert small.max_frames < spec.max_frames
     ref = long["video_cache"][0]
-    assert ref["meta"]["spec_key"] == small.key() and (out_dir / ref["file"]).is_file()
+    assert ref["meta"]["spec_key"] == small.key()
+    assert (out_dir / ref["file"]).is_file()
     again = plan_rows([long], "qwen2_5_vl", small, ispec, data_file=out_dir / "train.evr1.jsonl")[0]
-    assert again.media[0].source == "cache" and again.total <= limit
-    assert "spec_key" not in rows[0] and rows[0]["video_cache"][0]["meta"]["spec_key"] == spec.key()
+    assert again.media[0].source == "cache"
+    assert again.total <= limit
+    assert "spec_key" not in rows[0]
+    assert rows[0]["video_cache"][0]["meta"]["spec_key"] == spec.key()
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))
@@ -195,7 +206,8 @@ def test_shrunk_specs_get_smaller_and_stay_valid(name: str) -> None:
     assert ladder, name
     tokens = [fam.video_tokens(*_grid(fam, s)) for s in [spec, *ladder]]
     # fewer frames may mean larger ones under a budget over all frames (GLM-4.1V): only the end point must shrink
-    assert tokens[-1] < tokens[0] and min(tokens) == tokens[-1], (name, tokens)
+    assert tokens[-1] < tokens[0], (name, tokens)
+    assert min(tokens) == tokens[-1], (name, tokens)
 
 
 def _grid(fam: Any, spec: Any) -> tuple[int, int, int]:
@@ -212,8 +224,10 @@ def test_decide_keeps_drops_and_explains(data: Path) -> None:
     fam = get_family("qwen2_5_vl")
     tiny = 10  # nothing fits; the image and text rows cannot be resampled
     verdicts = {d.row_id: d for d in decide(plans, rows, msgs, fam, spec, ispec, tiny, "resample")}
-    assert verdicts["img"].action == "drop" and "no video to resample" in verdicts["img"].reason
-    assert verdicts["long"].action == "drop" and "smallest budget" in verdicts["long"].reason
+    assert verdicts["img"].action == "drop"
+    assert "no video to resample" in verdicts["img"].reason
+    assert verdicts["long"].action == "drop"
+    assert "smallest budget" in verdicts["long"].reason
     kept = decide(plans, rows, msgs, fam, spec, ispec, tiny, "keep")
     assert {d.action for d in kept} == {"keep"}
     with pytest.raises(ValueError, match="on_over_limit"):
@@ -221,7 +235,8 @@ def test_decide_keeps_drops_and_explains(data: Path) -> None:
     limit = max(p.total for p in plans if p.row_id != "long")
     assert [p.row_id for p in over_limit(plans, limit)] == ["long"]
     text = histogram(plans, bins=4, limit=limit)
-    assert "<- limit" in text and "(over)" in text
+    assert "<- limit" in text
+    assert "(over)" in text
 
 
 def test_memory_shapes_from_configs(tmp_path: Path) -> None:
@@ -235,9 +250,11 @@ def test_memory_shapes_from_configs(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(vlm))
     shape = ModelShape.from_config(tmp_path)
     assert (shape.intermediate, shape.head_dim, shape.kv_heads) == (64, 16, 2)
-    assert shape.vision is not None and shape.vision.layers == 2
+    assert shape.vision is not None
+    assert shape.vision.layers == 2
     est = activation_memory(shape, 100, vision_tokens=10)
-    assert est.vision > 0 and est.total == est.layers + est.final + est.logprobs + est.vision
+    assert est.vision > 0
+    assert est.total == est.layers + est.final + est.logprobs + est.vision
     with pytest.raises(KeyError, match="did you mean qwen2_5_vl_7b"):
         ModelShape.preset("qwen2_5_vl_7")
     with pytest.raises(ValueError, match="divide"):

@@ -165,6 +165,8 @@ def test_planned_prompt_lengths_equal_the_processors_input_ids(processors, name,
             placeholders += int((ids == proc.tokenizer.convert_tokens_to_ids(fam.video_token)).sum())
         assert placeholders == plan.vision, (row["problem_id"], placeholders, plan.vision)
     assert not mismatches, f"{name}: planner vs processor (row, planned, real): {mismatches}"
+    bounds = plan_rows(rows, fam, spec, ispec, data_file=tmp_path / "d.jsonl")  # no tokenizer: an upper bound
+    assert all(b.total >= p.total and b.vision == p.vision for b, p in zip(bounds, plans, strict=True))
     assert {m.source for p in plans for m in p.media} >= {"cache", "meta", "probe"}
 
 

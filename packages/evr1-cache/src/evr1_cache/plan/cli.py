@@ -149,7 +149,7 @@ def plan_command(args: argparse.Namespace) -> int:
     return 1 if (bad and limit is not None) or errors else 0
 
 
-def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any], Path]:
+def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]], Path]:
     """Plan the input rows; returns (kept rows, {row index: resampled spec dict}, report path). Prints a summary."""
     from evr1_cache.plan.report import decide, summary, write_report
 
@@ -173,7 +173,7 @@ def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dic
         f"{sum(1 for d in by_index.values() if d.action == 'keep')} kept over; report {report}"
     )
     kept = [{**row, "_evr1_original_index": i} for i, row in enumerate(rows) if i not in dropped]
-    return kept, {i: s for i, s in resampled.items()}, report
+    return kept, resampled, report
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:

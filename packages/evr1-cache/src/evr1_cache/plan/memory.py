@@ -99,7 +99,7 @@ class ModelShape:
             vh = int(vc.get("hidden_size") or vc.get("embed_dim") or 0)
             if vh:
                 vision = VisionShape(
-                    layers=int(vc.get("depth") or vc.get("num_hidden_layers")),
+                    layers=int(vc.get("depth") or vc.get("num_hidden_layers") or 0),
                     hidden=vh,
                     intermediate=int(vc.get("intermediate_size") or 4 * vh),
                     heads=int(vc.get("num_heads") or vc.get("num_attention_heads") or 1),
@@ -190,7 +190,7 @@ def activation_memory(
     `attention`: "flash" / "sdpa" (no s^2 term) or "eager". `vision_tokens`: merged vision tokens per sequence (the
     planner's count), for the vision tower's share."""
     for name, value in (("seq_len", seq_len), ("micro_batch", micro_batch), ("sp", sp)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if attention not in ("flash", "sdpa", "eager"):
         raise ValueError(f"attention must be flash, sdpa or eager, got {attention!r}")
@@ -202,10 +202,7 @@ def activation_memory(
     per_layer = _layer_bytes(tokens, shape.hidden, q, kv, shape.intermediate, shape.heads, p)
     if attention == "eager":
         per_layer += micro_batch * (shape.heads // sp) * seq_len * seq_len * (4 + p)
-    if checkpointing:
-        layers = shape.layers * tokens * p * shape.hidden + per_layer
-    else:
-        layers = shape.layers * per_layer
+    layers = shape.layers * tokens * p * shape.hidden + per_layer if checkpointing else shape.layers * per_layer
     final = tokens * (4 * shape.hidden + 2 * p * shape.hidden + 4)
     logprobs = tokens * shape.vocab * 4
     vision = 0

@@ -310,6 +310,7 @@ def plan_row(
     vision = sum(m.tokens for m in media)
     if counter is None:
         text = sum(len(t.encode("utf-8")) for t in _text_parts(messages)) + TEMPLATE_ALLOWANCE
+        text += sum(_wrapper_bytes(family, m, image_spec) for m in media)  # timestamps, frame labels, span tokens
         return RowPlan(index, rid, text + vision, text, vision, False, media)
     try:
         rendered = counter.render(messages)
@@ -323,6 +324,15 @@ def plan_row(
     except Exception as exc:
         return RowPlan(index, rid, 0, 0, vision, False, media, f"prompt: {type(exc).__name__}: {exc}")
     return RowPlan(index, rid, total, total - vision, vision, True, media)
+
+
+def _wrapper_bytes(family: ModelFamily, m: MediaPlan, image_spec: ImageSpec) -> int:
+    """UTF-8 bytes of what the processor writes around one media item's placeholders (a bound on its tokens)."""
+    if m.kind == "video":
+        text = family.video_prompt(m.meta(), m.height, m.width)
+    else:
+        text = family.image_prompt(m.height, m.width, image_spec)
+    return len(text.replace(family.image_token, "").replace(family.video_token, "").encode("utf-8"))
 
 
 MessagesFn = Callable[[Mapping[str, Any]], Sequence[Mapping[str, Any]]]
