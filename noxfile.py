@@ -326,13 +326,15 @@ def train(session: nox.Session) -> None:
     of evr1-train exactly as a user gets it (verl + its trainer's small deps)."""
     session.install("--no-compile", "torch==2.13.0")  # the machine's CPU build, before anything pulls a CUDA one
     install(session, "evr1-train")
+    install(session, "evr1-eval")  # tests/test_eval_train_prompt.py: evr1-eval's evr1 prompt == the trainer's, live
+    session.install("trl==1.16.0")  # evr1-rewards' host tests (test_hosts.py): TRL 1.16 fits verl's transformers pin
     session.install("--no-deps", "torchvision==0.28.0")  # Qwen-VL video processors need it; CPU torch has no match
     install_torchvision_shim(session)
     import_stays_light(session, "evr1_train", ("torch", "verl", "transformers", "ray", "vllm"))
     session.run(
         "pytest",
         str(member("evr1-train") / "tests"),
-        str(member("evr1-rewards") / "tests" / "test_verl_reward_loop.py"),  # evr1-rewards' adapter in verl's loop
+        str(member("evr1-rewards") / "tests" / "test_hosts.py"),  # evr1-rewards in real TRL + verl
         str(member("evr1-cache") / "tests" / "test_store_reader.py"),  # incl. the zero-copy torch path (torch here)
         str(ROOT / "tests" / "test_cache_to_train.py"),  # cross-package: `evr1-cache build` output -> train rows
         str(ROOT / "tests" / "test_eval_train_prompt.py"),  # cross-package: evr1-eval's evr1 prompt == the trainer's

@@ -5,9 +5,11 @@ and code-reward throughput with parallel sandbox workers. Optionally EasyVideoR1
     python benchmarks/rewards_throughput.py --quick          # fewer repeats, smaller code batch
     python benchmarks/rewards_throughput.py --easyvideor1 PATH/TO/examples/video_rl/reward_function/video_reward.py
 
-Targets (issue 7): >= 30,000 scores/s for multiple_choice, numerical, boolean and the grounding types; <= 50 ms per call
-for any non-code type on a 1 MB adversarial response; 64 programs x 5 tests in <= 2x (sum of their own run times) /
-workers. Timings are the best of several repeats (the machine is shared); the ratio columns are what to compare.
+Targets: >= 30,000 scores/s for multiple_choice, numerical, boolean and the grounding types; every type >= 2x
+EasyVideoR1's reward file on the same inputs in the same run; <= 50 ms per call for every non-code type (math
+included) on 1 MB and deeply nested adversarial responses; 64 programs x 5 tests in <= 2x (sum of their own run
+times) / workers behind the sandbox boundary, with the per-test sandbox start overhead printed. Scores/s are thread
+CPU time, best of interleaved rounds (the machine is shared); the ratio columns are what to compare.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import importlib.util
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -24,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evr1_rewards import RewardInput, RewardRouter
+from evr1_rewards.sandbox import SandboxConfig, backend_for, run_python
 
 
 def _testenv(name: str):  # type: ignore[no-untyped-def]
@@ -44,6 +48,7 @@ FAST_TARGET = 30_000
 FAST_TYPES = ("multiple_choice", "numerical", "boolean", "temporal_grounding", "spatial_grounding",
               "spatiotemporal_grounding", "tracking")  # fmt: skip
 WORST_TARGET_MS = 50.0
+SPEEDUP_TARGET = 2.0
 
 #: Our canonical names -> EasyVideoR1's problem_type strings (video_reward.py).
 EVR1_NAMES = {
@@ -61,8 +66,21 @@ def pin_one_core() -> set[int]:
     return before
 
 
-def best_rate(fn: Callable[[], object], n: int, repeats: int) -> float:
-    """Best-of-`repeats` seconds per call over `n` calls."""
+def interleaved(fns: list[Callable[[], object]], n: int, repeats: int) -> list[float]:
+    """Best-of-`repeats` CPU seconds per call for each function, rounds interleaved (a, b, a, b, …) so a slow phase
+    of the machine hits every side alike."""
+    best = [float("inf")] * len(fns)
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            start = time.thread_time()
+            for _ in range(n):
+                fn()
+            best[i] = min(best[i], (time.thread_time() - start) / n)
+    return best
+
+
+def wall_rate(fn: Callable[[], object], n: int, repeats: int) -> float:
+    """Best-of-`repeats` wall seconds per call (worst-case latency is about waiting, so it is wall time)."""
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
@@ -107,23 +125,24 @@ def section_throughput(args: argparse.Namespace, reference: Callable | None) -> 
             for inp in inputs:  # start the math-verify worker outside the timing
                 router.score(inp)
         calls = n if ptype not in ("math", "segmentation", "open_ended", "ocr") else max(50, n // 10)
-        per = best_rate(lambda inputs=inputs: [router.score(i) for i in inputs], calls // 3, args.repeats) / len(inputs)
-        row = {"type": ptype, "us_per_call": per * 1e6, "scores_per_s": 1 / per}
+        ours = lambda inputs=inputs: [router.score(i) for i in inputs]  # noqa: E731
+        fns: list[Callable[[], object]] = [ours]
         if reference is not None and ptype in EVR1_NAMES:
-            try:
-                ref = best_rate(
-                    lambda inputs=inputs, ptype=ptype: [
-                        reference(i.response, str(i.ground_truth), ptype) for i in inputs
-                    ],
-                    calls // 3,
-                    args.repeats,
-                ) / len(inputs)
-                row["evr1_us_per_call"] = ref * 1e6
-            except Exception as e:  # their code may miss an optional dependency
-                row["evr1_us_per_call"] = f"error: {type(e).__name__}"
+            fns.append(
+                lambda inputs=inputs, ptype=ptype: [reference(i.response, str(i.ground_truth), ptype) for i in inputs]
+            )
+        try:
+            rates = interleaved(fns, max(1, calls // 3), args.repeats)
+        except Exception as e:  # their code may miss an optional dependency
+            rates = [interleaved(fns[:1], max(1, calls // 3), args.repeats)[0]]
+            print(f"EasyVideoR1 failed on {ptype}: {type(e).__name__}: {e}", file=sys.stderr)
+        per = rates[0] / len(inputs)
+        row: dict[str, object] = {"type": ptype, "us_per_call": per * 1e6, "scores_per_s": 1 / per}
+        if len(rates) > 1:
+            row["evr1_us_per_call"] = rates[1] / len(inputs) * 1e6
         rows.append(row)
-    print(f"\n## Scores per second on one core (best of {args.repeats} repeats)\n")
-    head = "| type | µs/call | scores/s | target |" + (" EasyVideoR1 µs/call | speed-up |" if reference else "")
+    print(f"\n## Scores per second on one core (thread CPU time, best of {args.repeats} interleaved rounds)\n")
+    head = "| type | µs/call | scores/s | target |" + (" EasyVideoR1 µs/call | speed-up (>= 2x) |" if reference else "")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for r in rows:
@@ -136,10 +155,15 @@ def section_throughput(args: argparse.Namespace, reference: Callable | None) -> 
         if reference:
             ref = r.get("evr1_us_per_call")
             if isinstance(ref, float):
-                line += f" {ref:.1f} | {ref / r['us_per_call']:.2f}x |"
+                ratio = ref / r["us_per_call"]  # type: ignore[operator]
+                line += f" {ref:.1f} | {ratio:.2f}x {'ok' if ratio >= SPEEDUP_TARGET else 'MISSED'} |"
             else:
                 line += f" {ref or '-'} | |"
         print(line)
+    ratios = [r["evr1_us_per_call"] / r["us_per_call"] for r in rows if "evr1_us_per_call" in r]  # type: ignore[operator]
+    if ratios:
+        print(f"\nEvery compared type >= {SPEEDUP_TARGET:g}x EasyVideoR1: {'yes' if min(ratios) >= SPEEDUP_TARGET else 'NO'}"
+              f" (lowest {min(ratios):.2f}x)")  # fmt: skip
     return rows
 
 
@@ -155,12 +179,13 @@ def section_worst_case(args: argparse.Namespace, reference: Callable | None) -> 
     router = RewardRouter()
     hostile = adversarial_responses(1 << 20)
     rows = []
-    for ptype in sorted(set(TYPICAL) - {"math"}):
+    router.score(RewardInput(response="<answer>x^2</answer>", ground_truth="x^{2}", problem_type="math"))  # warm worker
+    for ptype in sorted(TYPICAL):
         gt = TYPICAL[ptype][1]
         worst, worst_name = 0.0, ""
         for name, resp in hostile.items():
             inp = RewardInput(response=resp, ground_truth=gt, problem_type=ptype)
-            t = best_rate(lambda inp=inp: router.score(inp), 1, 2 if args.quick else 3)
+            t = wall_rate(lambda inp=inp: router.score(inp), 1, 2 if args.quick else 3)
             if t > worst:
                 worst, worst_name = t, name
         row = {"type": ptype, "worst_ms": worst * 1e3, "input": worst_name}
@@ -209,50 +234,66 @@ def _expected(k: int, n: int) -> str:
     return f"{t}\n"
 
 
+def _start_overhead(python: str, config: SandboxConfig, runs: int) -> tuple[float, float]:
+    """(median wall s of `pass` as a plain interpreter run, the same in a fresh sandbox): the per-test overhead."""
+    plain, boxed = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([python, "-I", "-S", "-B", "-c", "pass"], check=True, capture_output=True)
+        plain.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        r = run_python("pass", "", None, config)
+        boxed.append(time.perf_counter() - start)
+        assert r.ok, r
+    return statistics.median(plain), statistics.median(boxed)
+
+
 def section_code(args: argparse.Namespace, restore: set[int]) -> dict:
     os.sched_setaffinity(0, restore)
     workers = args.workers or len(restore)
+    config = SandboxConfig(workers=workers)
+    backend = backend_for(config)
+    python = getattr(backend, "python", sys.executable)  # the interpreter the sandbox runs: the fair baseline
     programs = 16 if args.quick else 64
     tests_per = 5
     cases = []
     for k in range(programs):
         tests = [{"input": f"{n}\n", "output": _expected(k, n)} for n in range(1, tests_per + 1)]
         cases.append((f"<answer>{_program(k)}</answer>", tests))
-    # Their own run time: each (program, test) as a plain interpreter run, one after another.
-    own = 0.0
-    cpu0 = _children_cpu()
-    for k, (_, tests) in enumerate(cases):
-        for t in tests:
-            start = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-I", "-S", "-c", _program(k)],
-                input=t["input"],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            own += time.perf_counter() - start
-    own_cpu = _children_cpu() - cpu0
-    router = RewardRouter(workers=workers)
-    cpu0 = _children_cpu()
+    plain_start, boxed_start = _start_overhead(python, config, 5 if args.quick else 15)
+
+    def own_time() -> float:
+        """Their own run time: each (program, test) as a plain interpreter run, one after another."""
+        total = 0.0
+        for k, (_, tests) in enumerate(cases):
+            for t in tests:
+                start = time.perf_counter()
+                subprocess.run([python, "-I", "-S", "-c", _program(k)], input=t["input"], capture_output=True,
+                               text=True, check=True)  # fmt: skip
+                total += time.perf_counter() - start
+        return total
+
+    router = RewardRouter(workers=workers, sandbox=config)
     batch = [RewardInput(response=r, ground_truth=tests, problem_type="code") for r, tests in cases]
+    own_before = own_time()  # the sandboxed batch is bracketed by two baseline runs (the machine's load drifts)
     start = time.perf_counter()
     results = router.score_batch(batch)
     wall = time.perf_counter() - start
-    sandbox_cpu = _children_cpu() - cpu0
+    own = (own_before + own_time()) / 2
     assert all(r.accuracy == 1.0 for r in results), [r.details for r in results if r.accuracy < 1.0][:3]
     budget = 2 * own / workers
-    print(f"\n## Code rewards: {programs} programs x {tests_per} tests, {workers} workers\n")
+    print(f"\n## Code rewards: {programs} programs x {tests_per} tests, {workers} sandbox workers ({backend.name})\n")
     print(
-        "| sum of own run times s | sandboxed batch wall s | target (2 x own / workers) s | wall / (own / workers) |"
-        " own CPU s | sandboxed CPU s | CPU ratio |"
+        f"Per-test sandbox start: {boxed_start * 1e3:.0f} ms for `pass` in a fresh sandbox vs {plain_start * 1e3:.0f} ms"
+        f" as a plain interpreter run: overhead {(boxed_start - plain_start) * 1e3:.0f} ms per test (median).\n"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("| sum of own run times s | sandboxed batch wall s | target (2 x own / workers) s | wall / (own / workers) |")
+    print("|---|---|---|---|")
     print(
         f"| {own:.2f} | {wall:.2f} | {budget:.2f} ({'ok' if wall <= budget else 'MISSED'}) | {wall / (own / workers):.2f} |"
-        f" {own_cpu:.2f} | {sandbox_cpu:.2f} | {sandbox_cpu / own_cpu:.2f} |"
     )
-    print("\n(Child CPU seconds do not depend on other load on the machine; wall times do.)")
+    load1, load5, _ = os.getloadavg()
+    print(f"\n(own run time: mean of a run before and one after the batch; load average {load1:.1f} / {load5:.1f})")
     return {
         "programs": programs,
         "tests": tests_per,
@@ -260,17 +301,10 @@ def section_code(args: argparse.Namespace, restore: set[int]) -> dict:
         "own_s": own,
         "wall_s": wall,
         "budget_s": budget,
-        "own_cpu_s": own_cpu,
-        "sandbox_cpu_s": sandbox_cpu,
+        "plain_start_s": plain_start,
+        "sandbox_start_s": boxed_start,
+        "backend": backend.name,
     }
-
-
-def _children_cpu() -> float:
-    """CPU seconds used by finished child processes (user + system)."""
-    import resource
-
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def main() -> None:

@@ -65,6 +65,23 @@ def test_validate_reports_bad_rows_with_location(tmp_path: Path, capsys: pytest.
     assert main(["validate", str(good)]) == 0
 
 
+def test_validate_and_score_treat_none_extras_as_absent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the rows of a heterogeneous dataset exported to JSONL: every row has every extras key, None where it had none
+    rows = [
+        {"problem_type": "numerical", "answer": "3", "response": "<answer>3</answer>", "options": None,
+         "rel_tol": None, "extras": {"abs_tol": None, "official": None}},
+        {"problem_type": "mcq", "answer": "B", "response": "<answer>B</answer>", "options": ["A. x", "B. y"],
+         "rel_tol": None, "extras": {"abs_tol": None, "official": None}},
+        {"problem_type": "regression", "answer": "4", "response": "<answer>4</answer>", "options": None,
+         "rel_tol": None, "extras": {"abs_tol": None, "official": True}},
+    ]  # fmt: skip
+    data = _write(tmp_path / "hetero.jsonl", rows)
+    assert main(["validate", str(data)]) == 0, capsys.readouterr().err
+    assert main(["score", str(data), "-o", str(tmp_path / "scored.jsonl")]) == 0, capsys.readouterr().err
+    scored = [json.loads(line) for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
+    assert [r["reward"]["accuracy"] for r in scored] == [1.0, 1.0, 1.0]
+
+
 def test_score_writes_scored_jsonl_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     preds = _write(
         tmp_path / "preds.jsonl",

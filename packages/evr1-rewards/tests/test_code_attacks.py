@@ -168,10 +168,10 @@ def _attacks(w: dict) -> dict[str, tuple[str, object]]:
         ),
         "reading host files, home, environment": (
             "import os, glob\nseen = []\n"
-            f"for path in ('/etc/passwd', '/etc/shadow', {host + '/secret.txt'!r}, os.path.expanduser('~') + '/.bashrc', '/root/.bashrc',"
+            f"for path in ('/etc/passwd', '/etc/shadow', {host + '/secret.txt'!r}, os.path.expanduser('~') + '/.bashrc', os.path.expanduser('~root') + '/.bashrc',"
             f" {str(Path(__file__).resolve())!r}, '/proc/1/environ'):\n"
             "    try:\n        seen.append(open(path, errors='replace').read(200))\n    except OSError:\n        pass\n"
-            "seen += [os.environ.get('EVR1_ATTACK_SECRET') or '', *glob.glob('/work/*'), *glob.glob('/home/*')]\n"
+            "seen += [os.environ.get('EVR1_ATTACK_SECRET') or '', *glob.glob('/home/*'), *glob.glob('/srv/*'), *glob.glob('/mnt/*')]\n"
             "print(next((s for s in seen if 'evr1-secret' in s), 'nothing'))\n",
             leak,
         ),

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evr1_rewards import score
 
@@ -313,3 +315,35 @@ FORMAT_CASES = [
 @pytest.mark.parametrize(("problem_type", "response", "gt", "expected"), FORMAT_CASES)
 def test_format(problem_type: str, response: str, gt: str, expected: float) -> None:
     assert score(response, gt, problem_type).format == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    sign=st.sampled_from(["", "-", "+"]),
+    digits=st.integers(min_value=0, max_value=10**15),
+    frac=st.one_of(st.just(""), st.integers(min_value=0, max_value=10**6).map(lambda f: f".{f}")),
+    commas=st.booleans(),
+    pct=st.sampled_from(["", "%"]),
+    pad=st.sampled_from(["", " ", "\t "]),
+)
+def test_plain_number_fast_path_agrees_with_the_general_parser(sign, digits, frac, commas, pct, pad) -> None:
+    from evr1_rewards.numbers import parse_number, parse_number_general
+
+    body = f"{digits:,}" if commas else str(digits)
+    text = f"{pad}{sign}{body}{frac}{pct}{pad}"
+    assert parse_number(text) == parse_number_general(text), text
+
+
+_SOUP = st.lists(
+    st.sampled_from(["0", "3.4", "1,250", "12", "-5", "+2", "50%", "x", "10^3", "/", "4", "=", "×", "e5", "1e3",
+                     "about", "or", "s", "(", ")", "3/4", "-", ",", ".", ":", "\\frac{1}{2}", "percent", "\t", "万"]),
+    min_size=1, max_size=8,
+).map(" ".join)  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=_SOUP)
+def test_number_fast_paths_agree_with_the_general_parser_on_token_soup(text: str) -> None:
+    from evr1_rewards.numbers import parse_number, parse_number_general
+
+    assert parse_number(text) == parse_number_general(text), text

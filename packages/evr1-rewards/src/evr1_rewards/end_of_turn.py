@@ -48,6 +48,8 @@ END_OF_TURN_TOKENS: tuple[str, ...] = (
 """Built-in end-of-turn tokens of Qwen, Llama 3, Gemma, DeepSeek, Mistral, Phi, GLM and InternLM chat templates."""
 
 _EXTRA: list[str] = []
+VERSION = 0
+"""Bumped whenever tokens are registered (routers re-read the list when it changes)."""
 _LOCK = threading.Lock()
 _CACHE: dict[tuple[str, ...], tuple[str, ...]] = {}
 
@@ -57,11 +59,13 @@ def add_end_of_turn_tokens(*tokens: str) -> None:
     for t in tokens:
         if not isinstance(t, str) or not t.strip():
             raise ValueError(f"an end-of-turn token must be a non-empty string, got {t!r}")
+    global VERSION
     with _LOCK:
         for t in tokens:
             if t not in _EXTRA and t not in END_OF_TURN_TOKENS:
                 _EXTRA.append(t)
         _CACHE.clear()
+        VERSION += 1
 
 
 def end_of_turn_tokens(extra: Iterable[str] = ()) -> tuple[str, ...]:
@@ -83,8 +87,13 @@ def end_of_turn_tokens(extra: Iterable[str] = ()) -> tuple[str, ...]:
 def strip_end_of_turn(text: str, tokens: Sequence[str] | None = None) -> str:
     """`text` without its trailing run of end-of-turn tokens (and the whitespace between them); else unchanged."""
     toks = tuple(tokens) if tokens is not None else end_of_turn_tokens()
+    if not text:
+        return text
+    last = _last_chars(toks)
+    if text[-1] not in last and not text[-1].isspace():  # the common case: no copy, two lookups
+        return text
     end = len(text.rstrip())
-    if not end or text[end - 1] not in _last_chars(toks):  # the common case: one set lookup
+    if not end or text[end - 1] not in last:
         return text
     stripped = text[:end]
     changed = False
@@ -100,10 +109,16 @@ def strip_end_of_turn(text: str, tokens: Sequence[str] | None = None) -> str:
 _LAST_CHARS: dict[tuple[str, ...], frozenset[str]] = {}
 
 
+_LAST_SEEN: list[object] = [None, frozenset()]
+
+
 def _last_chars(toks: tuple[str, ...]) -> frozenset[str]:
+    if toks is _LAST_SEEN[0]:  # the same tuple every call (a router's): skip hashing it
+        return _LAST_SEEN[1]  # type: ignore[return-value]
     chars = _LAST_CHARS.get(toks)
     if chars is None:
         chars = frozenset(t[-1] for t in toks)
         if len(_LAST_CHARS) < 64:
             _LAST_CHARS[toks] = chars
+    _LAST_SEEN[0], _LAST_SEEN[1] = toks, chars
     return chars

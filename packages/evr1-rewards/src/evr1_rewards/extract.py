@@ -67,6 +67,18 @@ class Extraction:
     source: Source
 
 
+_SET_TEXT, _SET_SOURCE = Extraction.__dict__["text"].__set__, Extraction.__dict__["source"].__set__
+
+
+def _extraction(text: str, source: Source) -> Extraction:
+    """`Extraction(text, source)` through its slots (a frozen dataclass's __init__ costs twice as much; several are
+    built per response)."""
+    e = object.__new__(Extraction)
+    _SET_TEXT(e, text)
+    _SET_SOURCE(e, source)
+    return e
+
+
 class Response:
     """A model response with cached, lazily computed views shared by the router, the format check and scorers.
 
@@ -119,20 +131,20 @@ class Response:
         if self._candidates is None:
             tag = self.answer_tag
             if tag is not None:
-                self._candidates = [Extraction(tag, "answer_tag")]
+                self._candidates = [_extraction(tag, "answer_tag")]
                 return self._candidates
             start, after_think = self.region()
             out: list[Extraction] = []
             boxed = last_boxed(self.text, start)
             if boxed is not None:
-                out.append(Extraction(boxed, "boxed"))
+                out.append(_extraction(boxed, "boxed"))
             stmt = last_statement(self.text, self.low, start)
             if stmt is not None:
-                out.append(Extraction(stmt, "statement"))
+                out.append(_extraction(stmt, "statement"))
             if after_think:
-                out.append(Extraction(self.text[start:].strip(), "after_think"))
+                out.append(_extraction(self.text[start:].strip(), "after_think"))
             else:
-                out.append(Extraction(self.text.strip(), "text"))
+                out.append(_extraction(self.text.strip(), "text"))
             self._candidates = out
         return self._candidates
 
@@ -218,14 +230,17 @@ def extract_answer(response: object) -> str:
 
 
 _BOXED_ONLY = re.compile(r"\\boxed\{(.*)\}", re.S)
+_WRAP_START = frozenset("$\\*\"'`")
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mbox)\{([^{}]{0,512})\}")
 
 
 def clean_payload(payload: str) -> str:
     """Unwrap the decorations models put around short answers: `$…$`, `\\boxed{…}`, `\\text{…}`, `**…**`, quotes."""
     s = payload.strip()
-    if len(s) > 4096:
+    if len(s) > 4096 or not s:
         return s
+    if s[0] not in _WRAP_START and "\\" not in s:
+        return s  # nothing below can apply (every unwrapping needs one of these): the common case
     for _ in range(4):
         prev = s
         if s.startswith("$$") and s.endswith("$$") and len(s) >= 4:
@@ -254,20 +269,20 @@ def structure_ok(resp: Response, think: Literal["optional", "required", "forbidd
     `think="required"`: the response must open with `<think>`; `"forbidden"`: no think tags at all.
     """
     low = resp.low
-    if resp.truncated or low.count("<answer>") != 1 or low.count("</answer>") != 1:
+    if resp.truncated:
+        return False
+    b = low.rfind("</answer>")
+    if b < 0 or (b + 9 != len(low) and low[b + 9 :].strip()):  # nothing but whitespace after the last </answer>
         return False
     a = low.find("<answer>")
-    b = low.find("</answer>")
-    if b < a or not low[a + 8 : b].strip() or low[b + 9 :].strip():
+    if a < 0 or a > b or low.find("<answer>", a + 8) >= 0 or low.find("</answer>", 0, b) >= 0:
+        return False  # exactly one opening and one closing tag, in order
+    if resp.answer_tag is None:  # empty answer
         return False
-    n_open, n_close = low.count("<think>"), low.count("</think>")
-    if think == "forbidden":
-        return n_open == 0 and n_close == 0
-    if n_open == 0 and n_close == 0:
-        return think == "optional"
-    if n_open != 1 or n_close != 1:
-        return False
-    t0, t1 = low.find("<think>"), low.find("</think>")
-    if not t0 < t1 < a:
+    t0 = low.find("<think>", 0, a)
+    t1 = low.find("</think>", 0, a)
+    if think == "forbidden" or (t0 < 0 and t1 < 0):
+        return t0 < 0 and t1 < 0 and "<think>" not in low and "</think>" not in low and (think != "required")
+    if not 0 <= t0 < t1 or low.count("<think>") != 1 or low.count("</think>") != 1:
         return False
     return think != "required" or not low[:t0].strip()

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
+from evr1_rewards import end_of_turn as _eot
 from evr1_rewards.end_of_turn import end_of_turn_tokens as eot_tokens
 from evr1_rewards.errors import GroundTruthError, RewardConfigError, RewardError
 from evr1_rewards.extract import Response, structure_ok
@@ -15,13 +16,52 @@ from evr1_rewards.registry import get_scorer, normalize_problem_type
 from evr1_rewards.sandbox.config import SandboxConfig
 from evr1_rewards.sandbox.types import SandboxUnavailableError
 from evr1_rewards.truth import clean_extras, references
-from evr1_rewards.types import MODES, Context, Mode, Outcome, RewardInput, RewardResult, RewardWeights, Scorer
+from evr1_rewards.types import (
+    MODES,
+    Context,
+    Mode,
+    Outcome,
+    RewardInput,
+    RewardResult,
+    RewardWeights,
+    Scorer,
+    make_result,
+)
 
 log = logging.getLogger(__name__)
 
 ThinkPolicy = Literal["optional", "required", "forbidden"]
 
 TRUTH_CACHE_SIZE = 4096
+_EMPTY: Mapping[str, object] = {}
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _frozen(v: object, budget: list[int] | None = None) -> object:
+    """A hashable stand-in for small lists/dicts (an MC row's options, a code row's tests) so their parsed ground
+    truth is cached too; large values are not worth freezing (_TooBig: parse every time)."""
+    t = type(v)
+    if t is str or t is int or t is float or t is bool or v is None:
+        return v
+    if budget is None:
+        budget = [256]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
+    if t is list or t is tuple:
+        return (t.__name__, *(_frozen(x, budget) for x in v))  # type: ignore[attr-defined]
+    if isinstance(v, Mapping):
+        return ("dict", *((k, _frozen(x, budget)) for k, x in v.items()))
+    return v
+
+
+def eot_version() -> int:
+    return _eot.VERSION
+
+
 _MISS = object()
 
 _PARALLEL_TYPES = frozenset({"code", "math"})
@@ -107,6 +147,10 @@ class RewardRouter:
         self._scorers: dict[str, Scorer[Any]] = {}
         self.sandbox = SandboxConfig.coerce(sandbox)
         self.extra_end_of_turn = tuple(end_of_turn_tokens)
+        self._plain_ctx: dict[str, Context] = {m: Context({}, m, self.sandbox) for m in MODES}  # type: ignore[arg-type]
+        self._by_name: dict[str, tuple[str, Scorer[Any]]] = {}
+        self._eot_version = -1
+        self._eot: tuple[str, ...] = ()
 
     def _resolve(self, problem_type: str) -> str:
         try:
@@ -122,16 +166,27 @@ class RewardRouter:
         if mode not in MODES:
             raise RewardConfigError(f"mode must be one of {MODES}, got {mode!r}")
         try:
-            key = self._resolve(inp.problem_type)
-            scorer = get_scorer(key) if key not in self._scorers else self._scorers[key]
-            self._scorers[key] = scorer
-            extras = clean_extras(inp.extras) if isinstance(inp.extras, Mapping) else {}
+            hit = self._by_name.get(inp.problem_type) if type(inp.problem_type) is str else None
+            if hit is None:
+                key = self._resolve(inp.problem_type)
+                scorer = self._scorers.get(key) or get_scorer(key)
+                self._scorers[key] = scorer
+                if type(inp.problem_type) is str and key != "open_ended" and len(self._by_name) < 4096:
+                    self._by_name[inp.problem_type] = (key, scorer)
+            else:
+                key, scorer = hit
+            ex = inp.extras
+            extras = (clean_extras(ex) if ex else _EMPTY) if type(ex) is dict or isinstance(ex, Mapping) else _EMPTY
             try:
                 truth = self._truth(key, scorer, inp.ground_truth, extras)
             except GroundTruthError as e:
                 raise GroundTruthError(f"{_name(inp, _index)} ({key}): {e}") from None
-            resp = Response(inp.response, eot_tokens(self.extra_end_of_turn))
-            outcome = scorer.score(resp, truth, Context(extras, mode, self.sandbox))
+            if self._eot_version != eot_version():
+                self._eot = eot_tokens(self.extra_end_of_turn)
+                self._eot_version = eot_version()
+            resp = Response(inp.response, self._eot)
+            ctx = self._plain_ctx[mode] if not extras else Context(extras, mode, self.sandbox)
+            outcome = scorer.score(resp, truth, ctx)
         except SandboxUnavailableError:
             raise
         except RewardError as e:
@@ -146,9 +201,13 @@ class RewardRouter:
     def _truth(self, key: str, scorer: Scorer[Any], ground_truth: object, extras: Mapping[str, object]) -> Any:
         """Parsed ground truth, cached: in GRPO every prompt's ground truth is scored n times in a row."""
         try:
-            cache_key = (key, ground_truth, tuple(extras.items()) if extras else ())
+            cache_key = (
+                key,
+                _frozen(ground_truth),
+                tuple((k, _frozen(v)) for k, v in extras.items()) if extras else (),
+            )
             hash(cache_key)
-        except TypeError:  # lists in extras or ground truth: parse every time
+        except (TypeError, _TooBig):  # unhashable or large values: parse every time
             return scorer.parse_truth(ground_truth, extras)
         hit = self._cache.get(cache_key, _MISS)
         if hit is _MISS:
@@ -165,7 +224,7 @@ class RewardRouter:
         details = outcome.details
         if resp.truncated:
             details = {**details, "truncated": True}
-        return RewardResult(overall=_clip(overall), accuracy=acc, format=fmt, problem_type=key, details=details)
+        return make_result(_clip(overall), acc, fmt, key, details)
 
     def score_batch(self, batch: Sequence[RewardInput], *, mode: Mode | None = None) -> list[RewardResult]:
         """Score many inputs in order; code/math samples run concurrently on `workers` threads."""

@@ -54,6 +54,16 @@ class _Reject(Exception):
         self.reason = reason
 
 
+async def _within(awaitable: Any, seconds: float) -> Any:
+    """`await awaitable` or TimeoutError after `seconds`, without a task per request where Python has
+    `asyncio.timeout` (3.11+)."""
+    timeout = getattr(asyncio, "timeout", None)
+    if timeout is None:
+        return await asyncio.wait_for(awaitable, seconds)
+    async with timeout(seconds):
+        return await awaitable
+
+
 def require_serve_extra() -> None:
     """MissingExtraError naming `pip install "evr1-rewards[serve]"` when uvicorn or starlette is missing."""
     try:
@@ -64,53 +74,131 @@ def require_serve_extra() -> None:
 
 
 def create_app(router: RewardRouter, default_type: str | None = None, limits: ServerLimits | None = None) -> Any:
-    """The starlette app (an ASGI callable). Raises MissingExtraError without the `serve` extra."""
+    """The ASGI app: POSTs go straight to the scoring endpoint (the hot path, no routing or request objects), every
+    other request to a starlette `Router` (health, 404). Raises MissingExtraError without the `serve` extra."""
     require_serve_extra()
-    from starlette.applications import Starlette
-    from starlette.concurrency import run_in_threadpool
-    from starlette.requests import ClientDisconnect, Request
+    from starlette.requests import Request
     from starlette.responses import Response
-    from starlette.routing import Route
+    from starlette.routing import Route, Router
 
     lim = limits or ServerLimits()
     if default_type:
         normalize_problem_type(default_type)
+    endpoint = _ScoreEndpoint(router, default_type, lim)
 
-    def reply(status: int, payload: Mapping[str, object]) -> Response:
-        return Response(json.dumps(payload), status_code=status, media_type="application/json")
+    async def health(request: Request) -> Response:
+        return Response(json.dumps({"status": "ok"}), media_type="application/json")
 
-    def reject(request: Request, status: int, reason: str) -> Response:
-        client = f"{request.client.host}:{request.client.port}" if request.client else "?"
-        log.warning("evr1-rewards serve: rejected %s %s from %s (%d): %s", request.method, request.url.path, client,
-                    status, reason)  # fmt: skip
-        return reply(status, {"error": reason})
+    async def not_found(request: Request) -> Response:
+        reason = f"unknown path {request.url.path}; POST the OpenRLHF payload to /get_reward"
+        _log_reject(request.scope, 404, reason)
+        return Response(json.dumps({"error": reason}), status_code=404, media_type="application/json")
 
-    async def read_body(request: Request) -> bytes:
-        length = request.headers.get("content-length")
-        if length is not None:
-            try:
-                n = int(length)
-            except ValueError:
-                raise _Reject(400, f"invalid Content-Length {length!r}") from None
-            if n > lim.max_body_bytes:
-                raise _Reject(413, f"body of {n} bytes is over the limit of {lim.max_body_bytes} bytes")
-        chunks: list[bytes] = []
-        size = 0
+    others = Router(
+        routes=[Route("/health", health, methods=["GET"]), Route("/", health, methods=["GET"]),
+                Route("/{path:path}", not_found, methods=["GET", "PUT", "DELETE", "PATCH", "HEAD"])]
+    )  # fmt: skip
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            await endpoint(scope, receive, send)
+        else:
+            await others(scope, receive, send)
+
+    return app
+
+
+def _log_reject(scope: Mapping[str, Any], status: int, reason: str) -> None:
+    client = scope.get("client")
+    who = f"{client[0]}:{client[1]}" if client else "?"
+    log.warning("evr1-rewards serve: rejected %s %s from %s (%d): %s", scope.get("method"), scope.get("path"), who,
+                status, reason)  # fmt: skip
+
+
+class _ClientGone(Exception):
+    pass
+
+
+class _ScoreEndpoint:
+    """POST {"query", "prompts", "labels"} -> {"rewards", "scores", "extra_logs"}, as a plain ASGI callable."""
+
+    def __init__(self, router: RewardRouter, default_type: str | None, lim: ServerLimits) -> None:
+        self.router, self.default_type, self.lim = router, default_type, lim
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        try:
+            body = await self.read_body(scope, receive)
+            queries, prompts, labels = self.parse(body)
+            inputs = openrlhf_inputs(queries, prompts, labels, self.default_type)
+
+            def run() -> dict[str, object]:
+                return score_openrlhf(self.router, queries, prompts, labels, self.default_type, inputs)
+
+            if self.slow(inputs):
+                from starlette.concurrency import run_in_threadpool
+
+                out = await run_in_threadpool(run)
+            else:
+                out = run()
+        except _Reject as e:
+            _log_reject(scope, e.status, e.reason)
+            await _send_json(send, e.status, {"error": e.reason})
+            return
+        except _ClientGone:
+            log.warning("evr1-rewards serve: client disconnected while sending %s", scope.get("path"))
+            return
+        except RewardError as e:
+            _log_reject(scope, 400, str(e))
+            await _send_json(send, 400, {"error": str(e)})
+            return
+        except Exception as e:  # a bug: answer with the reason, keep serving
+            log.exception("evr1-rewards serve: scoring failed")
+            await _send_json(send, 500, {"error": f"{type(e).__name__}: {e}"})
+            return
+        await _send_json(send, 200, out)
+
+    async def read_body(self, scope: Mapping[str, Any], receive: Any) -> bytes:
+        limit = self.lim.max_body_bytes
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    n = int(value)
+                except ValueError:
+                    raise _Reject(400, f"invalid Content-Length {value!r}") from None
+                if n > limit:
+                    raise _Reject(413, f"body of {n} bytes is over the limit of {limit} bytes")
+        first = await receive()  # usually the whole body: it arrived with the headers, no timer needed
+        if first["type"] == "http.disconnect":
+            raise _ClientGone()
+        if not first.get("more_body", False):
+            body: bytes = first.get("body", b"")
+            if len(body) > limit:
+                raise _Reject(413, f"body is over the limit of {limit} bytes")
+            return body
+        chunks: list[bytes] = [first.get("body", b"")]
+        size = len(chunks[0])
 
         async def pull() -> None:
             nonlocal size
-            async for chunk in request.stream():
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _ClientGone()
+                chunk = message.get("body", b"")
                 size += len(chunk)
-                if size > lim.max_body_bytes:
-                    raise _Reject(413, f"body is over the limit of {lim.max_body_bytes} bytes")
+                if size > limit:
+                    raise _Reject(413, f"body is over the limit of {limit} bytes")
                 chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return
 
         try:
-            await asyncio.wait_for(pull(), lim.read_timeout_s)
+            await _within(pull(), self.lim.read_timeout_s)
         except asyncio.TimeoutError:
-            raise _Reject(408, f"the body did not arrive within {lim.read_timeout_s:g} s") from None
-        return b"".join(chunks)
+            raise _Reject(408, f"the body did not arrive within {self.lim.read_timeout_s:g} s") from None
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
+    @staticmethod
     def parse(body: bytes) -> tuple[list[object], list[object] | None, list[object]]:
         if not body:
             raise _Reject(400, 'empty body: POST {"query": [...], "prompts": [...], "labels": [...]}')
@@ -126,8 +214,9 @@ def create_app(router: RewardRouter, default_type: str | None = None, limits: Se
         prompts = data.get("prompts")
         return data["query"], prompts if isinstance(prompts, list) else None, labels
 
-    def slow(inputs: list[RewardInput]) -> bool:
-        if len(inputs) > lim.inline_samples:
+    def slow(self, inputs: list[RewardInput]) -> bool:
+        """Batches that would hold the event loop (many samples, or code/math subprocesses) go to a thread."""
+        if len(inputs) > self.lim.inline_samples:
             return True
         for inp in inputs:
             try:
@@ -137,40 +226,12 @@ def create_app(router: RewardRouter, default_type: str | None = None, limits: Se
                 pass
         return False
 
-    async def get_reward(request: Request) -> Response:
-        try:
-            queries, prompts, labels = parse(await read_body(request))
-            inputs = openrlhf_inputs(queries, prompts, labels, default_type)
 
-            def run() -> dict[str, object]:
-                return score_openrlhf(router, queries, prompts, labels, default_type, inputs)
-
-            out = await run_in_threadpool(run) if slow(inputs) else run()
-        except _Reject as e:
-            return reject(request, e.status, e.reason)
-        except ClientDisconnect:
-            log.warning("evr1-rewards serve: client disconnected while sending %s", request.url.path)
-            return reply(400, {"error": "client disconnected"})
-        except RewardError as e:
-            return reject(request, 400, str(e))
-        except Exception as e:  # a bug: answer with the reason, keep serving
-            log.exception("evr1-rewards serve: scoring failed")
-            return reply(500, {"error": f"{type(e).__name__}: {e}"})
-        return reply(200, out)
-
-    async def health(request: Request) -> Response:
-        return reply(200, {"status": "ok"})
-
-    async def not_found(request: Request) -> Response:
-        return reject(request, 404, f"unknown path {request.url.path}; POST the OpenRLHF payload to /get_reward")
-
-    routes = [
-        Route("/health", health, methods=["GET"]),
-        Route("/", health, methods=["GET"]),
-        Route("/{path:path}", get_reward, methods=["POST"]),
-        Route("/{path:path}", not_found, methods=["GET", "PUT", "DELETE", "PATCH"]),
-    ]
-    return Starlette(routes=routes)
+async def _send_json(send: Any, status: int, payload: Mapping[str, object]) -> None:
+    body = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
 
 
 def make_config(app: Any, host: str, port: int, limits: ServerLimits | None = None, *, log_level: str = "info") -> Any:

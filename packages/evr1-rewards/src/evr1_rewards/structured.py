@@ -121,8 +121,10 @@ def as_span(v: object) -> tuple[float, float] | None:
 
 def as_box(v: object) -> tuple[float, float, float, float] | None:
     """[x1, y1, x2, y2] → tuple, or None. Also accepts {"bbox_2d": [...]} / {"bbox": [...]} (Qwen's JSON)."""
-    if type(v) is list and len(v) == 4 and all(type(x) is int for x in v):  # the common case, fast
-        return float(v[0]), float(v[1]), float(v[2]), float(v[3])
+    if type(v) is list and len(v) == 4:  # the common case, fast: four JSON integers
+        x1, y1, x2, y2 = v
+        if type(x1) is int and type(y1) is int and type(x2) is int and type(y2) is int:
+            return float(x1), float(y1), float(x2), float(y2)
     if isinstance(v, Mapping):
         for key in ("bbox_2d", "bbox", "box", "boxes"):
             if key in v:
@@ -174,20 +176,22 @@ def box_area(b: tuple[float, float, float, float]) -> float:
 
 def iou_2d(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
     """Box IoU (xyxy). Degenerate or inverted boxes have no area and score 0."""
-    if a[2] <= a[0] or a[3] <= a[1] or b[2] <= b[0] or b[3] <= b[1]:
+    ax1, ay1, ax2, ay2 = a
+    bx1, by1, bx2, by2 = b
+    if ax2 <= ax1 or ay2 <= ay1 or bx2 <= bx1 or by2 <= by1:
         return 0.0
-    iw = min(a[2], b[2]) - max(a[0], b[0])
-    ih = min(a[3], b[3]) - max(a[1], b[1])
+    iw = (ax2 if ax2 < bx2 else bx2) - (ax1 if ax1 > bx1 else bx1)
+    ih = (ay2 if ay2 < by2 else by2) - (ay1 if ay1 > by1 else by1)
     if iw <= 0 or ih <= 0:
         return 0.0
     inter = iw * ih
-    return inter / (box_area(a) + box_area(b) - inter)
+    return inter / ((ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter)
 
 
 def frame_key(k: object) -> str | None:
     """Canonical frame/second key: '9' == '9.0' == 9 → '9'; '9.50' → '9.5'."""
     if type(k) is str and k.isdigit() and k.isascii() and len(k) < 16:
-        return str(int(k))
+        return k if k[0] != "0" or len(k) == 1 else str(int(k))
     f = as_float(k)
     if f is None:
         return None

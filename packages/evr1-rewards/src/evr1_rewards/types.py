@@ -46,6 +46,26 @@ class RewardResult:
         return {"overall": self.overall, "accuracy": self.accuracy, "format": self.format}
 
 
+_SET_RESULT = tuple(
+    RewardResult.__dict__[n].__set__ for n in ("overall", "accuracy", "format", "problem_type", "details")
+)
+
+
+def make_result(
+    overall: float, accuracy: float, format: float, problem_type: str, details: Mapping[str, object]
+) -> RewardResult:
+    """`RewardResult(...)` at half the cost (the router builds one per sample): the slots are set directly, which
+    a frozen dataclass's generated `__init__` does through `object.__setattr__`. Same object, same equality."""
+    r = object.__new__(RewardResult)
+    so, sa, sf, sp, sd = _SET_RESULT
+    so(r, overall)
+    sa(r, accuracy)
+    sf(r, format)
+    sp(r, problem_type)
+    sd(r, details)
+    return r
+
+
 @dataclass(frozen=True, slots=True)
 class RewardWeights:
     """Validated weights: both in [0, 1] and summing to 1 (so `overall` stays in [0, 1])."""

@@ -67,6 +67,9 @@ def run_jobs(
 
     if len(jobs) == 1:
         return [one(jobs[0])]
+    many = getattr(backend, "run_many", None)
+    if many is not None and all(j.program == jobs[0].program for j in jobs):
+        return list(many(jobs, limits, answer_seconds))
     workers = max(1, min(len(jobs), getattr(backend, "workers", 1)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evr1-sandbox") as pool:
         return list(pool.map(one, jobs))

@@ -3,12 +3,12 @@ deadline and an output cap, and splitting a probe run's values from the program'
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,10 +22,11 @@ def harness_source() -> str:
 
 
 def payload(job: Job, limits: SandboxLimits) -> str:
+    """The harness's input as a Python literal (it needs no json import to read it)."""
     body: dict[str, object] = {"program": job.program, "limits": limits.as_payload()}
     if job.steps is not None:
         body["steps"] = [list(s) for s in job.steps]
-    return json.dumps(body)
+    return repr(body)
 
 
 def stub_reading_fd(fd: int) -> str:
@@ -35,6 +36,45 @@ def stub_reading_fd(fd: int) -> str:
         f"import os as _o\n_f = _o.fdopen({fd}, 'rb')\n_p = _f.read().decode('utf-8')\n_f.close()\ndel _o, _f\n"
         "main(_p)\n"
     )
+
+
+def stub_zygote_reading_fd(fd: int) -> str:
+    """`python -c` source for many tests of one program in one sandbox (`_harness.zygote`)."""
+    return stub_reading_fd(fd).replace("\nmain(_p)\n", "\nzygote(_p)\n")
+
+
+def zygote_payload(jobs: Sequence[Job], limits: SandboxLimits, parallel: int) -> str:
+    tests = [{"stdin": j.stdin, "steps": None if j.steps is None else [list(s) for s in j.steps]} for j in jobs]
+    return repr({"program": jobs[0].program, "limits": limits.as_payload(), "tests": tests,
+                 "wall": float(limits.wall_seconds), "parallel": int(parallel), "output_bytes": limits.output_bytes})  # fmt: skip
+
+
+def split_frames(stdout: bytes, jobs: Sequence[Job], wall: float, err: str) -> list[RunResult]:
+    """One RunResult per job from a zygote's frames; a job without a frame did not finish in time."""
+    import ast
+
+    frames: dict[int, list[object]] = {}
+    tag = ("\n" + MARKER + "frame").encode()
+    for chunk in stdout.split(tag)[1:]:
+        line = chunk.split(b"\n", 1)[0]
+        try:
+            frame = ast.literal_eval(line.decode("utf-8", "replace"))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(frame, list) and len(frame) == 6 and isinstance(frame[0], int) and 0 <= frame[0] < len(jobs):
+            frames[frame[0]] = frame
+    out: list[RunResult] = []
+    per = wall / max(1, len(jobs))
+    for i, job in enumerate(jobs):
+        f = frames.get(i)
+        if f is None:
+            out.append(RunResult(None, "", f"sandbox: no result for this test ({err[-500:]})", True, False, per))
+            continue
+        _, rc, timed_out, text, stderr, truncated = f
+        own, probes = split_probes(str(text), job)
+        out.append(RunResult(rc if isinstance(rc, int) else None, own, str(stderr), bool(timed_out), bool(truncated),
+                             per, probes))  # fmt: skip
+    return out
 
 
 def stub_with_payload(text: str) -> str:
@@ -98,6 +138,17 @@ def collect(proc: subprocess.Popen[bytes], limits: SandboxLimits) -> tuple[bytes
         proc.stdout.close()
         proc.stderr.close()
     return bytes(bufs[out_fd]), bytes(bufs[err_fd]), timed_out, truncated
+
+
+def finish(proc: subprocess.Popen[bytes], limits: SandboxLimits) -> tuple[int | None, bytes, bytes, bool, bool]:
+    """(returncode, stdout, stderr, timed_out, truncated) of a started run: collect, kill what is left, reap."""
+    out, err, timed_out, truncated = collect(proc, limits)
+    kill_group(proc)
+    try:
+        rc: int | None = proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        rc = None
+    return rc, out, err, timed_out, truncated
 
 
 def split_probes(stdout: str, job: Job) -> tuple[str, str | None]:

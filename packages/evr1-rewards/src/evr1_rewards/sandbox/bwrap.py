@@ -26,12 +26,20 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from evr1_rewards.sandbox._process import collect, kill_group, payload, result, stub_reading_fd
+from evr1_rewards.sandbox._process import (
+    finish,
+    payload,
+    result,
+    split_frames,
+    stub_reading_fd,
+    stub_zygote_reading_fd,
+    zygote_payload,
+)
 from evr1_rewards.sandbox.types import Job, RunResult, SandboxLimits
 
 SANDBOX_UID = 65534
@@ -104,7 +112,7 @@ class BwrapBackend:
         self._fixed = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
                        "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
                        "--hostname", "sandbox", "--ro-bind", "/usr", "/usr", *_root_entries()]  # fmt: skip
-        if not self.prefix.startswith("/usr/"):
+        if self.prefix != "/usr" and not self.prefix.startswith("/usr/"):
             self._fixed += ["--ro-bind", self.prefix, self.prefix]
         for k, v in ENV.items():
             self._fixed += ["--setenv", k, v]
@@ -117,34 +125,67 @@ class BwrapBackend:
         finally:
             self._slots.put(slot)
 
-    def command(self, limits: SandboxLimits, fd: int) -> list[str]:
+    def command(self, limits: SandboxLimits, fd: int, *, zygote: bool = False) -> list[str]:
+        stub = stub_zygote_reading_fd(fd) if zygote else stub_reading_fd(fd)
         return [self.exe, *self._fixed, "--proc", "/proc", "--dev", "/dev", "--size", str(int(limits.tmpfs_bytes)),
-                "--tmpfs", "/tmp", "--chdir", "/tmp", "--", self.python, "-I", "-S", "-B", "-c",
-                stub_reading_fd(fd)]  # fmt: skip
+                "--tmpfs", "/tmp", "--chdir", "/tmp", "--", self.python, "-I", "-S", "-B", "-c", stub]  # fmt: skip
+
+    def _spawn(self, cmd: list[str], stdin: int, pfd: int, slot: int) -> subprocess.Popen[bytes]:
+        uid = self.uid_base + slot if self._as_root else None
+        return subprocess.Popen(
+            cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(pfd,), env={}, cwd="/",
+            start_new_session=True, close_fds=True, user=uid, group=uid, extra_groups=[] if uid is not None else None,
+        )  # fmt: skip
 
     def run(self, job: Job, limits: SandboxLimits) -> RunResult:
         data = payload(job, limits).encode()
         with self._slot() as slot, _memfile(data) as pfd, _memfile(job.stdin.encode()) as sfd:
-            uid = self.uid_base + slot if self._as_root else None
             start = time.monotonic()
             try:
-                proc = subprocess.Popen(
-                    self.command(limits, pfd), stdin=sfd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    pass_fds=(pfd,), env={}, cwd="/", start_new_session=True, close_fds=True, user=uid, group=uid,
-                    extra_groups=[] if uid is not None else None,
-                )  # fmt: skip
+                proc = self._spawn(self.command(limits, pfd), sfd, pfd, slot)
             except OSError as e:
                 return RunResult(None, "", "", False, False, 0.0, error=f"bwrap could not start: {e}")
-            out, err, timed_out, truncated = collect(proc, limits)
-            kill_group(proc)
-            try:
-                rc: int | None = proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                rc = None
+            rc, out, err, timed_out, truncated = finish(proc, limits)
             wall = time.monotonic() - start
         if rc is not None and rc != 0 and err.startswith(b"bwrap:"):
             return RunResult(rc, "", err.decode("utf-8", "replace"), False, False, wall, error=err.decode()[:500])
         return result(job, rc, out, err, timed_out, truncated, wall)
+
+    def run_many(self, jobs: Sequence[Job], limits: SandboxLimits, answer_seconds: float | None) -> list[RunResult]:
+        """All tests of one program in one sandbox: a forked child per test (`_harness.zygote`), as many at once as
+        worker slots could be taken (at least one). The tests share the sandbox (not each other's folders or
+        files' meaning: inputs are no secret and expected outputs never enter it), which saves a sandbox and an
+        interpreter start per test."""
+        slots = [self._slots.get()]
+        try:
+            while len(slots) < min(len(jobs), self.workers):
+                try:
+                    slots.append(self._slots.get_nowait())
+                except queue.Empty:
+                    break
+            parallel = len(slots)
+            rounds = -(-len(jobs) // parallel)
+            overall = rounds * (limits.wall_seconds + 0.5) + 5.0
+            if answer_seconds is not None:
+                overall = min(overall, answer_seconds + 1.0)
+            cap = len(jobs) * (limits.output_bytes + (96 << 10)) + (1 << 20)
+            outer = replace(limits, wall_seconds=overall, output_bytes=cap)
+            data = zygote_payload(jobs, limits, parallel).encode()
+            with _memfile(data) as pfd, _memfile(b"") as sfd:
+                start = time.monotonic()
+                try:
+                    proc = self._spawn(self.command(limits, pfd, zygote=True), sfd, pfd, slots[0])
+                except OSError as e:
+                    return [RunResult(None, "", "", False, False, 0.0, error=f"bwrap could not start: {e}")] * len(jobs)
+                rc, out, err, _, _ = finish(proc, outer)
+                wall = time.monotonic() - start
+            text_err = err.decode("utf-8", "replace")
+            if rc is not None and rc != 0 and text_err.startswith("bwrap:"):
+                return [RunResult(rc, "", text_err, False, False, wall, error=text_err[:500])] * len(jobs)
+            return split_frames(out, jobs, wall, text_err)
+        finally:
+            for s in slots:
+                self._slots.put(s)
 
 
 @contextmanager

@@ -37,6 +37,8 @@ class SandboxFusionBackend:
     workers: int = 8
     retries: int = 3
     request_timeout: float = 60.0
+    backoff: float = 0.5
+    """Seconds before the first retry; doubled each time (at most 8 s)."""
     name: str = "sandbox_fusion"
 
     def __post_init__(self) -> None:
@@ -74,7 +76,7 @@ class SandboxFusionBackend:
         start = time.monotonic()
         for attempt in range(self.retries + 1):
             if attempt:
-                time.sleep(min(8.0, 0.5 * 2**attempt))
+                time.sleep(min(8.0, self.backoff * 2 ** (attempt - 1)))
             try:
                 with self._gate:
                     data = self._post(body, timeout)

@@ -13,7 +13,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from evr1_rewards.sandbox._process import collect, kill_group, payload, result, stub_reading_fd
+from evr1_rewards.sandbox._process import finish, payload, result, stub_reading_fd
 from evr1_rewards.sandbox.bwrap import ENV, _memfile
 from evr1_rewards.sandbox.types import Job, RunResult, SandboxLimits
 
@@ -40,10 +40,5 @@ class UnsafeLocalBackend:
                 )  # fmt: skip
             except OSError as e:
                 return RunResult(None, "", "", False, False, 0.0, error=f"could not start {self.python}: {e}")
-            out, err, timed_out, truncated = collect(proc, limits)
-            kill_group(proc)
-            try:
-                rc: int | None = proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                rc = None
+            rc, out, err, timed_out, truncated = finish(proc, limits)
         return result(job, rc, out, err, timed_out, truncated, time.monotonic() - start)

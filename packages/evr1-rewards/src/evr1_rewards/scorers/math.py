@@ -52,6 +52,10 @@ def _p(s):
     # Bare LaTeX ("\\{1, 2\\}") needs math delimiters to be read as a whole; plain text falls back to parse(s).
     r = parse("$" + s + "$") if "$" not in s and "\\boxed" not in s else []
     return r or parse(s)
+try:  # warm up: the first parse loads math-verify's grammars (seconds on a loaded machine), never charged to an answer
+    verify(_p("\\frac{1}{2}"), _p("0.5"))
+except Exception:
+    pass
 sys.stdout.write("ready\n")
 sys.stdout.flush()
 for line in sys.stdin:

@@ -28,10 +28,12 @@ def mean_relative_accuracy(pred: float, gold: float, *, official: bool = False) 
     g = abs(gold)
     if g == 0.0:
         return 1.0 if pred == 0.0 else 0.0
-    if official:
-        hits = sum(1 for m in MARGINS_PERCENT if err <= m * g)
-    else:
-        hits = sum(1 for m in MARGINS_PERCENT if err < m * g)
+    # The margins decrease, so the thresholds met are a prefix: count until the first one missed.
+    hits = 0
+    for m in MARGINS_PERCENT:
+        if not (err <= m * g if official else err < m * g):
+            break
+        hits += 1
     return hits / len(MARGINS_PERCENT)
 
 
