@@ -188,6 +188,8 @@ def imports(session: nox.Session) -> None:
         ("evr1_cache.families", "1"),
         ("evr1_cache", "0"),
         ("evr1_cache.viewer", "1"),  # the records: Jinja2 and Pillow load only when a site is written
+        ("evr1_cache.plan", "1"),  # the planner: transformers / PIL / the probe load only when a row needs them
+        ("evr1_cache.cli", "1"),  # `evr1-cache --help` and argument parsing load nothing heavy
         ("evr1_eval", "0"),
     ]:
         session.run("python", "-I", str(probe), module, stdlib_only, *heavy)
