@@ -41,7 +41,7 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     return {"kind": kind, "model": tiny.build_tiny_vlm(work / "models", kind), **data.build_family_data(work, kind)}
 
 
-def _planned(stack: dict[str, Any]) -> dict[str, int]:
+def _planned(stack: dict[str, Any], **settings: Any) -> dict[str, int]:
     from transformers import AutoProcessor
 
     from evr1_cache.families import get_family
@@ -49,7 +49,7 @@ def _planned(stack: dict[str, Any]) -> dict[str, int]:
     from evr1_train.data import DataOptions, row_messages
 
     node = _testenv("family_data").data_node(stack["kind"], Path(stack["cache"]))
-    opts = DataOptions.from_mapping({**node, "media_root": str(stack["root"])})
+    opts = DataOptions.from_mapping({**node, "media_root": str(stack["root"]), **settings})
     rows = [__import__("json").loads(x) for x in Path(stack["built"]).read_text().splitlines()]
     proc = AutoProcessor.from_pretrained(stack["model"])
     plans = plan_rows(
@@ -118,8 +118,6 @@ def test_the_local_engine_refuses_at_start_up(stack: dict[str, Any], tmp_path: P
     from evr1_train.engine.config import LocalConfig
     from evr1_train.engine.trainer import LocalTrainer
 
-    lengths = _planned(stack)
-    limit = max(lengths.values()) - 1
     with initialize_config_module(config_module="evr1_train.conf", version_base=None):
         cfg = compose(
             "evr1_trainer",
@@ -132,7 +130,6 @@ def test_the_local_engine_refuses_at_start_up(stack: dict[str, Any], tmp_path: P
                 f"data.train_files={stack['built']}",
                 "data.val_files=null",
                 "data.train_batch_size=1",
-                f"data.max_prompt_length={limit}",
                 f"actor_rollout_ref.model.path={stack['model']}",
                 "actor_rollout_ref.rollout.n=2",
                 "actor_rollout_ref.actor.ppo_mini_batch_size=1",
@@ -144,6 +141,10 @@ def test_the_local_engine_refuses_at_start_up(stack: dict[str, Any], tmp_path: P
     cfg.data.evr1.media_root = str(stack["root"])
     cfg.data.evr1.video = node["video"]
     cfg.data.evr1.image = node["image"]
+    # the experiment's own prompt settings (the quickstart asks for no <think>): the trainer's exact messages
+    lengths = _planned(stack, think=bool(cfg.data.evr1.think), system_prompt=cfg.data.evr1.system_prompt)
+    limit = max(lengths.values()) - 1
+    cfg.data.max_prompt_length = limit
     assert cfg.data.evr1.on_over_limit == "error"  # the default, through evr1.plan.on_over_limit
     with pytest.raises(PromptTooLong, match="train row"):
         LocalTrainer(LocalConfig.from_cfg(cfg))
