@@ -153,7 +153,8 @@ def spec_parity(session: nox.Session) -> None:
     tests = member("evr1-cache") / "tests"
     session.run(
         "pytest", str(tests / "test_spec_parity.py"), str(tests / "test_spec.py"), str(tests / "test_resample_parity.py"),
-        str(tests / "test_family_parity.py"), *session.posargs,  # each model family against its own processor
+        str(tests / "test_family_parity.py"),  # each model family against its own processor
+        str(tests / "test_plan_parity.py"), *session.posargs,  # planner token counts + activation estimate vs real
         env={"EVR1_SPEC_PARITY": "1"},
     )  # fmt: skip
 
@@ -194,6 +195,8 @@ def imports(session: nox.Session) -> None:
         ("evr1_cache.families", "1"),
         ("evr1_cache", "0"),
         ("evr1_cache.viewer", "1"),  # the records: Jinja2 and Pillow load only when a site is written
+        ("evr1_cache.plan", "1"),  # the planner: transformers / PIL / the probe load only when a row needs them
+        ("evr1_cache.cli", "1"),  # `evr1-cache --help` and argument parsing load nothing heavy
         ("evr1_eval", "0"),
     ]:
         session.run("python", "-I", str(probe), module, stdlib_only, *heavy)

@@ -62,6 +62,17 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
     def _read_files_and_tokenize(self) -> None:
         super()._read_files_and_tokenize()
         self.dataframe = self._drop_rows_with_missing_media(self.dataframe)
+        self.dataframe = self._check_prompt_lengths(self.dataframe)
+
+    def _check_prompt_lengths(self, frame: Any) -> Any:
+        """Refuse (or filter, `evr1.plan.on_over_limit`) rows longer than data.max_prompt_length, before step one."""
+        from evr1_train.data.plan_check import check_prompt_lengths
+
+        limit = getattr(self, "max_prompt_length", None)
+        keep = check_prompt_lengths(
+            list(frame), self.evr1, self.processor or self.tokenizer, self.family, limit, self.evr1.on_over_limit
+        )
+        return frame.select(keep) if len(keep) != len(frame) else frame
 
     def _drop_rows_with_missing_media(self, frame: Any) -> Any:
         """Rows whose media can be served neither from the cache nor from disk are dropped with a logged reason.

@@ -48,6 +48,8 @@ class DataOptions:
         the cache was built with, otherwise the cache key differs and every video is a miss. `family` (e.g. glm4v,
         internvl) applies that model family's own frame rule and default budget (evr1_cache.families).
     system_prompt: optional system turn. think: ask for `<think>...</think>` before `<answer>...</answer>`.
+    on_over_limit: what the start-up prompt-length check does with rows over `data.max_prompt_length` (set through
+        `evr1.plan.on_over_limit`; see `evr1_train.data.plan_check`).
     """
 
     prompt_key: str = "problem"
@@ -63,8 +65,12 @@ class DataOptions:
     think: bool = True
     offline_output_key: str = "offline_output"
     offline_flag_key: str = "has_offline_trajectory"
+    #: rows longer than data.max_prompt_length at start-up: "error" (refuse, naming them) or "filter" (drop them)
+    on_over_limit: str = "error"
 
     def __post_init__(self) -> None:
+        if self.on_over_limit not in ("error", "filter"):
+            raise ValueError(f"evr1.plan.on_over_limit must be error or filter, got {self.on_over_limit!r}")
         if self.video_source not in VIDEO_SOURCES:
             raise ValueError(f"data.evr1.video_source must be one of {list(VIDEO_SOURCES)}, got {self.video_source!r}")
         if self.video_source != "decode" and not self.cache_dir:
