@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from evr1_cache.build import build_cache, read_rows
+from evr1_cache.build import build_cache
 from evr1_cache.cli import main
+from evr1_cache.dataset import read_rows
 from evr1_cache.families import get_family
 from evr1_cache.plan import (
     ModelShape,

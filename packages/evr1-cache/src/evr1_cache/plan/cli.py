@@ -74,7 +74,7 @@ def run_plan(args: argparse.Namespace, data_file: str, rows: list[dict[str, Any]
     tok = args.tokenizer or args.model
     counter = load_text_counter(tok) if tok else None
     if rows is None:
-        from evr1_cache.build import read_rows
+        from evr1_cache.dataset import read_rows
 
         rows = read_rows(data_file)
     messages = []
