@@ -8,8 +8,30 @@ testenv/tiny_vlm.py (a few vision tokens per frame), so the tiny models run in s
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+#: Every tiny checkpoint of testenv/tiny_vlm.py, in the order the family tests run them.
+ALL_KINDS = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "glm4v", "glm4v_moe", "internvl")
+#: What the default test run covers: the two non-Qwen families (their own processors, prompt shapes and vLLM paths).
+#: Qwen2.5-VL and Qwen3-VL are exercised by every other engine test; the full grid costs ~10 minutes on 2 cores.
+DEFAULT_KINDS = ("glm4v", "internvl")
+
+
+def selected_kinds() -> tuple[str, ...]:
+    """The family grid of this run: `EVR1_FAMILIES=all` (or a comma list of kinds) widens the default."""
+    raw = os.environ.get("EVR1_FAMILIES", "").strip()
+    if not raw:
+        return DEFAULT_KINDS
+    if raw == "all":
+        return ALL_KINDS
+    kinds = tuple(k.strip() for k in raw.split(",") if k.strip())
+    unknown = sorted(set(kinds) - set(ALL_KINDS))
+    if unknown:
+        raise ValueError(f"EVR1_FAMILIES names unknown kinds {unknown}; known: all, {', '.join(ALL_KINDS)}")
+    return kinds
+
 
 #: family -> (video spec settings, image spec settings) for `evr1_cache.families.get_family(f).video_spec(**...)`
 SPECS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {

@@ -29,7 +29,6 @@ import pytest
 from evr1_eval.backends import BackendConfig, GenerationParams, ImageInput, Request, VideoInput, create_backend
 
 ROOT = Path(__file__).resolve().parents[3]
-KINDS = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "glm4v", "glm4v_moe", "internvl")
 #: vLLM's CPU Gated DeltaNet kernel (Qwen3.5's linear-attention layers) refuses float32.
 VLLM_DTYPE = {"qwen3_5": "bfloat16", "qwen3_5_moe": "bfloat16"}
 DUMPS = ROOT / ".nox" / "parity"
@@ -60,6 +59,10 @@ def _testenv(name: str) -> Any:
     sys.modules[key] = module
     spec.loader.exec_module(module)
     return module
+
+
+#: testenv/family_data.py: glm4v + internvl by default; `EVR1_FAMILIES=all` runs every tiny family.
+KINDS = _testenv("family_data").selected_kinds()
 
 
 class _Loop:

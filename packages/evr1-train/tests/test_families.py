@@ -24,7 +24,6 @@ import pytest
 pytestmark = pytest.mark.verl
 
 ROOT = Path(__file__).resolve().parents[3]
-KINDS = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "glm4v", "glm4v_moe", "internvl")
 DUMPS = ROOT / ".nox" / "parity"
 #: Mismatches the verl-vs-vLLM comparison finds on released engines (see test_engine_families.py in evr1-eval):
 #: vLLM 0.32's InternVL processor tokenizes the frames' expansion apart from the text before `<video>`, so after
@@ -43,6 +42,10 @@ def _testenv(name: str) -> Any:
     sys.modules[key] = module
     spec.loader.exec_module(module)
     return module
+
+
+#: testenv/family_data.py: glm4v + internvl by default; `EVR1_FAMILIES=all` runs every tiny family.
+KINDS = _testenv("family_data").selected_kinds()
 
 
 @pytest.fixture(scope="module")
