@@ -22,6 +22,7 @@ from evr1_eval.backends.base import (
     template_record,
 )
 from evr1_eval.backends.model_path import check_model_path, load_error
+from evr1_eval.backends.mrope import use_reference_mrope
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 
@@ -77,6 +78,7 @@ class HfBackend:
         except (OSError, ValueError) as exc:  # not a model folder / hub id: one line naming it, not a traceback
             raise load_error("hf", self.config.model, exc) from None
         self._model = model.to(device).eval()
+        use_reference_mrope(model)  # vLLM's (and the trainer's) Qwen2/2.5-VL video positions, not transformers 5's
         if device == "cpu":
             torch.set_num_threads(cpu_threads(self.config.threads, model))
         self._eos = stop_token_ids_for(
