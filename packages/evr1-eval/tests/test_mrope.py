@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[3]
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("vllm", reason="needs vLLM: nox -s eval_engines")
     spec = importlib.util.spec_from_file_location("evr1_testenv_tiny_qwen", ROOT / "testenv" / "tiny_qwen.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     tiny = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tiny)
     out = tmp_path_factory.mktemp("tiny-qwen-mrope")
