@@ -1,4 +1,4 @@
-"""Qwen2.5-VL M-RoPE positions: `evr1_eval.backends.mrope` (what the hf backend and the trainer use) against vLLM's
+"""Qwen2.5-VL M-RoPE positions: `evr1_cache.mrope` (what the hf backend and the trainer use) against vLLM's
 own `get_mrope_input_positions`, on the prompts vLLM's multimodal processor builds from the same frames.
 
 transformers 5.x's `get_rope_index` starts the text after a video at `max(h, w) // merge` past its first position,
@@ -55,7 +55,7 @@ def test_positions_equal_vllms(model_dir: Path, videos: list[tuple[int, int]], w
     from vllm.multimodal.processing.context import TimingContext
     from vllm.multimodal.processing.inputs import ProcessorInputs
 
-    from evr1_eval.backends.mrope import reference_rope_index, use_reference_mrope
+    from evr1_cache.mrope import reference_rope_index, use_reference_mrope
 
     processor = MULTIMODAL_REGISTRY.create_processor(ModelConfig(model=str(model_dir), dtype="float32"))
     tok = processor.info.get_tokenizer()

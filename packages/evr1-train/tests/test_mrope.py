@@ -1,6 +1,6 @@
 """The local engine's Qwen2.5-VL M-RoPE positions are verl's (`verl.models.transformers.qwen2_vl.get_rope_index`,
 Qwen's reference rule, which vLLM's rollouts also use), not transformers 5's: after a video of several temporal
-patches the text starts one past the video's largest position (see `evr1_train.engine.mrope`)."""
+patches the text starts one past the video's largest position (see `evr1_cache.mrope`)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata as importlib_metadata
 from typing import Any
 
+from evr1_cache.mrope import use_reference_mrope
 from evr1_eval.backends.base import (
     BackendConfig,
     BackendError,
@@ -22,7 +23,6 @@ from evr1_eval.backends.base import (
     template_record,
 )
 from evr1_eval.backends.model_path import check_model_path, load_error
-from evr1_eval.backends.mrope import use_reference_mrope
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 

@@ -6,8 +6,9 @@ integer). Qwen's reference code (transformers 4.x), vLLM (`get_mrope_input_posit
 (`verl.models.transformers.qwen2_vl.get_rope_index`) start it one past the largest position of the video. On a
 video of more than one temporal patch the two disagree on every position after the video, so a model answers
 differently on transformers than on vLLM. `use_reference_mrope` puts the reference rule on a loaded transformers
-model, so the local engine trains and generates on the positions vLLM and verl give the model (and evr1-eval's
-transformers backend, which holds the same function in `evr1_eval.backends.mrope`, evaluates on them).
+model: evr1-train's local engine trains and generates, and evr1-eval's transformers backend evaluates, on the positions
+vLLM and verl give the cached frames. Here, in the package train and eval share, so both use one rule; torch is
+imported only inside the functions (`import evr1_cache` stays light).
 """
 
 from __future__ import annotations
