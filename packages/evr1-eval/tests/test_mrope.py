@@ -55,7 +55,7 @@ def test_positions_equal_vllms(model_dir: Path, videos: list[tuple[int, int]], w
     from vllm.multimodal.processing.context import TimingContext
     from vllm.multimodal.processing.inputs import ProcessorInputs
 
-    from evr1_cache.mrope import reference_rope_index, use_reference_mrope
+    from evr1_cache import reference_rope_index, use_reference_mrope
 
     processor = MULTIMODAL_REGISTRY.create_processor(ModelConfig(model=str(model_dir), dtype="float32"))
     tok = processor.info.get_tokenizer()

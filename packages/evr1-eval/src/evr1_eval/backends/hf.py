@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata as importlib_metadata
 from typing import Any
 
-from evr1_cache.mrope import use_reference_mrope
+from evr1_cache import use_reference_mrope
 from evr1_eval.backends.base import (
     BackendConfig,
     BackendError,

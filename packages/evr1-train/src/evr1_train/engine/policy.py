@@ -61,7 +61,7 @@ def load_policy(path: str, runtime: Runtime, key: str = "actor_rollout_ref.model
     from transformers import AutoModelForImageTextToText, AutoProcessor
     from transformers.utils import logging as hf_logging
 
-    from evr1_cache.mrope import use_reference_mrope
+    from evr1_cache import use_reference_mrope
     from evr1_train.engine.lora import is_adapter_folder, load_merged
     from evr1_train.model_path import check_model_path, explain_load_error, resolve_model_path
 
