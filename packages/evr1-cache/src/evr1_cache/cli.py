@@ -9,12 +9,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.plan.cli import PLAN_EXAMPLES, add_plan_args
+
 EXAMPLES = """examples:
   evr1-cache build data/train.jsonl --out cache/ --fps 2 --max-frames 64 --max-pixels 200704 --workers 2
   evr1-cache build data/train.parquet --out cache/ --rank $SLURM_ARRAY_TASK_ID --world-size 8
   evr1-cache probe "videos/clip 01.mp4"
   evr1-cache inspect cache/videos/<spec>/ab/<key>.safetensors
   evr1-cache verify cache/ --delete
+  evr1-cache plan data/train.jsonl --model ckpt/ --max-prompt-length 16384 --micro-batch 1 --sp 4
 """
 
 
@@ -28,6 +31,9 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-pixels", type=int, help="per-frame upper pixel bound")
     g.add_argument("--total-pixels", type=int, help="pixel budget over all frames")
     g.add_argument("--size-factor", type=int, help="28 for Qwen2/2.5-VL, 32 for Qwen3-VL")
+    g.add_argument(
+        "--family", help="model family whose own frame rule and budget apply (evr1_cache.families: glm4v, internvl)"
+    )
     g2 = p.add_argument_group("images (ImageSpec, independent of the video budget)")
     g2.add_argument("--image-min-pixels", type=int)
     g2.add_argument("--image-max-pixels", type=int)
@@ -36,7 +42,8 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 def specs_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
     from evr1_cache.spec import ImageSpec, SamplingSpec
 
-    names = ("fps", "nframes", "min_frames", "max_frames", "min_pixels", "max_pixels", "total_pixels", "size_factor")
+    names: tuple[str, ...] = ("fps", "nframes", "min_frames", "max_frames", "min_pixels", "max_pixels", "total_pixels")
+    names = (*names, "size_factor", "family")
     kw = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
     if args.nframes is not None and args.fps is None:
         kw["fps"] = None
@@ -48,6 +55,8 @@ def specs_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
         ikw["max_pixels"] = args.image_max_pixels
     if args.size_factor is not None:
         ikw["size_factor"] = args.size_factor
+    if args.family is not None:
+        ikw["family"] = args.family
     return spec, ImageSpec(**ikw)
 
 
@@ -82,6 +91,18 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--world-size", type=int, default=1, help="number of shards; no coordination needed")
     b.add_argument("--no-progress", action="store_true")
     _spec_args(b)
+    add_plan_args(b, in_build=True)
+
+    pl = sub.add_parser(
+        "plan",
+        help="exact prompt lengths per row (histogram, rows over a limit) and the activation memory they cost",
+        epilog=PLAN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    pl.add_argument("data", help="dataset file (.json, .jsonl, .parquet): raw rows or the dataset `build` wrote")
+    pl.add_argument("--media-root", help="base for relative media paths (default: the data file's folder)")
+    _spec_args(pl)
+    add_plan_args(pl)
 
     pr = sub.add_parser("probe", help="measure a video (true frame count, fps, duration, size, rotation)")
     pr.add_argument("video")
@@ -101,7 +122,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return {"build": _build, "probe": _probe, "inspect": _inspect, "verify": _verify}[args.command](args)
+        commands = {"build": _build, "plan": _plan, "probe": _probe, "inspect": _inspect, "verify": _verify}
+        return commands[args.command](args)
     except (FileNotFoundError, ValueError, KeyError, RuntimeError) as exc:
         print(f"evr1-cache {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -111,9 +133,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 _SHOWN = 20
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from evr1_cache.plan.cli import plan_command
+
+    return plan_command(args)
+
+
 def _build(args: argparse.Namespace) -> int:
     from evr1_cache.build import build_cache
 
+    if args.plan:
+        from evr1_cache.plan.build import build_planned
+
+        return build_planned(args)
     spec, image_spec = specs_from_args(args)
     report = build_cache(
         args.data,

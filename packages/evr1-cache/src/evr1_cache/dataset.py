@@ -86,6 +86,16 @@ def read_dataset(path: str | os.PathLike[str]) -> DatasetRows:
     return DatasetRows(p, "jsonl" if suffix == ".jsonl" else "json", tuple(rows), tuple(errors))
 
 
+def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The fields of every row of a dataset file; a malformed row is a `DatasetError` naming its file and line (for
+    tools that need all rows, such as the planner; `build` uses `read_dataset` and carries on past bad rows)."""
+    data = read_dataset(path)
+    if data.errors:
+        more = f" (and {len(data.errors) - 1} more)" if len(data.errors) > 1 else ""
+        raise DatasetError(f"{data.errors[0]}{more}")
+    return [dict(row.data) for row in data.rows]
+
+
 def _first_char(fh: Any) -> bytes:
     while chunk := fh.read(4096):
         stripped = chunk.lstrip()

@@ -19,7 +19,10 @@ import math
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+
+if TYPE_CHECKING:
+    from evr1_cache.families.base import ModelFamily
 
 __all__ = [
     "FRAME_FACTOR",
@@ -33,6 +36,9 @@ __all__ = [
     "SamplingSpec",
     "VideoMeta",
     "get_resize_rule",
+    "qwen_frame_indices",
+    "qwen_resized_hw",
+    "qwen_resized_image_hw",
     "register_resize_rule",
     "resized_hw",
     "resized_image_hw",
@@ -82,8 +88,10 @@ def _positive_float(owner: str, name: str, value: object) -> float:
     return float(value)
 
 
-def _size_factor(owner: str, value: object) -> int:
-    factor = _int(owner, "size_factor", value, 1)
+def _size_factor(owner: str, value: object, family: str | None = None) -> int:
+    if family is not None:  # the model family names its own factors (e.g. InternVL's tile side)
+        return _family(family).check_size_factor(owner, value)
+    factor = _int(owner, "size_factor", 28 if value is None else value, 1)
     if factor not in SIZE_FACTORS:
         raise ValueError(
             f"{owner}.size_factor must be 28 (Qwen2/2.5-VL: patch 14 x merge 2) or 32 (Qwen3-VL: patch 16 x merge 2), "
@@ -209,6 +217,8 @@ class _Settings:
     def to_dict(self) -> dict[str, Any]:
         """The canonical settings (defaults resolved), as stored next to a cache."""
         result: dict[str, Any] = dataclasses.asdict(self)  # type: ignore[call-overload]
+        if result.get("family") is None:  # specs without a model family keep the keys they always had
+            result.pop("family", None)
         return result
 
     @classmethod
@@ -225,12 +235,21 @@ class _Settings:
         return _short_hash({"kind": self._kind, "spec_version": SPEC_VERSION, **settings, "resize": rule.id})
 
 
-def _pixel_budget(spec: Any, owner: str, min_tokens: int, max_tokens: int) -> None:
+def _pixel_budget(spec: Any, owner: str, min_tokens: int, max_tokens: int, kind: str) -> None:
     """Resolve `size_factor` and the per-frame pixel bounds (defaults: token counts x factor**2) in place."""
-    factor = _size_factor(owner, spec.size_factor)
+    family = spec.family
+    if family is not None and not isinstance(family, str):
+        raise ValueError(f"{owner}.family must be a model-family name (evr1_cache.families), got {family!r}")
+    factor = _size_factor(owner, spec.size_factor, family)
     _set(spec, "size_factor", factor)
-    min_pixels = min_tokens * factor * factor if spec.min_pixels is None else spec.min_pixels
-    max_pixels = max_tokens * factor * factor if spec.max_pixels is None else spec.max_pixels
+    if family is not None:  # the family's own default budget (token counts x factor**2 for Qwen)
+        lo, hi = _family(family).default_pixels(kind, factor)
+    else:
+        lo, hi = min_tokens * factor * factor, max_tokens * factor * factor
+    if family is not None and _family(family).spec_rule:  # a Qwen family: the spec's own rule, filed without a name
+        _set(spec, "family", None)
+    min_pixels = lo if spec.min_pixels is None else spec.min_pixels
+    max_pixels = hi if spec.max_pixels is None else spec.max_pixels
     min_pixels = _int(owner, "min_pixels", min_pixels, 1)
     max_pixels = _int(owner, "max_pixels", max_pixels, 1)
     if max_pixels < min_pixels:
@@ -256,7 +275,9 @@ class SamplingSpec(_Settings):
     min_pixels: int | None = None
     max_pixels: int | None = None
     total_pixels: int | None = None
-    size_factor: int = 28
+    size_factor: int | None = None  # resolved: the family's factor, else 28
+    #: A model family of `evr1_cache.families` whose own frame rule and sizes apply (None: qwen-vl-utils' rule).
+    family: str | None = None
     resize: str = VIDEO_RESIZE.name
     _kind: ClassVar[str] = "video"
 
@@ -277,9 +298,11 @@ class SamplingSpec(_Settings):
             raise ValueError(f"{owner}: max_frames ({max_frames}) must be >= min_frames ({min_frames})")
         _set(self, "min_frames", min_frames)
         _set(self, "max_frames", max_frames)
-        _pixel_budget(self, owner, VIDEO_MIN_TOKENS, VIDEO_MAX_TOKENS)
+        _pixel_budget(self, owner, VIDEO_MIN_TOKENS, VIDEO_MAX_TOKENS, "video")
         if self.total_pixels is not None:
             _set(self, "total_pixels", _int(owner, "total_pixels", self.total_pixels, 1))
+        if self.family is not None:  # settings the family's own rule cannot honour are refused here, by name
+            _family(self.family).check_spec(self)
         get_resize_rule(self.resize)
 
 
@@ -290,12 +313,16 @@ class ImageSpec(_Settings):
 
     min_pixels: int | None = None
     max_pixels: int | None = None
-    size_factor: int = 28
+    size_factor: int | None = None  # resolved: the family's factor, else 28
+    #: A model family of `evr1_cache.families` whose own image rule applies (None: qwen-vl-utils' `fetch_image`).
+    family: str | None = None
     resize: str = IMAGE_RESIZE.name
     _kind: ClassVar[str] = "image"
 
     def __post_init__(self) -> None:
-        _pixel_budget(self, "ImageSpec", IMAGE_MIN_TOKENS, IMAGE_MAX_TOKENS)
+        _pixel_budget(self, "ImageSpec", IMAGE_MIN_TOKENS, IMAGE_MAX_TOKENS, "image")
+        if self.family is not None:
+            _family(self.family).check_spec(self)
         get_resize_rule(self.resize)
 
 
@@ -350,12 +377,20 @@ def sample_frame_indices(total_num_frames: int, native_fps: float, spec: Samplin
 
     The count follows `smart_nframes`; the indices are `linspace(0, total_num_frames - 1, n)` rounded as torch does.
     `native_fps` is only used in fps mode. Raises ValueError when the video is too short for the spec.
+    With `spec.family` set, that model family's own rule applies (`evr1_cache.families`).
     """
     total = _int("sample_frame_indices", "total_num_frames", total_num_frames, 1)
     if total >= MAX_TOTAL_FRAMES:
         raise ValueError(f"a video of {total} frames is beyond float32 frame indexing (< {MAX_TOTAL_FRAMES}); split it")
-    nframes = _frame_count(total, native_fps, spec)
-    return _linspace_round(total - 1, nframes)
+    if spec.family is not None:
+        return _family(spec.family).sample_frame_indices(total, native_fps, spec)
+    return qwen_frame_indices(total, native_fps, spec)
+
+
+def qwen_frame_indices(total_num_frames: int, native_fps: float, spec: SamplingSpec) -> tuple[int, ...]:
+    """qwen-vl-utils' rule whatever `spec.family` says (the Qwen families' adapters call it)."""
+    nframes = _frame_count(total_num_frames, native_fps, spec)
+    return _linspace_round(total_num_frames - 1, nframes)
 
 
 # -- frame size -----------------------------------------------------------------------------------------------------
@@ -394,6 +429,7 @@ def _video_max_pixels(nframes: int, spec: SamplingSpec) -> float:
     """The per-frame pixel cap `fetch_video` applies to `nframes` frames (may be a float, as in the library)."""
     n = _int("resized_hw", "nframes", nframes, 1)
     factor = spec.size_factor
+    assert factor is not None  # resolved in __post_init__
     assert spec.min_pixels is not None  # resolved in __post_init__
     assert spec.max_pixels is not None
     total: float = spec.total_pixels if spec.total_pixels is not None else DEFAULT_MODEL_SEQ_LEN * factor * factor * 0.9
@@ -402,16 +438,41 @@ def _video_max_pixels(nframes: int, spec: SamplingSpec) -> float:
 
 
 def resized_hw(height: int, width: int, nframes: int, spec: SamplingSpec) -> tuple[int, int]:
-    """(height, width) of every sampled frame of a `height` x `width` video once `nframes` frames share the budget."""
+    """(height, width) of every sampled frame of a `height` x `width` video once `nframes` frames share the budget.
+
+    With `spec.family` set, that model family's own rule applies (`evr1_cache.families`)."""
+    if spec.family is not None:
+        return _family(spec.family).resized_hw(height, width, nframes, spec)
+    return qwen_resized_hw(height, width, nframes, spec)
+
+
+def qwen_resized_hw(height: int, width: int, nframes: int, spec: SamplingSpec) -> tuple[int, int]:
+    """qwen-vl-utils' `fetch_video` size whatever `spec.family` says (the Qwen families' adapters call it)."""
     assert spec.min_pixels is not None  # resolved in __post_init__
+    assert spec.size_factor is not None
     return _smart_resize(height, width, spec.size_factor, spec.min_pixels, _video_max_pixels(nframes, spec))
 
 
 def resized_image_hw(height: int, width: int, image_spec: ImageSpec) -> tuple[int, int]:
-    """(height, width) of a still image under its own budget (qwen-vl-utils' `fetch_image`)."""
+    """(height, width) of a still image under its own budget (qwen-vl-utils' `fetch_image`, or the family's rule)."""
+    if image_spec.family is not None:
+        return _family(image_spec.family).resized_image_hw(height, width, image_spec)
+    return qwen_resized_image_hw(height, width, image_spec)
+
+
+def qwen_resized_image_hw(height: int, width: int, image_spec: ImageSpec) -> tuple[int, int]:
+    """qwen-vl-utils' `fetch_image` size whatever `image_spec.family` says."""
     assert image_spec.min_pixels is not None  # resolved in __post_init__
     assert image_spec.max_pixels is not None
+    assert image_spec.size_factor is not None
     return _smart_resize(height, width, image_spec.size_factor, image_spec.min_pixels, image_spec.max_pixels)
+
+
+def _family(name: str) -> ModelFamily:
+    """The registered model family `name` (imported lazily: the spec itself stays one stdlib module)."""
+    from evr1_cache.families import get_family
+
+    return get_family(name)
 
 
 # -- metadata -------------------------------------------------------------------------------------------------------

@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 ANNOTATION_SUFFIXES = (".json", ".jsonl")
-#: Qwen3-VL's vision patches are 16 px (merged 2x2 -> 32); Qwen2/2.5-VL's are 14 px (-> 28).
-SIZE_FACTOR_BY_MODEL_TYPE = {"qwen3_vl": 32, "qwen3_vl_moe": 32, "qwen2_5_vl": 28, "qwen2_vl": 28}
 
 
 def find_annotations(annotations_dir: Path, names: Sequence[str]) -> Path:
@@ -68,40 +66,45 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
 
 
 def model_size_factor(model: str) -> int | None:
-    """The size factor a local checkpoint's architecture needs (None when unknown or not a local folder)."""
-    config = Path(model) / "config.json"
-    if not config.is_file():
-        return None
-    try:
-        model_type = json.loads(config.read_text(encoding="utf-8")).get("model_type")
-    except (OSError, json.JSONDecodeError):
-        return None
-    return SIZE_FACTOR_BY_MODEL_TYPE.get(str(model_type))
+    """The size factor a checkpoint's model family needs (None when the family is unknown)."""
+    from evr1_cache.families import family_or_none
+
+    family = family_or_none(model)
+    return None if family is None else family.size_factor
 
 
 def sampling_overrides(spec: Any, overrides: Mapping[str, Any], model: str | None) -> dict[str, Any]:
-    """Validated overrides for `dataclasses.replace(spec, ...)`: unknown keys name the valid ones; the model's patch
-    geometry fills `size_factor` unless given; `nframes` switches fps off (the spec takes exactly one)."""
+    """Validated overrides for `dataclasses.replace(spec, ...)`: unknown keys name the valid ones; the model's family
+    fills `family` and `size_factor` unless given (its own frame rule and patch geometry, `evr1_cache.families`);
+    `nframes` switches fps off (the spec takes exactly one)."""
+    from evr1_cache.families import family_or_none
+
     out = dict(overrides)
     names = {f.name for f in dataclasses.fields(spec)}
     unknown = sorted(set(out) - names)
     if unknown:
         raise ValueError(f"--sampling: unknown field(s) {unknown}; valid: {', '.join(sorted(names))}")
-    if "size_factor" not in out and model:
-        factor = model_size_factor(model)
-        if factor is not None:
-            out["size_factor"] = factor
+    family = family_or_none(model) if model else None
+    if family is not None:
+        if "family" not in out and not family.spec_rule:
+            out["family"] = family.name
+        if "size_factor" not in out:
+            out["size_factor"] = None if out.get("family") else family.size_factor
+            if out.get("family") is not None:  # the family's own pixel budget replaces the benchmark's Qwen one
+                out.setdefault("min_pixels", None)
+                out.setdefault("max_pixels", None)
     if out.get("nframes") is not None and "fps" not in out:
         out["fps"] = None
     return out
 
 
 def image_spec_for(spec: Any, overrides: Mapping[str, Any] | None = None) -> Any:
-    """Images use their own budget, with the same patch geometry as the videos; `overrides` are `ImageSpec` fields
-    (a checkpoint's training record gives all of them)."""
+    """Images use their own budget, with the same patch geometry (and model family) as the videos; `overrides` are
+    `ImageSpec` fields (a checkpoint's training record gives all of them)."""
     from evr1_cache import ImageSpec
 
-    return ImageSpec(**{"size_factor": getattr(spec, "size_factor", 28), **dict(overrides or {})})
+    base = {"size_factor": getattr(spec, "size_factor", 28), "family": getattr(spec, "family", None)}
+    return ImageSpec(**{**base, **dict(overrides or {})})
 
 
 def load_job(bench: Any, annotations_dir: Path, media_root: Path | None, protocol: Any = None) -> Any:

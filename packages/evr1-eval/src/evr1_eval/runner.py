@@ -161,6 +161,8 @@ def sampling_for(bench: BenchmarkLike, overrides: Mapping[str, Any]) -> Any:
 
 
 def _spec_record(spec: Any) -> Any:
+    if callable(getattr(spec, "to_dict", None)):  # the spec's canonical settings (a family-less spec names none)
+        return {"key": spec_key(spec), **spec.to_dict()}
     if dataclasses.is_dataclass(spec) and not isinstance(spec, type):
         return {"key": spec_key(spec), **dataclasses.asdict(spec)}
     return {"key": spec_key(spec)}

@@ -249,11 +249,12 @@ def recorded_spec_keys(record: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _spec_diff(label: str, trained: Mapping[str, Any], spec: Any) -> list[str]:
+    """Fields whose values differ. A field the training record lacks (a checkpoint written before the spec gained it)
+    is not a difference by itself: the recorded spec key, compared separately, versions every field that moves pixels."""
     ours = spec.to_dict() if callable(getattr(spec, "to_dict", None)) else dict(vars(spec))
-    names = sorted(set(trained) | set(ours))
     return [
         f"{label}.{k}: {ours.get(k)!r} here, {trained.get(k)!r} in training"
-        for k in names
+        for k in sorted(trained)
         if ours.get(k) != trained.get(k)
     ]
 

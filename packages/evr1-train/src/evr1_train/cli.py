@@ -54,6 +54,9 @@ register_command(
 register_command("sft", "evr1_train.verl_sft:main", "supervised warm start on verl's SFT trainer (torchrun, FSDP)")
 register_command("view", "evr1_train.rollouts.view:main", "the rollout viewer (static HTML) of a run's rollout dumps")
 register_command(
+    "parity", "evr1_train.parity.cli:main", "input parity of one row: verl dataset vs transformers vs vLLM (dumps)"
+)
+register_command(
     "export-heldout", "evr1_train.export:main", "a run's held-out rows as a file evr1-eval scores (evr1_data)"
 )
 
@@ -99,6 +102,7 @@ def run_verl(cfg: Any) -> None:
     check_verl_folder(cfg)
     auto_set_device(cfg)
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+    write_verl_protocol(cfg)
     if cfg.trainer.use_v1:
         run_ppo(cfg, task_runner_class=TaskRunnerV1)
     else:  # ReMax: verl 0.9.1 implements its greedy baseline only in the legacy trainer
@@ -123,6 +127,19 @@ def check_verl_folder(cfg: Any) -> None:
         resume = _resume(OmegaConf.select(cfg, "engine.resume", default="auto"))
         check_resume(folder, settings, resume, any(folder.glob("global_step_*")))
     write_settings(folder, settings)
+
+
+def write_verl_protocol(cfg: Any) -> None:
+    """The run folder's `evr1_train_protocol.json` (the evr1 trainer mode also writes one into every
+    `global_step_N/`): how the model is prompted, shown frames and sampled, for evaluation to reproduce."""
+    from pathlib import Path
+
+    from evr1_train.atomic import atomic_json
+    from evr1_train.engine.protocol import PROTOCOL_FILE, verl_training_protocol
+
+    folder = Path(str(cfg.trainer.default_local_dir))
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_json(folder / PROTOCOL_FILE, verl_training_protocol(cfg))
 
 
 # -- short help ---------------------------------------------------------------------------------------------------

@@ -47,6 +47,29 @@ def check_video_metadata(metadata: Mapping[str, Any]) -> None:
         raise BackendError(f"video metadata lacks {sorted(missing)}: pass VideoMeta.to_hf() from evr1-cache")
 
 
+def model_family(model: str, model_type: str | None = None) -> Any:
+    """The evr1 model family (`evr1_cache.families`) of a checkpoint, by its config's `model_type` or its path / id;
+    None for a model no family serves (its processor then gets the generic pre-sampled-video arguments)."""
+    from evr1_cache.families import family_or_none
+
+    return family_or_none(model_type) if model_type else family_or_none(model)
+
+
+def processor_media_kwargs(family: Any, request: Request) -> dict[str, Any]:
+    """The transformers processor's keyword arguments for a request's media, as the model family prescribes:
+    cached frames are neither re-sampled (`do_sample_frames=False` + metadata) nor re-sized."""
+    for v in request.videos:
+        check_video_metadata(v.metadata)
+    if family is not None:
+        out: dict[str, Any] = family.hf_kwargs([dict(v.metadata) for v in request.videos], images=bool(request.images))
+        return out
+    from evr1_cache.families import hf_metadata
+
+    if not request.videos:
+        return {}
+    return {"video_metadata": [hf_metadata(dict(v.metadata)) for v in request.videos], "do_sample_frames": False}
+
+
 @dataclass(frozen=True, slots=True)
 class ImageInput:
     pixels: np.ndarray  # uint8 [H, W, 3]

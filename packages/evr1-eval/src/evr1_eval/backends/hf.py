@@ -18,7 +18,8 @@ from evr1_eval.backends.base import (
     BackendError,
     GenerationParams,
     Request,
-    check_video_metadata,
+    model_family,
+    processor_media_kwargs,
     stop_token_ids_for,
     template_record,
 )
@@ -46,6 +47,7 @@ class HfBackend:
         self._processor: Any = None
         self._device: str = "cpu"
         self._eos: list[int] = []
+        self._family: Any = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evr1-hf")
 
     def check(self) -> None:
@@ -84,20 +86,19 @@ class HfBackend:
         self._eos = stop_token_ids_for(
             self._processor.tokenizer, model.generation_config.eos_token_id, chat_template=self.config.chat_template
         )
+        self._family = model_family(self.config.model, getattr(model.config, "model_type", None))
 
     def _inputs(self, request: Request) -> Any:
         text = self._processor.apply_chat_template(
             request.messages(), tokenize=False, add_generation_prompt=True, chat_template=self.config.chat_template
         )
-        kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
+        kwargs: dict[str, Any] = {
+            "text": [text],
+            "return_tensors": "pt",
+            **processor_media_kwargs(self._family, request),
+        }
         if request.videos:
-            for v in request.videos:
-                check_video_metadata(v.metadata)
             kwargs["videos"] = [v.frames for v in request.videos]
-            kwargs["video_metadata"] = [
-                {k: val for k, val in v.metadata.items() if k != "do_sample_frames"} for v in request.videos
-            ]
-            kwargs["do_sample_frames"] = False
         if request.images:
             kwargs["images"] = [i.pixels for i in request.images]
         return self._processor(**kwargs).to(self._device)

@@ -18,6 +18,7 @@ from evr1_eval.backends.base import (
     GenerationParams,
     Request,
     check_video_metadata,
+    model_family,
     stop_token_ids_for,
     template_record,
 )
@@ -62,9 +63,13 @@ def engine_args(config: BackendConfig) -> dict[str, Any]:
     return args
 
 
-def video_item(frames: Any, metadata: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """vLLM's video item: frames plus transformers-style metadata; re-sampling in the processor is switched off."""
+def video_item(frames: Any, metadata: dict[str, Any], family: Any = None) -> tuple[Any, dict[str, Any]]:
+    """vLLM's video item: frames plus transformers-style metadata (as the model family hands them over); re-sampling
+    in the processor is switched off."""
     check_video_metadata(metadata)
+    if family is not None:
+        item: tuple[Any, dict[str, Any]] = family.vllm_video(frames, metadata)
+        return item
     return frames, {**metadata, "do_sample_frames": False}
 
 
@@ -80,6 +85,7 @@ class VllmBackend:
         self._final_only: Any = None
         self._dead_error: type[BaseException] = EngineDead
         self._eos: list[int] = []
+        self._family: Any = None
 
     def check(self) -> None:
         """vLLM importable and `--model` a model folder or a Hub id (see `model_path`)."""
@@ -104,6 +110,8 @@ class VllmBackend:
             _model_eos(getattr(self._engine, "model_config", None)),
             chat_template=self.config.chat_template,
         )
+        hf_config = getattr(getattr(self._engine, "model_config", None), "hf_config", None)
+        self._family = model_family(self.config.model, getattr(hf_config, "model_type", None))
 
     def sampling_params(self, params: GenerationParams) -> Any:
         """vLLM's `SamplingParams` for `params`: stops on the EOS / end-of-turn ids as well as vLLM's own EOS rule;
@@ -134,7 +142,7 @@ class VllmBackend:
         mm: dict[str, Any] = {}
         uuids: dict[str, Any] = {}
         if request.videos:
-            items = [video_item(v.frames, dict(v.metadata)) for v in request.videos]
+            items = [video_item(v.frames, dict(v.metadata), self._family) for v in request.videos]
             mm["video"] = items if len(items) > 1 else items[0]
             if all(v.key for v in request.videos):
                 keys = [v.key for v in request.videos]
@@ -149,6 +157,10 @@ class VllmBackend:
                 uuids["image"] = keys if len(keys) > 1 else keys[0]
         if mm:
             prompt["multi_modal_data"] = mm
+            if self._family is not None:  # the settings the HF backend and the trainer's rollouts use (no re-sizing)
+                kwargs = self._family.vllm_processor_kwargs()
+                if kwargs:
+                    prompt["mm_processor_kwargs"] = kwargs
         if uuids and set(uuids) == set(mm):
             prompt["multi_modal_uuids"] = uuids
         return prompt

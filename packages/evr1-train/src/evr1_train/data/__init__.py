@@ -2,7 +2,7 @@
 
 Public API (stable; the verl-free core is shared with the local engine):
     DataOptions, RowInputs, row_to_inputs, row_messages, load_media, row_extra_info, ground_truth_of,
-    build_prompt_text, MediaLoader, MediaMissError
+    build_prompt_text, MediaLoader, MediaMissError, check_model_family
 `Evr1Dataset` (needs verl) is imported lazily: `from evr1_train.data.dataset import Evr1Dataset`.
 """
 
@@ -11,7 +11,15 @@ from typing import Any
 from evr1_train.data.media import MediaLoader, MediaMissError
 from evr1_train.data.options import DataOptions
 from evr1_train.data.prompt import build_prompt_text
-from evr1_train.data.row import RowInputs, ground_truth_of, load_media, row_extra_info, row_messages, row_to_inputs
+from evr1_train.data.row import (
+    RowInputs,
+    check_model_family,
+    ground_truth_of,
+    load_media,
+    row_extra_info,
+    row_messages,
+    row_to_inputs,
+)
 
 __all__ = [
     "DataOptions",
@@ -20,6 +28,7 @@ __all__ = [
     "MediaMissError",
     "RowInputs",
     "build_prompt_text",
+    "check_model_family",
     "ground_truth_of",
     "load_media",
     "row_extra_info",

@@ -20,7 +20,14 @@ from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from evr1_train.data.media import loader_for
 from evr1_train.data.options import DataOptions
-from evr1_train.data.row import ground_truth_of, load_media, media_items, row_extra_info, row_messages
+from evr1_train.data.row import (
+    check_model_family,
+    ground_truth_of,
+    load_media,
+    media_items,
+    row_extra_info,
+    row_messages,
+)
 from evr1_train.hybrid import HybridConfig, row_offline_text
 
 logger = logging.getLogger(__name__)
@@ -45,6 +52,7 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
 
     def __init__(self, data_files: Any, tokenizer: Any, config: Any, processor: Any = None, max_samples: int = -1):
         self.evr1 = _options(config, data_files)
+        self.family = check_model_family(self.evr1, processor if processor is not None else tokenizer)
         self._hybrid_keys = HybridConfig(
             enable=True, output_key=self.evr1.offline_output_key, flag_key=self.evr1.offline_flag_key
         )
@@ -54,6 +62,17 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
     def _read_files_and_tokenize(self) -> None:
         super()._read_files_and_tokenize()
         self.dataframe = self._drop_rows_with_missing_media(self.dataframe)
+        self.dataframe = self._check_prompt_lengths(self.dataframe)
+
+    def _check_prompt_lengths(self, frame: Any) -> Any:
+        """Refuse (or filter, `evr1.plan.on_over_limit`) rows longer than data.max_prompt_length, before step one."""
+        from evr1_train.data.plan_check import check_prompt_lengths
+
+        limit = getattr(self, "max_prompt_length", None)
+        keep = check_prompt_lengths(
+            list(frame), self.evr1, self.processor or self.tokenizer, self.family, limit, self.evr1.on_over_limit
+        )
+        return frame.select(keep) if len(keep) != len(frame) else frame
 
     def _drop_rows_with_missing_media(self, frame: Any) -> Any:
         """Rows whose media can be served neither from the cache nor from disk are dropped with a logged reason.

@@ -45,8 +45,11 @@ class DataOptions:
         "decode" (ignore the cache).
     cache_dir: the `evr1-cache build --out` folder (needed unless video_source=decode).
     video / image: keyword arguments of `evr1_cache.spec.SamplingSpec` / `ImageSpec` — they must equal the settings
-        the cache was built with, otherwise the cache key differs and every video is a miss.
+        the cache was built with, otherwise the cache key differs and every video is a miss. `family` (e.g. glm4v,
+        internvl) applies that model family's own frame rule and default budget (evr1_cache.families).
     system_prompt: optional system turn. think: ask for `<think>...</think>` before `<answer>...</answer>`.
+    on_over_limit: what the start-up prompt-length check does with rows over `data.max_prompt_length` (set through
+        `evr1.plan.on_over_limit`; see `evr1_train.data.plan_check`).
     """
 
     prompt_key: str = "problem"
@@ -62,8 +65,12 @@ class DataOptions:
     think: bool = True
     offline_output_key: str = "offline_output"
     offline_flag_key: str = "has_offline_trajectory"
+    #: rows longer than data.max_prompt_length at start-up: "error" (refuse, naming them) or "filter" (drop them)
+    on_over_limit: str = "error"
 
     def __post_init__(self) -> None:
+        if self.on_over_limit not in ("error", "filter"):
+            raise ValueError(f"evr1.plan.on_over_limit must be error or filter, got {self.on_over_limit!r}")
         if self.video_source not in VIDEO_SOURCES:
             raise ValueError(f"data.evr1.video_source must be one of {list(VIDEO_SOURCES)}, got {self.video_source!r}")
         if self.video_source != "decode" and not self.cache_dir:
@@ -74,8 +81,9 @@ class DataOptions:
         video = dict(self.video)
         if video.get("nframes") is not None and "fps" not in video:  # a fixed frame count replaces the default fps
             video["fps"] = None
-        object.__setattr__(self, "video", {**DEFAULT_VIDEO, **video})
-        object.__setattr__(self, "image", {**DEFAULT_IMAGE, **dict(self.image)})
+        object.__setattr__(self, "video", {**_defaults(DEFAULT_VIDEO, video), **video})
+        image = dict(self.image)
+        object.__setattr__(self, "image", {**_defaults(DEFAULT_IMAGE, image), **image})
 
     def video_spec(self) -> SamplingSpec:
         from evr1_cache.spec import SamplingSpec
@@ -98,6 +106,14 @@ class DataOptions:
         if data.get("media_root") is None and base_dir is not None:
             data["media_root"] = base_dir
         return cls(**data)
+
+
+def _defaults(defaults: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The defaults under `given`: with a model `family` (evr1_cache.families) the family's own size factor and pixel
+    budget apply, not Qwen2.5-VL's (None = the family decides)."""
+    if given.get("family") is None:
+        return dict(defaults)
+    return {**defaults, "size_factor": None, "min_pixels": None, "max_pixels": None}
 
 
 def _plain(value: Any) -> Any:

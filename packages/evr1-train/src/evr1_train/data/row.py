@@ -11,6 +11,7 @@ Names (stable):
     ground_truth_of(row, opts) -> Any
     row_to_inputs(row, opts, index=0, hybrid=None) -> RowInputs
     media_items(messages) -> list[dict]
+    check_model_family(opts, processor, model=None) -> ModelFamily | None
 """
 
 from __future__ import annotations
@@ -182,3 +183,18 @@ def row_to_inputs(row: Mapping[str, Any], opts: DataOptions, index: int = 0, hyb
         extra_info=extra,
         offline_text=row_offline_text(row, hybrid) if hybrid is not None else None,
     )
+
+
+def check_model_family(opts: DataOptions, processor: Any, model: str | None = None) -> Any:
+    """The model family (`evr1_cache.families`) of a checkpoint / loaded processor, after checking that the configured
+    video and image specs were made for it; None when no family serves it (then nothing can be checked).
+
+    Why: a Qwen3-VL run with Qwen2.5-VL's 28-px spec, or a GLM-4.1V run with Qwen-sampled frames, trains on inputs
+    the processor silently re-sizes or mis-times; failing when the data is set up names the fix."""
+    from evr1_cache.families import family_of_processor, family_or_none
+
+    family = (family_or_none(model) if model else None) or family_of_processor(processor)
+    if family is not None:
+        family.check_fits(opts.video_spec(), "data.evr1.video")
+        family.check_fits(opts.image_spec(), "data.evr1.image")
+    return family

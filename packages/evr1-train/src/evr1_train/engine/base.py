@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from evr1_train.data.row import check_model_family
 from evr1_train.engine import algorithms
 from evr1_train.engine.batch import EncodedPrompt, encode_prompt
 from evr1_train.engine.config import LocalConfig, plain
@@ -109,7 +110,10 @@ class BaseTrainer:
         self.tokenizer = self.processor.tokenizer
         self.pad_id = int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
         self.eos = eos_ids(self.model, self.tokenizer)
-        self.vision_ids = vision_token_ids(self.tokenizer)
+        self.family = check_model_family(self.data_opts, self.processor, cfg.model_path)
+        self.train_rows = self._fit_prompt_length(self.train_rows, "train")
+        self.val_rows = self._fit_prompt_length(self.val_rows, "validation")
+        self.vision_ids = vision_token_ids(self.tokenizer, self.family)
         self.parameters_report = self._setup_trainable()
         self.model.train()
         self.optimizer = self._build_optimizer()
@@ -184,6 +188,14 @@ class BaseTrainer:
         return vision_zero_term(self.model, "image")
 
     # -- data ------------------------------------------------------------------------------------------------
+    def _fit_prompt_length(self, rows: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
+        """Rows over data.max_prompt_length: refused or filtered before step one (evr1.plan.on_over_limit)."""
+        from evr1_train.data.plan_check import check_prompt_lengths
+
+        limit, mode = self.cfg.max_prompt_length, self.data_opts.on_over_limit
+        keep = check_prompt_lengths(rows, self.data_opts, self.processor, self.family, limit, mode, split)
+        return [rows[i] for i in keep]
+
     def _usable(self, rows: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
         """Drop rows whose prompt cannot be built, whose media file is missing, or whose answer cannot be scored.
 
@@ -246,7 +258,7 @@ class BaseTrainer:
         enc = cache.get(rid) if cache is not None else None
         if enc is None:
             inputs = row_to_inputs(row, self.data_opts, index, None)
-            enc = encode_prompt(self.processor, inputs.messages, inputs.images, inputs.videos)
+            enc = encode_prompt(self.processor, inputs.messages, inputs.images, inputs.videos, self.family)
             if cache is not None:
                 cache[rid] = enc
             gt, extras = inputs.ground_truth, dict(inputs.extra_info)

@@ -31,12 +31,22 @@ class EncodedPrompt:
 
 
 def encode_prompt(
-    processor: Any, messages: list[dict[str, Any]], images: Sequence[Any], videos: Sequence[Any]
+    processor: Any,
+    messages: list[dict[str, Any]],
+    images: Sequence[Any],
+    videos: Sequence[Any],
+    family: Any = None,
 ) -> EncodedPrompt:
-    """Chat template + processor for one prompt; videos are `(frames [T,H,W,3] uint8, metadata)` pairs (pre-sampled)."""
+    """Chat template + processor for one prompt; videos are `(frames [T,H,W,3] uint8, metadata)` pairs (pre-sampled).
+
+    `family` (`evr1_cache.families`) supplies the processor arguments for cached media (no re-sampling, no
+    re-sizing), as the eval backends and verl's `data.mm_processor_kwargs` pass them."""
     text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     kwargs: dict[str, Any] = {"images": list(images)} if images else {}
-    out = processor(text=[text], return_tensors="pt", **kwargs, **video_kwargs(videos))
+    kwargs.update(video_kwargs(videos))
+    if family is not None:
+        kwargs.update(family.hf_kwargs([_hf_meta(m) for _, m in videos], images=bool(images)))
+    out = processor(text=[text], return_tensors="pt", **kwargs)
     vision: dict[str, torch.Tensor] = {}
     for key in VISION_KEYS:
         if key in out and out[key] is not None:

@@ -131,6 +131,8 @@ class LocalConfig:
     actor_node: Any = None
     data_evr1_node: Any = None
     hybrid_node: Any = None
+    #: data.max_prompt_length: rows over it are refused or filtered at start-up (evr1.plan.on_over_limit)
+    max_prompt_length: int | None = None
 
     def __post_init__(self) -> None:
         if not self.train_files:
@@ -209,6 +211,7 @@ class LocalConfig:
             actor_node=_get(cfg, "actor_rollout_ref.actor"),
             data_evr1_node=_get(cfg, "data.evr1"),
             hybrid_node=_get(cfg, "evr1.hybrid"),
+            max_prompt_length=_get(cfg, "data.max_prompt_length"),
         )
         return cls(**values)
 

@@ -89,9 +89,10 @@ def load_policy(path: str, runtime: Runtime, key: str = "actor_rollout_ref.model
 VISION_SPECIAL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>")
 
 
-def vision_token_ids(tokenizer: Any) -> list[int]:
+def vision_token_ids(tokenizer: Any, family: Any = None) -> list[int]:
+    """Ids of the vision special tokens (the model family's, `evr1_cache.families`; Qwen's without one)."""
     ids = []
-    for tok in VISION_SPECIAL_TOKENS:
+    for tok in family.vision_tokens if family is not None else VISION_SPECIAL_TOKENS:
         i = tokenizer.convert_tokens_to_ids(tok)
         if isinstance(i, int) and i != tokenizer.unk_token_id and i >= 0:
             ids.append(int(i))

@@ -2,14 +2,16 @@
 
 Why: evaluation must reproduce training exactly — the same prompt text and answer format, the same frame sampling
 and pixel budgets (the cache spec keys), the same chat template, and generation that stops where the trained model
-stops (its EOS ids). The file sits in the run folder and in every `checkpoints/step_N/`, so a checkpoint describes
-itself; docs/train.md documents every field.
+stops (its EOS ids). The file sits in the run folder and in every checkpoint (local engine: `checkpoints/step_N/`, verl:
+`global_step_N/`), so a checkpoint describes itself; docs/train.md documents every field.
 
-Names (stable): PROTOCOL_FILE, PROTOCOL_FORMAT, training_protocol(...)
+Names (stable): PROTOCOL_FILE, PROTOCOL_FORMAT, protocol_record(...), training_protocol(...) (local engine),
+verl_training_protocol(cfg), write_checkpoint_protocol(checkpoint, record, step) (verl)
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,22 +23,31 @@ def _tokens(tokenizer: Any, ids: Sequence[int]) -> list[str]:
     return [str(tokenizer.convert_ids_to_tokens(int(i))) for i in ids]
 
 
-def training_protocol(
+def _base_model(path: str) -> str:
+    from evr1_train.model_path import resolve_model_path
+
+    base = resolve_model_path(path)
+    return os.path.abspath(base) if os.path.isdir(base) else base
+
+
+def protocol_record(
     *,
-    cfg: Any,
+    engine: str,
+    mode: str,
+    base_model: str,
+    adapter: dict[str, Any] | None,
     data_opts: Any,
     processor: Any,
+    answer: dict[str, Any],
     eos_ids: Sequence[int],
     pad_id: int,
     suppressed_ids: Sequence[int],
-    mode: str,
-    adapter: dict[str, Any] | None = None,
+    max_new_tokens: int,
+    train_sampler: dict[str, Any],
+    validation: dict[str, Any],
 ) -> dict[str, Any]:
-    """The protocol record of a local-engine run (`cfg`: LocalConfig, `data_opts`: DataOptions)."""
-    import os
-
+    """The record both engines write (`data_opts`: DataOptions; `processor`: the HF processor or tokenizer)."""
     from evr1_train.data.prompt import describe_prompts
-    from evr1_train.model_path import resolve_model_path
 
     tokenizer = getattr(processor, "tokenizer", processor)
     video, image = data_opts.video_spec(), data_opts.image_spec()
@@ -44,17 +55,12 @@ def training_protocol(
     return {
         "format": "evr1-train-protocol",
         "version": PROTOCOL_FORMAT,
-        "engine": "local",
+        "engine": engine,
         "mode": mode,
-        "base_model": os.path.abspath(base) if os.path.isdir(base := resolve_model_path(cfg.model_path)) else base,
+        "base_model": _base_model(base_model),
         "adapter": adapter,
         "prompt": describe_prompts(data_opts),
-        "answer": {
-            "tag": "answer",
-            "think": cfg.reward_think,
-            "reward_weights": dict(cfg.reward_weights),
-            "scorer": "evr1_rewards.RewardRouter (by problem_type)",
-        },
+        "answer": {"tag": "answer", **answer, "scorer": "evr1_rewards.RewardRouter (by problem_type)"},
         "sampling": {
             "video": {**video.to_dict(), "key": video.key()},
             "image": {**image.to_dict(), "key": image.key()},
@@ -69,8 +75,135 @@ def training_protocol(
             "stop": "after the first token in eos_token_ids (it is part of the response)",
             "suppressed_token_ids": [int(i) for i in suppressed_ids],
             "suppressed_tokens": _tokens(tokenizer, suppressed_ids),
-            "max_new_tokens": cfg.max_response_length,
-            "train": {"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k},
-            "validation": {"do_sample": cfg.val_do_sample},
+            "max_new_tokens": int(max_new_tokens),
+            "train": {"do_sample": True, **train_sampler},
+            "validation": validation,
         },
     }
+
+
+def training_protocol(
+    *,
+    cfg: Any,
+    data_opts: Any,
+    processor: Any,
+    eos_ids: Sequence[int],
+    pad_id: int,
+    suppressed_ids: Sequence[int],
+    mode: str,
+    adapter: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The protocol record of a local-engine run (`cfg`: LocalConfig, `data_opts`: DataOptions)."""
+    return protocol_record(
+        engine="local",
+        mode=mode,
+        base_model=cfg.model_path,
+        adapter=adapter,
+        data_opts=data_opts,
+        processor=processor,
+        answer={"think": cfg.reward_think, "reward_weights": dict(cfg.reward_weights)},
+        eos_ids=eos_ids,
+        pad_id=pad_id,
+        suppressed_ids=suppressed_ids,
+        max_new_tokens=cfg.max_response_length,
+        train_sampler={"temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k},
+        validation={"do_sample": cfg.val_do_sample},
+    )
+
+
+def _reward_answer(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Think mode and weights as `evr1_rewards.integrations.verl.compute_score` reads its reward kwargs."""
+    weights = kwargs.get("weights")
+    if isinstance(weights, dict):
+        acc = float(weights.get("accuracy", 1.0 - float(weights.get("format", 0.1))))
+        fmt = float(weights.get("format", round(1.0 - acc, 12)))
+    else:
+        acc = float(kwargs.get("accuracy_weight", 0.9))
+        fmt = float(kwargs.get("format_weight", round(1.0 - acc, 12)))
+    return {"think": str(kwargs.get("think", "optional")), "reward_weights": {"accuracy": acc, "format": fmt}}
+
+
+def _verl_adapter(model: Any) -> dict[str, Any] | None:
+    if int(model.get("lora_rank", 0) or 0) <= 0:
+        return None
+    target = model.get("target_modules")
+    return {
+        "type": "lora",
+        "rank": int(model.lora_rank),
+        "alpha": model.get("lora_alpha"),
+        "target_modules": target if isinstance(target, str) or target is None else list(target),
+        "exclude_modules": model.get("exclude_modules"),
+        "base_model": str(model.path),
+        "merge": "verl's model merger (docs/train.md, Checkpoints -> Hugging Face)",
+    }
+
+
+def verl_training_protocol(cfg: Any) -> dict[str, Any]:
+    """The protocol record of a verl run, from its composed config (before Ray starts).
+
+    The prompt and frame settings are `data.evr1` as `Evr1Dataset` reads them; generation is what verl's vLLM rollout
+    does: it stops on the model's `generation_config.json` EOS ids plus the tokenizer's EOS (vLLM's defaults) and
+    samples with `actor_rollout_ref.rollout.{temperature,top_p,top_k}`; validation uses `rollout.val_kwargs`.
+    """
+    from omegaconf import OmegaConf
+
+    from evr1_train.data.options import DataOptions
+    from evr1_train.model_path import resolve_model_path
+
+    def node(key: str, default: Any = None) -> Any:
+        value = OmegaConf.select(cfg, key, default=default)
+        return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+
+    files = node("data.train_files")
+    first = files[0] if isinstance(files, list) and files else files
+    base_dir = os.path.dirname(os.path.abspath(str(first))) if first else None
+    data_opts = DataOptions.from_mapping(node("data.evr1"), base_dir=base_dir)
+    path = resolve_model_path(str(node("actor_rollout_ref.model.path")))
+    processor, eos, pad_id = _verl_tokenizer(path, bool(node("actor_rollout_ref.model.trust_remote_code", False)))
+    rollout = node("actor_rollout_ref.rollout", {}) or {}
+    val = rollout.get("val_kwargs", {}) or {}
+    return protocol_record(
+        engine="verl",
+        mode="rl",
+        base_model=str(node("actor_rollout_ref.model.path")),
+        adapter=_verl_adapter(cfg.actor_rollout_ref.model),
+        data_opts=data_opts,
+        processor=processor,
+        answer=_reward_answer(dict(node("reward.custom_reward_function.reward_kwargs", {}) or {})),
+        eos_ids=eos,
+        pad_id=pad_id,
+        suppressed_ids=[],
+        max_new_tokens=int(node("data.max_response_length")),
+        train_sampler={k: rollout.get(k) for k in ("temperature", "top_p", "top_k")},
+        validation={
+            "do_sample": bool(val.get("do_sample", False)),
+            **{k: val.get(k) for k in ("temperature", "top_p")},
+        },
+    )
+
+
+def _verl_tokenizer(path: str, trust_remote_code: bool) -> tuple[Any, list[int], int]:
+    """The processor (or tokenizer) verl's own loaders give its workers, the EOS ids vLLM stops on (the model's
+    generation config, then the tokenizer's EOS) and the pad id (verl sets a missing one to the EOS)."""
+    from transformers import GenerationConfig
+    from verl.utils import hf_processor, hf_tokenizer
+
+    tokenizer = hf_tokenizer(path, trust_remote_code=trust_remote_code)
+    processor = hf_processor(path, trust_remote_code=trust_remote_code) or tokenizer
+    try:
+        configured = GenerationConfig.from_pretrained(path).eos_token_id
+    except OSError:  # no generation_config.json
+        configured = None
+    eos = [configured] if isinstance(configured, int) else list(configured or [])
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in eos:
+        eos.append(tokenizer.eos_token_id)
+    return processor, [int(i) for i in eos], int(tokenizer.pad_token_id)
+
+
+def write_checkpoint_protocol(checkpoint: str | os.PathLike[str], record: dict[str, Any], step: int) -> None:
+    """Write `record` with its `step` into a checkpoint folder (verl: `global_step_<step>/`)."""
+    from pathlib import Path
+
+    from evr1_train.atomic import atomic_json
+
+    atomic_json(Path(checkpoint) / PROTOCOL_FILE, {**record, "step": int(step)})

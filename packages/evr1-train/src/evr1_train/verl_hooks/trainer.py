@@ -28,6 +28,20 @@ TRAINER_MODE = "evr1"
 class Evr1Trainer(PPOTrainerSync):  # type: ignore[misc]  # verl is untyped
     """PPOTrainerSync + `evr1_ppo_loss` (when hybrid off-policy handling is on) + `evr1/hybrid/*` metrics."""
 
+    # verl 0.9.1's V1 base trainer (trainer_base.py) reads `self.trainer_mode`, set from trainer.v1.trainer_mode, and
+    # treats every value other than "sync" as an asynchronous mode: ReplayBufferAsync, one-prompt dataloader fetches
+    # (data.gen_batch_size forced to 1), prompts tracked in the TransferQueue, TransferQueue checkpoints. "evr1" only
+    # selects this class (verl's get_trainer_cls); it runs as verl's synchronous trainer, so that code sees "sync".
+    _evr1_protocol: dict[str, Any] | None = None  # built at the first checkpoint, reused for the next ones
+
+    @property
+    def trainer_mode(self) -> str:
+        return "sync"
+
+    @trainer_mode.setter
+    def trainer_mode(self, _selected_as: str) -> None:
+        pass
+
     def on_init_end(self) -> None:
         super().on_init_end()
         hybrid = hybrid_config_of(self.config)
@@ -37,6 +51,21 @@ class Evr1Trainer(PPOTrainerSync):  # type: ignore[misc]  # verl is untyped
             actor_cfg = omega_conf_to_dataclass(self.config.actor_rollout_ref.actor)
             self.actor_rollout_wg.set_loss_fn(partial(evr1_ppo_loss, config=actor_cfg, hybrid=hybrid))
             logger.info("evr1: off-policy loss for stored trajectories (%s)", hybrid.off_policy_method)
+
+    def _save_checkpoint(self) -> None:
+        """verl's checkpoint, then `evr1_train_protocol.json` beside it (how this model was prompted and sampled)."""
+        super()._save_checkpoint()
+        import os
+
+        from evr1_train.engine.protocol import PROTOCOL_FILE, verl_training_protocol, write_checkpoint_protocol
+
+        folder = os.path.join(str(self.config.trainer.default_local_dir), f"global_step_{self.global_steps}")
+        try:
+            if self._evr1_protocol is None:
+                self._evr1_protocol = verl_training_protocol(self.config)
+            write_checkpoint_protocol(folder, self._evr1_protocol, self.global_steps)
+        except Exception as exc:  # the weights are saved; a missing description must not end the run
+            logger.warning("evr1: could not write %s into %s: %r", PROTOCOL_FILE, folder, exc)
 
     def _compute_metrics(
         self, batch: Any, metrics: dict[str, Any], timing_raw: dict[str, Any], global_steps: int, epoch: int

@@ -1,0 +1,119 @@
+"""What the Qwen-VL families share: qwen-vl-utils' frame and size rules (`evr1_cache.spec`) and Qwen's chat tokens.
+
+Qwen2/2.5-VL, Qwen3-VL (dense and MoE) and Qwen3.5 (dense and MoE) all take frames chosen by qwen-vl-utils'
+`smart_nframes` and sized by its `smart_resize`; they differ in patch size (14 vs 16) and in how the processor writes
+a video into the prompt (one run of placeholders vs. per-temporal-patch timestamps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from evr1_cache.families.base import ModelFamily, VideoLike, video_fields
+from evr1_cache.spec import (
+    ImageSpec,
+    SamplingSpec,
+    qwen_frame_indices,
+    qwen_resized_hw,
+    qwen_resized_image_hw,
+)
+
+#: Qwen's special tokens around vision spans (the chat template writes `<|vision_start|><|video_pad|><|vision_end|>`).
+QWEN_VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>", "<|vision_pad|>")
+#: An assistant turn ends with `<|im_end|>`; base checkpoints stop at `<|endoftext|>`.
+QWEN_END_OF_TURN = ("<|im_end|>", "<|endoftext|>")
+QWEN_FRAME_RULE = "qwen-vl-utils 0.0.14 smart_nframes + torch.linspace(0, n-1, k).round() (vision_process.py)"
+QWEN_SIZE_RULE = "qwen-vl-utils 0.0.14 smart_resize with fetch_video's per-frame cap (vision_process.py)"
+QWEN_RESIZE = "torchvision bicubic antialias (qwen-vl-utils fetch_video); PIL bicubic for images (fetch_image)"
+QWEN3_VISION_KEYS = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
+
+
+@dataclass(frozen=True)
+class QwenFamily(ModelFamily):
+    """Frames, sizes and counts of qwen-vl-utils; the video expansion is one run of `<|video_pad|>`."""
+
+    spec_rule: bool = True
+
+    def sample_frame_indices(self, total_num_frames: int, native_fps: float, spec: SamplingSpec) -> tuple[int, ...]:
+        return qwen_frame_indices(total_num_frames, native_fps, spec)
+
+    def resized_hw(self, height: int, width: int, nframes: int, spec: SamplingSpec) -> tuple[int, int]:
+        return qwen_resized_hw(height, width, nframes, spec)
+
+    def resized_image_hw(self, height: int, width: int, spec: ImageSpec) -> tuple[int, int]:
+        return qwen_resized_image_hw(height, width, spec)
+
+    def video_timing(self, meta: VideoLike) -> dict[str, list[float]]:
+        """Qwen2.5-VL's `second_per_grid_ts`: temporal patch / sampled fps (transformers' `VideoMetadata.sampled_fps`)."""
+        indices, fps = video_fields(meta)
+        total = _total(meta, indices)
+        sampled_fps = len(indices) / total * fps
+        return {"second_per_grid_ts": [self.temporal_patch_size / sampled_fps]}
+
+
+@dataclass(frozen=True)
+class TimestampedQwenFamily(QwenFamily):
+    """Qwen3-VL / Qwen3.5: each temporal patch is written as `<t.t seconds><|vision_start|>pads<|vision_end|>`."""
+
+    def frame_seconds(self, meta: VideoLike) -> list[float]:
+        """Seconds the prompt gives each temporal patch: the mean of its first and last frame (last frame repeated)."""
+        indices, fps = video_fields(meta)
+        padded = list(indices)
+        k = self.temporal_patch_size
+        if len(padded) % k:
+            padded += [padded[-1]] * (k - len(padded) % k)
+        seconds = [i / fps for i in padded]
+        return [(seconds[i] + seconds[i + k - 1]) / 2 for i in range(0, len(seconds), k)]
+
+    def video_prompt(self, meta: VideoLike, height: int, width: int) -> str:
+        indices, _ = video_fields(meta)
+        _t, gh, gw = self.video_grid(len(indices), height, width)
+        per_frame = self.video_token * (gh * gw // self.merge_size**2)
+        return "".join(f"<{s:.1f} seconds><|vision_start|>{per_frame}<|vision_end|>" for s in self.frame_seconds(meta))
+
+    def video_timing(self, meta: VideoLike) -> dict[str, list[float]]:
+        return {"frame_seconds": self.frame_seconds(meta)}
+
+
+def _total(meta: VideoLike, indices: tuple[int, ...]) -> int:
+    total = meta.get("total_num_frames") if isinstance(meta, Mapping) else getattr(meta, "total_num_frames", None)
+    if total is None:
+        raise ValueError("video metadata needs total_num_frames (pass VideoMeta.to_hf() from evr1-cache)")
+    return int(total)
+
+
+def qwen_family(
+    cls: type[QwenFamily],
+    *,
+    name: str,
+    title: str,
+    model_types: tuple[str, ...],
+    checkpoints: tuple[str, ...],
+    patch_size: int,
+    vision_keys: tuple[str, ...],
+    hf_processor: str,
+    vllm_architectures: tuple[str, ...],
+) -> QwenFamily:
+    """A Qwen-VL family: what the Qwen families share (tokens, merge 2 x 2, two-frame patches, qwen-vl-utils rules)
+    filled in, what differs passed."""
+    return cls(
+        name=name,
+        title=title,
+        model_types=model_types,
+        checkpoints=checkpoints,
+        patch_size=patch_size,
+        merge_size=2,
+        temporal_patch_size=2,
+        size_factors=(patch_size * 2,),
+        frame_rule=QWEN_FRAME_RULE,
+        size_rule=QWEN_SIZE_RULE,
+        reference_resize=QWEN_RESIZE,
+        image_token="<|image_pad|>",
+        video_token="<|video_pad|>",
+        vision_tokens=QWEN_VISION_TOKENS,
+        end_of_turn=QWEN_END_OF_TURN,
+        vision_keys=vision_keys,
+        hf_processor=hf_processor,
+        vllm_architectures=vllm_architectures,
+    )

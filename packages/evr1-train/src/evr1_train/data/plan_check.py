@@ -1,0 +1,84 @@
+"""Start-up prompt-length check: every row's exact prompt length against `max_prompt_length`, before step one.
+
+Why: a video that expands past `data.max_prompt_length` otherwise fails inside a rollout worker ("Prompt length
+exceeds ...") hours into a run. `evr1_cache.plan` counts each row exactly as the processor will (the trainer's own
+messages through the processor's chat template, every placeholder expanded by the model family's rule) from the
+cached `VideoMeta` alone, so the whole dataset is checked in seconds without decoding a frame.
+
+`evr1.plan.on_over_limit` decides: `error` (default) refuses to start and names the rows; `filter` drops them with
+one logged line each and goes on. Rows that cannot be planned at all (an unreadable video) are left to the media
+checks that already run (they drop such rows with their own reason).
+
+Names (stable): ON_OVER_LIMIT, PromptTooLong, check_prompt_lengths(rows, opts, processor, family, limit, mode).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evr1_train.data.options import DataOptions
+
+logger = logging.getLogger(__name__)
+
+ON_OVER_LIMIT = ("error", "filter")
+SHOW = 10
+
+
+class PromptTooLong(ValueError):
+    """Rows whose prompt is longer than `max_prompt_length` (raised at start-up by `on_over_limit: error`)."""
+
+
+def check_prompt_lengths(
+    rows: Sequence[Mapping[str, Any]],
+    opts: DataOptions,
+    processor: Any,
+    family: Any,
+    max_prompt_length: int | None,
+    on_over_limit: str = "error",
+    split: str = "train",
+) -> list[int]:
+    """Indices of the rows to keep. Raises `PromptTooLong` naming the rows over the limit when `on_over_limit` is
+    "error"; with "filter" they are left out and logged. Nothing is checked without a limit or a model family."""
+    if on_over_limit not in ON_OVER_LIMIT:
+        raise ValueError(f"evr1.plan.on_over_limit must be one of {list(ON_OVER_LIMIT)}, got {on_over_limit!r}")
+    if not max_prompt_length or family is None or processor is None:
+        return list(range(len(rows)))
+    from evr1_cache.plan import HFTextCounter, over_limit, plan_rows
+    from evr1_train.data.row import row_messages
+
+    def messages(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return row_messages(row, opts)
+
+    plans = plan_rows(
+        rows,
+        family,
+        opts.video_spec(),
+        opts.image_spec(),
+        counter=HFTextCounter(processor),
+        messages=messages,
+        media_root=opts.media_root,
+    )
+    bad = over_limit(plans, int(max_prompt_length))
+    if not bad:
+        return list(range(len(rows)))
+    names = "; ".join(f"row {p.row_id}: {p.total} tokens ({p.text} text + {p.vision} vision)" for p in bad[:SHOW])
+    more = f" and {len(bad) - SHOW} more" if len(bad) > SHOW else ""
+    if on_over_limit == "error":
+        raise PromptTooLong(
+            f"{len(bad)} {split} row(s) have a prompt longer than max_prompt_length={max_prompt_length}: {names}{more}. "
+            "Fix: raise data.max_prompt_length, lower the video budget (data.evr1.video max_frames / max_pixels) and "
+            "rebuild the cache, drop or resample them with `evr1-cache build --plan --max-prompt-length N`, or set "
+            "evr1.plan.on_over_limit=filter to skip them"
+        )
+    for p in bad:
+        logger.warning(
+            "evr1: %s row %s dropped: prompt %d tokens > max_prompt_length %d (evr1.plan.on_over_limit=filter)",
+            split,
+            p.row_id,
+            p.total,
+            max_prompt_length,
+        )
+    dropped = {p.index for p in bad}
+    return [i for i in range(len(rows)) if i not in dropped]
