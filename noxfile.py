@@ -364,13 +364,12 @@ def roundtrip_dir(session: nox.Session) -> Path:
     return (Path(session.cache_dir) / "roundtrip").absolute()  # the test runs its commands inside it
 
 
-@nox.session(python=HOST, venv_backend="none", requires=["train", "eval_engines"], default=False)
+@nox.session(python=HOST, venv_backend="none", requires=["train", "eval_engines"])
 def roundtrip_vllm(session: nox.Session) -> None:
     """The round trip's vLLM half: the checkpoint the `train` session's round-trip test trained (and evaluated with
     transformers), evaluated by `evr1-eval run --backend vllm` in the `eval_engines` venv — vLLM and verl cannot
     share one (transformers pins) — and compared with the trainer's held-out accuracy per kind. Runs its two
-    required sessions first (nox `requires`). Not a default session yet: vLLM's answers on the video rows differ
-    from the trainer's (image rows agree), see docs/testing.md."""
+    required sessions first (nox `requires`); ~60 s beyond them."""
     venv = Path(session.cache_dir).parent / "eval_engines"
     if not (venv / "bin" / "python").exists():
         session.error(f"no eval_engines venv at {venv}: run `nox -s eval_engines` first")

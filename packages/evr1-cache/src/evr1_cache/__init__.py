@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from evr1_cache.entry import CacheEntry, ImageMeta, Source
     from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
     from evr1_cache.image import load_image
+    from evr1_cache.mrope import reference_rope_index, use_reference_mrope
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.reader import CacheReader
     from evr1_cache.resampling import register_resampler, resample
@@ -65,6 +66,8 @@ _LAZY = {
     "CorruptEntry": "evr1_cache.errors",
     "MediaError": "evr1_cache.errors",
     "load_image": "evr1_cache.image",
+    "reference_rope_index": "evr1_cache.mrope",
+    "use_reference_mrope": "evr1_cache.mrope",
     "VideoInfo": "evr1_cache.probing",
     "probe": "evr1_cache.probing",
     "CacheReader": "evr1_cache.reader",
@@ -105,12 +108,14 @@ __all__ = [
     "load_image",
     "probe",
     "read_dataset",
+    "reference_rope_index",
     "register_resampler",
     "register_resize_rule",
     "resample",
     "resized_hw",
     "resized_image_hw",
     "sample_frame_indices",
+    "use_reference_mrope",
     "verify_cache",
 ]
 

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata as importlib_metadata
 from typing import Any
 
+from evr1_cache import use_reference_mrope
 from evr1_eval.backends.base import (
     BackendConfig,
     BackendError,
@@ -79,6 +80,7 @@ class HfBackend:
         except (OSError, ValueError) as exc:  # not a model folder / hub id: one line naming it, not a traceback
             raise load_error("hf", self.config.model, exc) from None
         self._model = model.to(device).eval()
+        use_reference_mrope(model)  # vLLM's (and the trainer's) Qwen2/2.5-VL video positions, not transformers 5's
         if device == "cpu":
             torch.set_num_threads(cpu_threads(self.config.threads, model))
         self._eos = stop_token_ids_for(

@@ -61,6 +61,7 @@ def load_policy(path: str, runtime: Runtime, key: str = "actor_rollout_ref.model
     from transformers import AutoModelForImageTextToText, AutoProcessor
     from transformers.utils import logging as hf_logging
 
+    from evr1_cache import use_reference_mrope
     from evr1_train.engine.lora import is_adapter_folder, load_merged
     from evr1_train.model_path import check_model_path, explain_load_error, resolve_model_path
 
@@ -79,6 +80,7 @@ def load_policy(path: str, runtime: Runtime, key: str = "actor_rollout_ref.model
         raise explain_load_error(path, key, exc) from exc
     model.to(runtime.device)
     model.config.use_cache = True
+    use_reference_mrope(model)  # transformers 5's Qwen2/2.5-VL video positions are not vLLM's and verl's
     return model, processor
 
 
