@@ -330,13 +330,9 @@ def test_forced_answer_lengths_run_past_the_end_of_the_answer(engine, dataset: P
     else:
         hf = backend.inner
         first = hf._processor.tokenizer(free.text, add_special_tokens=False)["input_ids"][0]
-        saved = hf._model.generation_config.eos_token_id
-        hf._model.generation_config.eos_token_id = first
-        try:
-            early = loop.run(backend.generate(req, GenerationParams(max_tokens=n)))
-            full = loop.run(backend.generate(req, forced))
-        finally:
-            hf._model.generation_config.eos_token_id = saved
+        ends = (int(first),)  # the request's own end ids join the model's EOS ids (as an end-of-turn token does)
+        early = loop.run(backend.generate(req, GenerationParams(max_tokens=n, stop_token_ids=ends)))
+        full = loop.run(backend.generate(req, dataclasses.replace(forced, stop_token_ids=ends)))
     assert early.completion_tokens < n  # the end really came early without the forcing
     assert full.completion_tokens == n
     assert full.finish_reason == "length"
