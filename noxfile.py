@@ -252,8 +252,11 @@ def wheels(session: nox.Session) -> None:
                 session.error(f"{built[name].name} lacks its package data: {missing_files}")
         session.run("uv", "venv", "-q", "--clear", "--python", HOST, str(venv), external=True)
         # Only the wheel itself; its evr1 dependencies come from the wheels just built, never from an index.
-        session.run("uv", "pip", "install", "-q", "--python", python, "--find-links", str(dist), str(built[name]),
-                    external=True)  # fmt: skip
+        # --refresh-package: uv's cache keys wheels by name + version (0.1.0 for every build), so without it a wheel
+        # of an earlier build could stand in for the one just built.
+        refresh = [f"--refresh-package={n}" for n in built]
+        session.run("uv", "pip", "install", "-q", "--python", python, *refresh, "--find-links", str(dist),
+                    str(built[name]), external=True)  # fmt: skip
         module = name.replace("-", "_")
         session.run(python, "-I", "-c", f"import {module}; print({module}.__name__, 'imports alone')", external=True)
         session.run(str(venv / "bin" / name), "--help", external=True, silent=True)
