@@ -117,6 +117,9 @@ def test_merge_writes_a_full_model_that_computes_the_same(quickstart_cfg: Any, t
     assert (out / "config.json").exists()
     assert not (out / "adapter_config.json").exists()
     merged = AutoModelForImageTextToText.from_pretrained(out).eval()
+    from evr1_cache import use_reference_mrope
+
+    use_reference_mrope(merged)  # as the trainer's load_policy and evr1-eval's hf backend load every model
     prompt = trainer._prepare(0, trainer.val_rows[0], "x", None)
     from evr1_train.engine.batch import collate_prompts
 

@@ -72,7 +72,7 @@ def test_items_equal_verls_multiturn_sft_dataset(
     served: list[Any] = []
     monkeypatch.setattr(verl_sft, "process_image", lambda image, image_patch_size=14: served.pop(0))
     for i, row in enumerate(ours.rows):
-        if row["videos"]:
+        if row.get("videos"):
             continue  # verl decodes videos itself (qwen-vl-utils): covered by the cached-frames test below
         images = row_to_inputs(row, opts).images
         served[:] = list(images)
