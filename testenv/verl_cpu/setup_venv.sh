@@ -21,7 +21,7 @@ PY="$V/bin/python"
 "$PY" -m pip install -q accelerate codetiming datasets dill hydra-core pandas peft pyarrow pybind11 pylatexenc \
   "ray[default]" torchdata "tensordict<=0.10.0,!=0.9.0,>=0.8.0" tensorboard "TransferQueue>=0.1.10" pyzmq msgspec \
   fastapi uvicorn cachetools mathruler qwen_vl_utils nvtx wandb "transformers==5.19.0" pytest \
-  numpy safetensors pillow av ffmpeg-python tqdm
+  numpy safetensors pillow av ffmpeg-python tqdm threadpoolctl
 "$PY" -m pip uninstall -y -q torchaudio torchcodec || true
 SP=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 cp "$ROOT/testenv/torchvision_cpu_shim.py" "$SP/_evr1_tv_cpu_shim.py"
