@@ -33,15 +33,13 @@ ROOT = Path(__file__).resolve().parents[3]
 VLLM_DTYPE = {"qwen3_5": "bfloat16", "qwen3_5_moe": "bfloat16"}
 DUMPS = ROOT / ".nox" / "parity"
 #: Mismatches this check finds on released engines and must keep finding until they are fixed (then this test
-#: fails and the entry goes). transformers >= 5.3's Qwen2.5-VL `get_rope_index` continues the text after a video
-#: at start + max(h, w) / merge instead of (largest vision position) + 1 as vLLM 0.32, verl 0.9.1 and the original
-#: implementation do (huggingface/transformers#45381); inputs are identical, the positions of the response differ.
+#: fails and the entry goes). (transformers >= 5.3's Qwen2.5-VL video positions differ from vLLM's and verl's; the HF
+#: side applies the reference rule, `evr1_cache.use_reference_mrope`, as every evr1 engine does, so they agree.)
 #: vLLM 0.32's InternVL processor tokenizes the frames' expansion apart from the text before `<video>`: after
 #: "Question: " (evr1's prompts) transformers gives "ĠFrame", vLLM "Ġ" + "Frame" - one more token, then every later
 #: position shifts (the log-probs follow). vLLM 0.32's CPU backend returns invalid log-probs (|log p| ~ 1e31, or NaN)
 #: for the GLM-4.5V-style MoE (`Glm4vMoeForConditionalGeneration`) on identical inputs, image and video alike.
 KNOWN_MISMATCHES = {
-    "qwen2_5_vl": {"v0": {"logprobs"}, "v1": {"logprobs"}},
     "internvl": {"v0": {"tokens", "logprobs"}, "v1": {"tokens", "logprobs"}},
     "glm4v_moe": {"v0": {"logprobs"}, "v1": {"logprobs"}, "i2": {"logprobs"}},
 }

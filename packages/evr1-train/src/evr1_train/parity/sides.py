@@ -170,6 +170,10 @@ def collect_hf(model: str, data: ParityData, *, logprobs: bool = True, response:
     if family is None:
         raise ValueError(f"{model}: no evr1 model family serves this checkpoint (evr1_cache.families)")
     net = AutoModelForImageTextToText.from_pretrained(model, dtype=torch.float32).eval() if logprobs else None
+    if net is not None:  # evr1 runs every model with the reference M-RoPE rule (local engine, hf backend)
+        from evr1_cache import use_reference_mrope
+
+        use_reference_mrope(net)
     info = {"engine": f"transformers=={_version('transformers')}", "dtype": "float32", "model": str(model)}
     out: list[SideRecord] = []
     for i, row in enumerate(data.rows):
