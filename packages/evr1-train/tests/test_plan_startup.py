@@ -108,9 +108,8 @@ def test_the_verl_dataset_refuses_or_filters_over_long_rows(stack: dict[str, Any
     assert len(_dataset(stack, lengths[longest], "error").dataframe) == len(lengths)
 
 
+@pytest.mark.parametrize("stack", ["qwen2_5_vl"], indirect=True)  # the engine's wiring; the check is per family above
 def test_the_local_engine_refuses_at_start_up(stack: dict[str, Any], tmp_path: Path) -> None:
-    if stack["kind"] != "qwen2_5_vl":
-        pytest.skip("one family is enough for the engine's wiring (the check itself is tested per family above)")
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
