@@ -35,7 +35,7 @@ from evr1_cache.spec import (
 
 if TYPE_CHECKING:
     from evr1_cache.build import BuildReport, EntryJob, EntryResult, build_cache
-    from evr1_cache.dataset import DatasetError, DatasetRows, Row, RowError, read_dataset
+    from evr1_cache.dataset import BOOKKEEPING_COLUMNS, DatasetError, DatasetRows, Row, RowError, read_dataset
     from evr1_cache.decode import decode_video
     from evr1_cache.entry import CacheEntry, ImageMeta, Source
     from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
@@ -58,6 +58,7 @@ _LAZY = {
     "Row": "evr1_cache.dataset",
     "RowError": "evr1_cache.dataset",
     "read_dataset": "evr1_cache.dataset",
+    "BOOKKEEPING_COLUMNS": "evr1_cache.dataset",
     "decode_video": "evr1_cache.decode",
     "CacheEntry": "evr1_cache.entry",
     "ImageMeta": "evr1_cache.entry",
@@ -78,6 +79,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "BOOKKEEPING_COLUMNS",
     "IMAGE_RESIZE",
     "RESIZE_RULES",
     "VIDEO_RESIZE",

@@ -23,6 +23,24 @@ MAX_LINE_BYTES = 64 << 20
 SUFFIXES = (".jsonl", ".json", ".parquet")
 
 
+#: Columns of a dataset row that are evr1's own bookkeeping, never a task's data: verl's row fields, the stored
+#: trajectory and the cache references `build` writes. Training forwards every other column to the reward in
+#: `extra_info`, and evaluation (`evr1_data`) must select the same ones, so both read this one set.
+BOOKKEEPING_COLUMNS: frozenset[str] = frozenset(
+    {
+        "data_source",
+        "reward_model",
+        "extra_info",
+        "agent_name",
+        "offline_output",
+        "has_offline_trajectory",
+        "video_cache",
+        "image_cache",
+        "cache_errors",
+    }
+)
+
+
 class DatasetError(ValueError):
     """The dataset file as a whole cannot be read (a usage error: the file, not a row, is wrong)."""
 

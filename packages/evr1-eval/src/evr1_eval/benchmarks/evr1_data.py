@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evr1_cache import BOOKKEEPING_COLUMNS
 from evr1_eval.benchmarks.aggregation import micro
 from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.benchmarks.loading import RowView
@@ -27,17 +28,8 @@ from evr1_eval.manifest import package_version
 from evr1_eval.types import Outcome, Reference, Sample
 
 #: Row columns evr1-train never hands its reward (evr1-train `data/row.py`): media, prompt, answer, bookkeeping.
-_NOT_EXTRAS = frozenset(
+_NOT_EXTRAS = BOOKKEEPING_COLUMNS | frozenset(
     {
-        "data_source",
-        "reward_model",
-        "extra_info",
-        "agent_name",
-        "offline_output",
-        "has_offline_trajectory",
-        "video_cache",
-        "image_cache",
-        "cache_errors",
         "problem",
         "answer",
         "solution",

@@ -22,22 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evr1_cache import BOOKKEEPING_COLUMNS
 from evr1_train.data.media import loader_for
 from evr1_train.data.options import DataOptions
 from evr1_train.data.prompt import build_prompt_text, normalise_problem_type
 
 #: Columns consumed by evr1 itself; every other column is forwarded to the reward in `extra_info`.
-_CORE = {
-    "data_source",
-    "reward_model",
-    "extra_info",
-    "agent_name",
-    "offline_output",
-    "has_offline_trajectory",
-    "video_cache",
-    "image_cache",
-    "cache_errors",
-}
+_CORE = BOOKKEEPING_COLUMNS
 _ANSWER_TAG = re.compile(r"^\s*<answer>(.*)</answer>\s*$", re.DOTALL)
 
 
