@@ -6,6 +6,7 @@ Exact text counts against the processors are in test_plan_parity.py (they need t
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,16 @@ from evr1_cache.cli import main
 from evr1_cache.dataset import read_rows
 from evr1_cache.families import get_family
 from evr1_cache.plan import (
+    PLAN_COLUMN,
     ModelShape,
+    RowSpecError,
     activation_memory,
     decide,
     default_messages,
     histogram,
     over_limit,
     plan_rows,
+    row_video_spec,
     shrunk_specs,
 )
 from evr1_cache.testing import make_synthetic_image, make_synthetic_video
@@ -197,6 +201,58 @@ def test_build_plan_resamples_to_fit(data: Path, tmp_path: Path, capsys: pytest.
     assert again.total <= limit
     assert "spec_key" not in rows[0]
     assert rows[0]["video_cache"][0]["meta"]["spec_key"] == spec.key()
+    # the row-level override: planning the built dataset under the configured spec serves the row with its own
+    # spec (from its cached VideoMeta), so the whole dataset fits; the other rows keep the configured spec
+    built = plan_rows(rows, "qwen2_5_vl", spec, ispec, data_file=out_dir / "train.evr1.jsonl")
+    assert [p.total for p in built] == [plans[0].total, again.total, plans[2].total, plans[3].total]
+    assert built[1].media[0].source == "cache"
+    assert built[1].media[0].nframes < plans[1].media[0].nframes
+    assert not over_limit(built, limit)
+    # build --plan again on the built dataset re-decides from the configured spec (the old override is ignored)
+    rc = main(["build", str(out_dir / "train.evr1.jsonl"), "--out", str(tmp_path / "again"), "--no-progress",
+               "--family", "qwen2_5_vl", *flags, "--plan", "--max-prompt-length",
+               str(plans[1].total), "--output-data", str(tmp_path / "again.jsonl")])  # fmt: skip
+    assert rc == 0
+    assert [PLAN_COLUMN in json.loads(x) for x in (tmp_path / "again.jsonl").read_text().splitlines()] == [False] * 4
+
+
+def test_build_plan_reserves_the_prompt_margin(data: Path, tmp_path: Path) -> None:
+    """--prompt-margin M: rows must fit the limit minus M (the trainer's own prompt text comes on top)."""
+    flags = FAMILIES["qwen2_5_vl"][2]
+    spec, ispec = _specs("qwen2_5_vl")
+    plans = plan_rows(read_rows(data), "qwen2_5_vl", spec, ispec, data_file=data)
+    limit = plans[1].total  # the long row fits exactly: without a margin nothing is dropped
+    out_dir = tmp_path / "cache"
+    rc = main(["build", str(data), "--out", str(out_dir), "--no-progress", "--family", "qwen2_5_vl", *flags,
+               "--plan", "--max-prompt-length", str(limit), "--prompt-margin", "1"])  # fmt: skip
+    assert rc == 0
+    rows = [json.loads(x) for x in (out_dir / "train.evr1.jsonl").read_text().splitlines()]
+    assert [r["problem_id"] for r in rows] == ["short", "img", "text"]
+    bad = ["build", str(data), "--out", str(out_dir), "--family", "qwen2_5_vl", *flags, "--plan",
+           "--max-prompt-length", "10", "--prompt-margin", "10"]  # fmt: skip
+    assert main(bad) == 2
+
+
+def test_a_tampered_row_spec_is_an_error_naming_the_row(data: Path) -> None:
+    """`evr1_plan` is untrusted: malformed, invalid or another family's settings name the row (planner: a row error)."""
+    spec, ispec = _specs("qwen2_5_vl")
+    row = {"problem_id": "bad", "problem": "<video>?", "videos": ["clips/b.mp4"]}
+    small = {**spec.to_dict(), "max_frames": 4}
+    assert row_video_spec({**row, PLAN_COLUMN: {"action": "resample", "video": small}}, spec).max_frames == 4
+    assert row_video_spec(row, spec) is spec
+    cases = {
+        "must be": "resample",
+        "not a valid video spec": {"action": "resample", "video": {**small, "max_frame": 3}},
+        "max_frames": {"action": "resample", "video": {**small, "max_frames": -2}},
+        "would not fit": {"action": "resample", "video": _specs("qwen3_vl")[0].to_dict()},
+        "got {'action': 'drop'}": {"action": "drop"},
+    }
+    for message, plan in cases.items():
+        with pytest.raises(RowSpecError, match=f"row bad: .*{re.escape(message)}"):
+            row_video_spec({**row, PLAN_COLUMN: plan}, spec)
+    planned = plan_rows([{**row, PLAN_COLUMN: {"action": "drop"}}], "qwen2_5_vl", spec, ispec, data_file=data)
+    assert not planned[0].ok
+    assert "RowSpecError: row bad" in str(planned[0].error)
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))

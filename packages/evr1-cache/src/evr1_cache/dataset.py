@@ -24,7 +24,7 @@ SUFFIXES = (".jsonl", ".json", ".parquet")
 
 
 #: Columns of a dataset row that are evr1's own bookkeeping, never a task's data: verl's row fields, the stored
-#: trajectory and the cache references `build` writes. Training forwards every other column to the reward in
+#: trajectory, the cache references `build` writes and the row-level spec override of `build --plan`. Training forwards every other column to the reward in
 #: `extra_info`, and evaluation (`evr1_data`) must select the same ones, so both read this one set.
 BOOKKEEPING_COLUMNS: frozenset[str] = frozenset(
     {
@@ -37,6 +37,7 @@ BOOKKEEPING_COLUMNS: frozenset[str] = frozenset(
         "video_cache",
         "image_cache",
         "cache_errors",
+        "evr1_plan",
     }
 )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from evr1_cache.plan.memory import PRESETS, MemoryEstimate, ModelShape, VisionShape, activation_memory
 from evr1_cache.plan.report import ACTIONS, Decision, decide, histogram, over_limit, shrunk_specs, summary, write_report
+from evr1_cache.plan.row_spec import PLAN_COLUMN, RowSpecError, has_row_spec, row_video_spec
 from evr1_cache.plan.tokens import (
     HFTextCounter,
     MediaPlan,
@@ -29,6 +30,7 @@ from evr1_cache.plan.tokens import (
 
 __all__ = [
     "ACTIONS",
+    "PLAN_COLUMN",
     "PRESETS",
     "Decision",
     "HFTextCounter",
@@ -36,11 +38,13 @@ __all__ = [
     "MemoryEstimate",
     "ModelShape",
     "RowPlan",
+    "RowSpecError",
     "TextCounter",
     "VisionShape",
     "activation_memory",
     "decide",
     "default_messages",
+    "has_row_spec",
     "histogram",
     "load_text_counter",
     "over_limit",
@@ -48,6 +52,7 @@ __all__ = [
     "plan_rows",
     "row_id",
     "row_media",
+    "row_video_spec",
     "shrunk_specs",
     "summary",
     "write_report",

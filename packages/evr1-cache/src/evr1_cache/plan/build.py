@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache.plan.cli import build_with_plan, write_rows
+from evr1_cache.plan.row_spec import PLAN_COLUMN
 
 INDEX = "evr1_plan_index"
 
@@ -81,7 +82,7 @@ def build_planned(args: argparse.Namespace) -> int:
                 row = json.loads(line)
                 index = int(row.pop(INDEX))
                 if index in resampled:
-                    row["evr1_plan"] = {"action": "resample", "video": resampled[index], "reason": reasons.get(index)}
+                    row[PLAN_COLUMN] = {"action": "resample", "video": resampled[index], "reason": reasons.get(index)}
                 merged.append((index, row))
         path.unlink()
     merged.sort(key=lambda item: item[0])

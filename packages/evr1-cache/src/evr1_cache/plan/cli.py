@@ -26,6 +26,13 @@ def add_plan_args(p: argparse.ArgumentParser, *, in_build: bool = False) -> None
             default="drop",
             help="rows over --max-prompt-length: drop them, resample (fewer frames, then smaller) or keep them",
         )
+        g.add_argument(
+            "--prompt-margin",
+            type=int,
+            default=0,
+            help="tokens reserved for text the trainer adds to each prompt (evr1-train's lead-in and answer format): "
+            "rows must fit --max-prompt-length minus this (default 0; docs/plan.md)",
+        )
     g.add_argument("--model", help="local checkpoint folder: tokenizer + chat template, config.json and model family")
     g.add_argument("--tokenizer", help="local tokenizer/processor folder for exact text counts (default: --model)")
     g.add_argument("--prompt-key", default="problem", help="column holding the question (default: problem)")
@@ -64,8 +71,11 @@ def resolve_family(args: argparse.Namespace) -> Any:
     raise ValueError("the planner needs the model family: give --family NAME or --model CHECKPOINT_FOLDER")
 
 
-def run_plan(args: argparse.Namespace, data_file: str, rows: list[dict[str, Any]] | None = None) -> tuple[Any, ...]:
-    """(family, spec, image_spec, counter, rows, messages, plans) for the parsed arguments."""
+def run_plan(
+    args: argparse.Namespace, data_file: str, rows: list[dict[str, Any]] | None = None, *, fresh: bool = False
+) -> tuple[Any, ...]:
+    """(family, spec, image_spec, counter, rows, messages, plans) for the parsed arguments. `fresh`: plan every row
+    under the given spec, dropping any `evr1_plan` override an earlier `build --plan` wrote (build re-decides)."""
     from evr1_cache.cli import specs_from_args
     from evr1_cache.plan.tokens import default_messages, load_text_counter, plan_rows
 
@@ -77,6 +87,10 @@ def run_plan(args: argparse.Namespace, data_file: str, rows: list[dict[str, Any]
         from evr1_cache.dataset import read_rows
 
         rows = read_rows(data_file)
+    if fresh:
+        from evr1_cache.plan.row_spec import PLAN_COLUMN
+
+        rows = [{k: v for k, v in row.items() if k != PLAN_COLUMN} for row in rows]
     messages = []
     for row in rows:
         try:
@@ -155,20 +169,23 @@ def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dic
 
     if args.max_prompt_length is None:
         raise ValueError("build --plan needs --max-prompt-length (the limit rows are checked against)")
-    family, spec, image_spec, counter, rows, messages, plans = run_plan(args, args.data)
-    decisions = decide(
-        plans, rows, messages, family, spec, image_spec, args.max_prompt_length, args.on_over_limit, counter
-    )
+    margin = int(getattr(args, "prompt_margin", 0) or 0)
+    if not 0 <= margin < args.max_prompt_length:
+        raise ValueError(f"--prompt-margin must be >= 0 and below --max-prompt-length, got {margin}")
+    limit = args.max_prompt_length - margin
+    family, spec, image_spec, counter, rows, messages, plans = run_plan(args, args.data, fresh=True)
+    decisions = decide(plans, rows, messages, family, spec, image_spec, limit, args.on_over_limit, counter)
     report = Path(args.report) if args.report else Path(args.out) / "plan-report.jsonl"
-    write_report(report, plans, decisions, args.max_prompt_length)
+    write_report(report, plans, decisions, limit)
     by_index = {d.index: d for d in decisions}
     dropped = {d.index for d in decisions if d.action == "drop"}
     resampled = {d.index: dict(d.video_spec or {}) for d in decisions if d.action == "resample"}
     for d in decisions:
         print(f"plan: row {d.row_id} (line {d.index + 1}): {d.action}: {d.reason}", file=sys.stderr)
-    info = summary(plans, args.max_prompt_length)
+    info = summary(plans, limit)
+    reserved = f" ({args.max_prompt_length} - margin {margin})" if margin else ""
     print(
-        f"plan: {info['rows']} rows, {info['over_limit']} over {args.max_prompt_length} tokens: "
+        f"plan: {info['rows']} rows, {info['over_limit']} over {limit} tokens{reserved}: "
         f"{len(dropped)} dropped, {len(resampled)} resampled, "
         f"{sum(1 for d in by_index.values() if d.action == 'keep')} kept over; report {report}"
     )

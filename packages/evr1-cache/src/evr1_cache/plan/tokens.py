@@ -351,7 +351,10 @@ def plan_rows(
     media_root: str | os.PathLike[str] | None = None,
 ) -> list[RowPlan]:
     """A `RowPlan` per row (a broken row gets `error`, never an exception). `messages(row)` renders a row as the
-    trainer does (default: `default_messages`); media paths resolve like `evr1-cache build` resolves them."""
+    trainer does (default: `default_messages`); media paths resolve like `evr1-cache build` resolves them. A row that
+    `build --plan` resampled is planned under its own spec (`evr1_plan`, see `evr1_cache.plan.row_spec`)."""
+    from evr1_cache.plan.row_spec import row_video_spec
+
     fam = get_family(family)
     fam.check_fits(video_spec, "the video spec")
     fam.check_fits(image_spec, "the image spec")
@@ -359,7 +362,8 @@ def plan_rows(
     for i, row in enumerate(rows):
         try:
             msgs = messages(row) if messages is not None else default_messages(row, prompt_key)
-            videos, images = row_media(row, fam, video_spec, image_spec, data_file=data_file, media_root=media_root)
+            spec = row_video_spec(row, video_spec, row_id(row, i))
+            videos, images = row_media(row, fam, spec, image_spec, data_file=data_file, media_root=media_root)
         except Exception as exc:
             out.append(RowPlan(i, row_id(row, i), 0, 0, 0, False, error=f"{type(exc).__name__}: {exc}"))
             continue

@@ -23,6 +23,7 @@ from evr1_train.data.options import DataOptions
 from evr1_train.data.row import (
     check_model_family,
     ground_truth_of,
+    item_spec,
     load_media,
     media_items,
     row_extra_info,
@@ -60,7 +61,10 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
 
     # -- rows -------------------------------------------------------------------------------------------------
     def _read_files_and_tokenize(self) -> None:
+        from evr1_train.data.plan_check import check_row_specs
+
         super()._read_files_and_tokenize()
+        check_row_specs(list(self.dataframe), self.evr1)  # rows `build --plan` resampled: their own spec is usable
         self.dataframe = self._drop_rows_with_missing_media(self.dataframe)
         self.dataframe = self._check_prompt_lengths(self.dataframe)
 
@@ -94,7 +98,7 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
                     continue
                 on_disk = os.path.exists(src)
                 if item["type"] == "video":
-                    in_cache = mode != "decode" and loader.cached(src, ref)
+                    in_cache = mode != "decode" and loader.cached(src, ref, spec=item_spec(item))
                     usable = in_cache or (mode != "cache_only" and on_disk)
                 else:
                     usable = on_disk or (mode != "decode" and loader.cached(src, ref, kind="image"))

@@ -3,7 +3,10 @@
 Why: verl's default path decodes every video in every rollout worker (qwen-vl-utils); here frames come from the
 frame cache written by `evr1-cache build`, with the exact `VideoMeta` (fps, frames_indices) the processor needs.
 
-Names (stable): MediaLoader(opts).video(path, row, ref=None) -> (frames uint8 [T,H,W,3] numpy, metadata dict),
+A row that `evr1-cache build --plan` resampled names its own video spec (`evr1_plan`, evr1_cache.plan.row_spec); the
+prompt builder puts it on the row's video items and `video(..., spec=...)` serves that spec instead of the configured one.
+
+Names (stable): MediaLoader(opts).video(path, row, ref=None, spec=None) -> (frames uint8 [T,H,W,3], metadata dict),
 MediaLoader(opts).image(item, row, ref=None) -> PIL.Image (RGB, within the image budget), loader_for(opts) (per-process cache),
 MediaMissError.
 """
@@ -20,6 +23,7 @@ from evr1_train.data.options import DataOptions
 
 if TYPE_CHECKING:
     from evr1_cache import CacheReader
+    from evr1_cache.spec import SamplingSpec
 
 logger = logging.getLogger(__name__)
 
@@ -49,22 +53,27 @@ class MediaLoader:
                 self._reader = CacheReader(self.opts.cache_dir)
             return self._reader
 
-    def video(self, path: str, row: str = "?", ref: str | None = None) -> tuple[Any, dict[str, Any]]:
+    def video(
+        self, path: str, row: str = "?", ref: str | None = None, spec: SamplingSpec | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         """Frames `[T, H, W, 3]` uint8 and `VideoMeta.to_hf()` for one video of row `row`.
 
         `ref` is the entry file written into the dataset by `evr1-cache build` (`video_cache[i].file`): evr1-cache
-        serves it only when it was built for the configured spec from the same source content (a stale or foreign
-        entry is a miss). Without a ref the entry is looked up by source file + spec (content-addressed).
+        serves it only when it was built for the spec from the same source content (a stale or foreign entry is a
+        miss). Without a ref the entry is looked up by source file + spec (content-addressed). `spec`: the row's own
+        spec (a row `build --plan` resampled), else the configured one.
         """
+        vspec = self._vspec if spec is None else spec
         mode = self.opts.video_source
         if mode != "decode":
             try:
-                return self._cached_video(path, ref)
+                return self._cached_video(path, ref, vspec)
             except Exception as exc:  # a miss or an unreadable entry: the mode decides what happens
                 if mode == "cache_only":
+                    own = " (the row's own spec, from its evr1_plan column)" if spec is not None else ""
                     raise MediaMissError(
                         f"row {row}: video {path!r} is not in the frame cache {self.opts.cache_dir!r} for spec "
-                        f"{self._vspec.key()} ({type(exc).__name__}: {exc}); run `evr1-cache build` on the dataset "
+                        f"{vspec.key()}{own} ({type(exc).__name__}: {exc}); run `evr1-cache build` on the dataset "
                         "with the same video settings, or set data.evr1.video_source=prefer_cache"
                     ) from exc
                 self.misses += 1
@@ -72,22 +81,25 @@ class MediaLoader:
         from evr1_cache import decode_video
 
         try:
-            frames, meta = decode_video(path, self._vspec)
+            frames, meta = decode_video(path, vspec)
         except Exception as exc:
             raise MediaMissError(f"row {row}: cannot decode video {path!r}: {exc}") from exc
         return frames, meta.to_hf()
 
-    def _cached_video(self, path: str, ref: str | None) -> tuple[Any, dict[str, Any]]:
+    def _cached_video(self, path: str, ref: str | None, spec: SamplingSpec) -> tuple[Any, dict[str, Any]]:
         """A validated entry (evr1-cache checks kind, spec key, shape and, by ref, the source's identity)."""
         reader = self._cache()
-        entry = reader.entry_at(ref, self._vspec, source=path) if ref else reader.entry(path, self._vspec)
+        entry = reader.entry_at(ref, spec, source=path) if ref else reader.entry(path, spec)
         return entry.frames, entry.to_hf()
 
-    def cached(self, path: str, ref: str | None = None, kind: str = "video") -> bool:
-        """Whether the media is served from the cache (ref built for the configured spec, or entry for path + spec)."""
+    def cached(
+        self, path: str, ref: str | None = None, kind: str = "video", spec: SamplingSpec | None = None
+    ) -> bool:
+        """Whether the media is served from the cache (ref built for the spec, or entry for path + spec); `spec`:
+        a video row's own spec, else the configured one."""
         reader = self._cache()
-        spec = self._vspec if kind == "video" else self._ispec
-        return bool(reader.contains_ref(ref, spec) if ref else reader.contains(path, spec))
+        chosen = (self._vspec if spec is None else spec) if kind == "video" else self._ispec
+        return bool(reader.contains_ref(ref, chosen) if ref else reader.contains(path, chosen))
 
     def image(self, item: Any, row: str = "?", ref: str | None = None) -> Any:
         """An RGB PIL image resized into the image budget (independent of the video budget)."""

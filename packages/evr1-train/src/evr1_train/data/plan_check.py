@@ -9,7 +9,12 @@ cached `VideoMeta` alone, so the whole dataset is checked in seconds without dec
 one logged line each and goes on. Rows that cannot be planned at all (an unreadable video) are left to the media
 checks that already run (they drop such rows with their own reason).
 
-Names (stable): ON_OVER_LIMIT, PromptTooLong, check_prompt_lengths(rows, opts, processor, family, limit, mode).
+Rows that `evr1-cache build --plan --on-over-limit resample` shrank carry their own video spec (`evr1_plan`); they are
+measured under it, and `check_row_specs` first makes sure every such override is well formed and that its frames are
+in the cache under it (a malformed or tampered override is an error naming the row, never a silent skip).
+
+Names (stable): ON_OVER_LIMIT, PromptTooLong, check_prompt_lengths(rows, opts, processor, family, limit, mode),
+check_row_specs(rows, opts, split).
 """
 
 from __future__ import annotations
@@ -28,6 +33,43 @@ SHOW = 10
 
 class PromptTooLong(ValueError):
     """Rows whose prompt is longer than `max_prompt_length` (raised at start-up by `on_over_limit: error`)."""
+
+
+def check_row_specs(rows: Sequence[Mapping[str, Any]], opts: DataOptions, split: str = "train") -> None:
+    """Refuse to start when a row's own video spec (`evr1_plan`) is malformed, made for another model family, or --
+    unless `data.evr1.video_source=decode` -- names frames the cache does not hold for that row (the dataset and the
+    cache disagree: a hand-edited row, or a cache built without `--plan`). Raises `RowSpecError` naming the rows."""
+    from evr1_cache.plan.row_spec import RowSpecError, has_row_spec
+    from evr1_cache.plan.tokens import row_id
+    from evr1_train.data.media import loader_for
+    from evr1_train.data.row import media_items, row_messages, row_spec
+
+    problems: list[str] = []
+    for i, row in enumerate(rows):
+        if not has_row_spec(row):
+            continue
+        name = row_id(row, i)
+        try:
+            spec = row_spec(row, opts, name)
+        except RowSpecError as exc:
+            problems.append(str(exc))
+            continue
+        if spec is None or opts.video_source == "decode":
+            continue
+        loader = loader_for(opts)
+        for item in media_items(row_messages(row, opts)):
+            if item["type"] == "video" and not loader.cached(item["video"], item.get("evr1_cache"), spec=spec):
+                problems.append(
+                    f"row {name}: its evr1_plan names video spec {spec.key()}, but {item['video']} is not in the "
+                    f"frame cache {opts.cache_dir} under that spec; rebuild with `evr1-cache build --plan` (same "
+                    "--out), or remove the row's evr1_plan column to use the configured spec"
+                )
+                break
+    if problems:
+        more = f" and {len(problems) - SHOW} more" if len(problems) > SHOW else ""
+        raise RowSpecError(f"{len(problems)} {split} row(s) have an unusable own video spec: " + " | ".join(
+            problems[:SHOW]
+        ) + more)
 
 
 def check_prompt_lengths(
@@ -63,7 +105,13 @@ def check_prompt_lengths(
     bad = over_limit(plans, int(max_prompt_length))
     if not bad:
         return list(range(len(rows)))
-    names = "; ".join(f"row {p.row_id}: {p.total} tokens ({p.text} text + {p.vision} vision)" for p in bad[:SHOW])
+    own = {i for i, row in enumerate(rows) if row.get("evr1_plan") is not None}
+    names = "; ".join(
+        f"row {p.row_id}: {p.total} tokens ({p.text} text + {p.vision} vision"
+        + (", under its own evr1_plan video spec" if p.index in own else "")
+        + ")"
+        for p in bad[:SHOW]
+    )
     more = f" and {len(bad) - SHOW} more" if len(bad) > SHOW else ""
     if on_over_limit == "error":
         raise PromptTooLong(

@@ -11,6 +11,7 @@ Names (stable):
     ground_truth_of(row, opts) -> Any
     row_to_inputs(row, opts, index=0, hybrid=None) -> RowInputs
     media_items(messages) -> list[dict]
+    row_spec(row, opts, name=None) -> SamplingSpec | None   # the row's own video spec (`build --plan` resampled it)
     check_model_family(opts, processor, model=None) -> ModelFamily | None
 """
 
@@ -20,16 +21,22 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evr1_cache import BOOKKEEPING_COLUMNS
 from evr1_train.data.media import loader_for
 from evr1_train.data.options import DataOptions
 from evr1_train.data.prompt import build_prompt_text, normalise_problem_type
 
+if TYPE_CHECKING:
+    from evr1_cache.spec import SamplingSpec
+
 #: Columns consumed by evr1 itself; every other column is forwarded to the reward in `extra_info`.
 _CORE = BOOKKEEPING_COLUMNS
 _ANSWER_TAG = re.compile(r"^\s*<answer>(.*)</answer>\s*$", re.DOTALL)
+#: Key of a video content item carrying its row's own video spec (`SamplingSpec.to_dict()`); absent = the configured
+#: spec. It travels with the messages, so verl's agent-loop workers (which only see the messages) serve it too.
+SPEC_ITEM_KEY = "evr1_spec"
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ def resolve_media_path(path: Any, opts: DataOptions) -> str:
 def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, Any]]:
     """System (optional) + user turn whose content list interleaves text with media references, in placeholder order."""
     text = build_prompt_text(row, opts)
+    own = row_spec(row, opts)
     images = list(row.get(opts.image_key) or [])
     videos = list(row.get(opts.video_key) or [])
     video_refs = _refs(row.get("video_cache"), len(videos))
@@ -66,9 +74,10 @@ def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, An
     ii = vi = 0
     for seg in re.split(r"(<video>|<image>)", text):
         if seg == "<video>":
-            content.append(
-                {"type": "video", "video": resolve_media_path(videos[vi], opts), "evr1_cache": video_refs[vi]}
-            )
+            item: dict[str, Any] = {"type": "video", "video": resolve_media_path(videos[vi], opts), "evr1_cache": video_refs[vi]}
+            if own is not None:
+                item[SPEC_ITEM_KEY] = own.to_dict()
+            content.append(item)
             vi += 1
         elif seg == "<image>":
             img = images[ii]
@@ -85,6 +94,24 @@ def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, An
         messages.append({"role": "system", "content": opts.system_prompt})
     messages.append({"role": "user", "content": content})
     return messages
+
+
+def row_spec(row: Mapping[str, Any], opts: DataOptions, name: str | None = None) -> SamplingSpec | None:
+    """The row's own video spec when `evr1-cache build --plan` resampled it (its `evr1_plan` column), else None (the
+    configured `data.evr1.video` spec). A malformed override is a `RowSpecError` naming the row."""
+    from evr1_cache.plan.row_spec import has_row_spec, row_video_spec
+
+    return row_video_spec(row, opts.video_spec(), name) if has_row_spec(row) else None
+
+
+def item_spec(item: Mapping[str, Any]) -> SamplingSpec | None:
+    """The video spec a content item of `row_messages` carries (None: the configured one)."""
+    settings = item.get(SPEC_ITEM_KEY)
+    if settings is None:
+        return None
+    from evr1_cache.spec import SamplingSpec
+
+    return SamplingSpec.from_dict(settings)
 
 
 def _refs(cache_refs: Any, count: int) -> list[str | None]:
@@ -118,7 +145,7 @@ def load_media(
     videos: list[tuple[Any, dict[str, Any]]] = []
     for item in media_items(messages):
         if item["type"] == "video":
-            videos.append(loader.video(item["video"], row_id, item.get("evr1_cache")))
+            videos.append(loader.video(item["video"], row_id, item.get("evr1_cache"), item_spec(item)))
         else:
             images.append(loader.image(item["image"], row_id, item.get("evr1_cache")))
     return (images or None), (videos or None)

@@ -201,6 +201,9 @@ class BaseTrainer:
 
         One warning lists the first few reasons; the run continues with the rest (a bad row never kills a run).
         """
+        from evr1_train.data.plan_check import check_row_specs
+
+        check_row_specs(rows, self.data_opts, split)  # a tampered row-level spec is an error, never a skipped row
         good, bad = [], []
         for i, row in enumerate(rows):
             try:
