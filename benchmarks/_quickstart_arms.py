@@ -52,16 +52,64 @@ def _child(spec: dict[str, Any]) -> None:
     cfg = compose(inputs, spec["overrides"], spec["experiment"])
     OmegaConf.resolve(cfg)  # data / cache / model-init paths of the shared inputs
     cfg.engine.output_dir = str(out)
-    summary = run(cfg)
-    record = {
-        "history": summary.history,
-        "wall_s": summary.wall_s,
-        "peak_rss_gb": summary.peak_rss_gb,
-        "total_params": summary.total_params,
-        "trainable_params": summary.trainable_params,
-        "output_dir": str(out),
-    }
+    if spec.get("profile_step"):
+        record = _profile(cfg, int(spec["profile_step"]))
+    else:
+        summary = run(cfg)
+        record = {
+            "history": summary.history,
+            "wall_s": summary.wall_s,
+            "peak_rss_gb": summary.peak_rss_gb,
+            "baseline_rss_gb": summary.baseline_rss_gb,
+            "train_peak_rss_gb": summary.train_peak_rss_gb,
+            "train_rss_increase_gb": summary.train_rss_increase_gb,
+            "state_bytes": summary.state_bytes,
+            "total_params": summary.total_params,
+            "trainable_params": summary.trainable_params,
+            "output_dir": str(out),
+        }
     (work / f"{spec['name']}.json").write_text(json.dumps(record, indent=1))
+
+
+def _profile(cfg: Any, step: int) -> dict[str, Any]:
+    """Build the arm's trainer, take `step - 1` steps, then profile step `step`: the peak of live tensor bytes during
+    it (torch's profiler, allocation/free events) and the bytes kept between steps (weights, grads, optimizer moments,
+    a separate reference model if any)."""
+    from evr1_train.engine.config import LocalConfig
+    from evr1_train.engine.local import make_trainer
+    from evr1_train.engine.memory import rss_bytes, state_bytes, tensor_peak
+
+    trainer = make_trainer(LocalConfig.from_cfg(cfg))
+    for _ in range(step - 1):
+        trainer.step()
+    kept = state_bytes(trainer.model, trainer.optimizer)
+    ref = getattr(trainer, "ref_model", None)
+    kept["reference"] = state_bytes(ref)["weights"] if ref is not None else 0
+    before = rss_bytes()
+    _, peak = tensor_peak(trainer.step)
+    return {
+        "profile_step": step,
+        "state_bytes": kept,
+        "step_tensor_peak_bytes": peak.peak,
+        "step_tensor_net_bytes": peak.net,
+        "memory_events": peak.events,
+        "rss_before_step_gb": before / 2**30,
+        "total_params": trainer.parameters_report.total,
+        "trainable_params": trainer.parameters_report.trainable,
+    }
+
+
+def profile_arm(
+    name: str, work: Path, experiment: str, overrides: list[str], inputs: Path, step: int = 3
+) -> dict[str, Any]:
+    """`run_arm`'s memory profile: one child process builds the arm, takes step-1 steps and profiles step `step`."""
+    result = work / f"{name}.json"
+    if result.exists():
+        return dict(json.loads(result.read_text()))
+    spec = {"name": name, "work": str(work), "experiment": experiment, "overrides": overrides, "inputs": str(inputs),
+            "profile_step": step}  # fmt: skip
+    subprocess.run([sys.executable, __file__, json.dumps(spec)], check=True)
+    return dict(json.loads(result.read_text()))
 
 
 def curve(result: dict[str, Any], offset: int = 0) -> dict[int, float]:

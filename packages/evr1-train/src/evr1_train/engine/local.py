@@ -39,6 +39,13 @@ class RunSummary:
     history: list[dict[str, float]] = field(default_factory=list)
     total_params: int = 0
     trainable_params: int = 0
+    #: RSS after set-up (model, data, optimiser), the peak RSS while training, and their difference: what training
+    #: itself added in this process (engine.memory.RssWatch); peak_rss_gb is the whole process's high-water mark
+    baseline_rss_gb: float = 0.0
+    train_peak_rss_gb: float = 0.0
+    train_rss_increase_gb: float = 0.0
+    #: bytes kept between steps at the end of the run: weights, grads, optimizer (engine.memory.state_bytes)
+    state_bytes: dict[str, int] = field(default_factory=dict)
 
     def table(self) -> str:
         keys = sorted({k for k in (*self.first_val, *self.last_val) if k.startswith("val/accuracy")})
@@ -51,6 +58,12 @@ class RunSummary:
         for thr, st in self.first_step_reaching.items():
             lines.append(f"first step with held-out accuracy >= {thr:<6}{'never' if st is None else st:>14}")
         lines.append(f"steps {self.steps}   wall {self.wall_s / 60:.1f} min   peak RSS {self.peak_rss_gb:.2f} GiB")
+        if self.train_peak_rss_gb:
+            lines.append(
+                f"memory: {self.baseline_rss_gb:.2f} GiB after set-up, training added {self.train_rss_increase_gb:.3f} "
+                f"GiB at its peak; kept between steps {sum(self.state_bytes.values()) / 2**20:.1f} MiB "
+                "(weights + grads + optimizer)"
+            )
         if self.curve_png:
             lines.append(f"learning curve: {self.curve_png}")
         return "\n".join(lines)
@@ -189,10 +202,14 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
     from evr1_train.rollouts.engines import attach_local, finish_local
 
     dumps = attach_local(trainer, cfg, out) if hasattr(trainer, "on_rollout") else None  # evr1.rollout_dump
+    from evr1_train.engine.memory import GIB, RssWatch, state_bytes
+
     t_start, wall_before = time.perf_counter(), trainer.state.wall_s
+    watch = RssWatch().start()
     try:
         _train_loop(trainer, lc, tracker, out / "checkpoints")
     finally:
+        watch.stop()
         tracker.close()
     history = trainer.state.history
     summary = RunSummary(
@@ -208,6 +225,10 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
         history=list(history),
         total_params=trainer.parameters_report.total,
         trainable_params=trainer.parameters_report.trainable,
+        baseline_rss_gb=watch.baseline / GIB,
+        train_peak_rss_gb=watch.peak / GIB,
+        train_rss_increase_gb=watch.increase / GIB,
+        state_bytes=state_bytes(trainer.model, trainer.optimizer),
     )
     print("\n" + summary.table(), flush=True)
     finish_local(dumps, out)  # the quickstart builds the rollout viewer and prints its path

@@ -35,7 +35,11 @@ class LocalTrainer(BaseTrainer):
     def __init__(self, cfg: LocalConfig, *, ref_path: str | None = None) -> None:
         super().__init__(cfg)
         self.ref_model = None
-        if cfg.use_kl_loss or cfg.use_kl_in_reward:
+        #: LoRA's reference policy is the base model itself, run with the adapter switched off (peft's
+        #: `disable_adapter()`), as verl 0.9.1 does for LoRA (`ref_in_actor`, trainer/ppo/v1/trainer_base.py): no second
+        #: copy of the weights.
+        self.ref_in_actor = self.lora and ref_path is None and (cfg.use_kl_loss or cfg.use_kl_in_reward)
+        if (cfg.use_kl_loss or cfg.use_kl_in_reward) and not self.ref_in_actor:
             self.ref_model, _ = load_policy(ref_path or cfg.model_path, self.runtime)
             self.ref_model.eval().requires_grad_(False)
         self.actor_cfg = algorithms.actor_config(cfg)
@@ -139,7 +143,20 @@ class LocalTrainer(BaseTrainer):
                 old_lp = self._logprobs(self.model, prompts, seqs, width)
             if self.ref_model is not None:
                 ref_lp = self._logprobs(self.ref_model, prompts, seqs, width)
+            elif self.ref_in_actor:
+                ref_lp = self._ref_logprobs_in_actor(prompts, seqs, width)
         return old_lp, ref_lp
+
+    def _ref_logprobs_in_actor(self, prompts: list[Prompt], seqs: list[Rollout], width: int) -> torch.Tensor:
+        """The reference log-probs of a LoRA run: the base model = the actor with its adapter disabled (eval mode,
+        so dropout, if any, is off as in a separate reference model)."""
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with self.model.disable_adapter():
+                return self._logprobs(self.model, prompts, seqs, width)
+        finally:
+            self.model.train(was_training)
 
     # -- one step ----------------------------------------------------------------------------------------------
     def step(self) -> dict[str, float]:

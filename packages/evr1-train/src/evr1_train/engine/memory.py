@@ -1,0 +1,128 @@
+"""Memory of a training run, measured so that what training costs is not drowned by what the process already holds.
+
+Why: a process's peak RSS (`ru_maxrss`) on a small model is mostly the PyTorch runtime, the tokenizer and the
+datasets, and it only grows, so two runs that differ only in training state (full fine-tuning vs LoRA) look alike.
+Three views separate the parts:
+- `RssWatch`: RSS sampled every few milliseconds in a background thread from a baseline taken after set-up (model,
+  data, optimiser built), so its peak minus the baseline is what training itself added, in the same process;
+- `state_bytes`: the bytes of the tensors training keeps between steps -- weights, gradients, optimiser moments --
+  counted from the live tensors (not a formula);
+- `tensor_peak`: the peak of live CPU tensor bytes over one call (one training step), from the allocation and free
+  events of torch's profiler (`profile_memory=True`): activations, KV caches and temporaries, free of allocator
+  caching and fragmentation.
+
+Names (stable): rss_bytes(), RssWatch, state_bytes(model, optimizer), tensor_peak(fn) -> (result, TensorPeak).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+GIB = 2**30
+
+
+def rss_bytes() -> int:
+    """The current resident set size of this process (Linux `/proc/self/statm`; elsewhere the peak so far)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+class RssWatch:
+    """Samples RSS every `interval` seconds in a daemon thread between `start()` and `stop()`.
+
+    `baseline` is the RSS at `start()`; `peak` the largest sample (the start and stop values included), so
+    `peak - baseline` is what the watched code added at its highest point."""
+
+    def __init__(self, interval: float = 0.005) -> None:
+        self.interval = interval
+        self.baseline = 0
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> RssWatch:
+        self.baseline = self.peak = rss_bytes()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="evr1-rss-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, rss_bytes())
+
+    def stop(self) -> RssWatch:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.peak = max(self.peak, rss_bytes())
+        return self
+
+    @property
+    def increase(self) -> int:
+        return max(0, self.peak - self.baseline)
+
+
+def state_bytes(model: Any, optimizer: Any = None) -> dict[str, int]:
+    """Bytes of the tensors training keeps between steps: `weights` (every parameter and buffer), `grads` (the
+    gradients that exist now) and `optimizer` (the optimiser's state tensors, e.g. AdamW's two moments)."""
+    import torch
+
+    seen: set[int] = set()
+
+    def size(t: Any) -> int:
+        if not isinstance(t, torch.Tensor):
+            return 0
+        key = t.untyped_storage().data_ptr()
+        if key in seen:  # tied weights, views
+            return 0
+        seen.add(key)
+        return int(t.untyped_storage().nbytes())
+
+    weights = sum(size(p) for p in model.parameters()) + sum(size(b) for b in model.buffers())
+    grads = sum(size(p.grad) for p in model.parameters() if p.grad is not None)
+    moments = 0
+    if optimizer is not None:
+        for state in optimizer.state.values():
+            moments += sum(size(v) for v in state.values() if isinstance(v, torch.Tensor) and v.dim() > 0)
+    return {"weights": weights, "grads": grads, "optimizer": moments}
+
+
+@dataclass(frozen=True)
+class TensorPeak:
+    """Live CPU tensor bytes over one profiled call: `peak` above the bytes alive at its start, `net` at its end."""
+
+    peak: int
+    net: int
+    events: int
+
+
+def tensor_peak(fn: Callable[[], T]) -> tuple[T, TensorPeak]:
+    """Run `fn` under torch's profiler with memory tracking; the running sum of its CPU allocation/free events gives
+    the peak of tensor bytes allocated during the call (allocator caching and fragmentation excluded). Slow: profile
+    one step, not a run."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=False) as prof:
+        result = fn()
+    events = []
+    for ev in prof.profiler.kineto_results.events():  # type: ignore[union-attr]
+        if ev.name() == "[memory]" and str(ev.device_type()).endswith("CPU"):
+            events.append((ev.start_ns(), int(ev.nbytes())))
+    events.sort(key=lambda e: e[0])
+    live = peak = 0
+    for _, nbytes in events:
+        live += nbytes
+        peak = max(peak, live)
+    return result, TensorPeak(peak, live, len(events))
