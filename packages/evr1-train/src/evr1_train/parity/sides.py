@@ -65,6 +65,8 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
     specs: dict[str, Any] = {}
     for row in rows:
         for kind in ("video", "image"):
+            if kind == "video" and row.get("evr1_plan") is not None:
+                continue  # a row `build --plan` resampled: its videos carry their own spec, not the dataset's
             for ref in row.get(f"{kind}_cache") or ():
                 if ref and kind not in specs:
                     specs[kind] = _entry_spec(reader, Path(cache_dir), ref, kind)
