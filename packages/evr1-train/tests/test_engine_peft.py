@@ -104,6 +104,40 @@ def test_lora_checkpoints_hold_the_adapter_and_resume_to_the_same_step(quickstar
     assert all(torch.allclose(wa[n], wb[n], atol=1e-6) for n in wa)
 
 
+def test_lora_reference_policy_is_the_base_model_without_a_second_copy(quickstart_cfg: Any, tmp_path: Path) -> None:
+    """With the KL loss on, LoRA's reference log-probs come from the actor with its adapter disabled (verl's
+    `ref_in_actor`): no reference model is loaded, they equal a separately loaded base model's, and they stay the
+    base's while the adapter trains."""
+    from evr1_train.engine.base import StepTimer
+    from evr1_train.engine.policy import load_policy
+
+    kl = ["actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.kl_loss_coef=0.1"]
+    trainer = _trainer(quickstart_cfg(tmp_path, *LORA, *kl, experiment="quickstart_lora"))
+    assert trainer.ref_in_actor
+    assert trainer.ref_model is None
+    full = _trainer(quickstart_cfg(tmp_path / "full", *ONE_STEP, *kl))
+    assert full.ref_model is not None  # full fine-tuning still needs its own frozen copy
+    base, _ = load_policy(trainer.cfg.model_path, trainer.runtime)
+    from evr1_train.engine.base import Rollout
+
+    prompts = [trainer._prepare(i, row, f"kl-{i}", None) for i, row in enumerate(trainer.train_rows[:2])]
+    seqs = [Rollout(i, [11, 12, 13, 14], False) for i in range(2)]
+
+    def ref_and_actor() -> tuple[torch.Tensor, torch.Tensor]:
+        _, ref = trainer._old_and_ref_logprobs(prompts, seqs, 4, StepTimer())
+        return ref, trainer._logprobs(trainer.model, prompts, seqs, 4)
+
+    want = trainer._logprobs(base.eval(), prompts, seqs, 4)
+    ref0, actor0 = ref_and_actor()
+    assert torch.allclose(ref0, want, atol=1e-5)
+    metrics = trainer.step()
+    assert math.isfinite(metrics["actor/kl_loss"])
+    ref1, actor1 = ref_and_actor()
+    assert torch.allclose(ref1, want, atol=1e-5)  # the reference stays the base model
+    assert not torch.allclose(actor1, actor0, atol=1e-5)  # while the adapter moved the actor
+    assert trainer.model.training  # the actor is back in training mode after the reference pass
+
+
 def test_merge_writes_a_full_model_that_computes_the_same(quickstart_cfg: Any, tmp_path: Path) -> None:
     from transformers import AutoModelForImageTextToText
 
