@@ -47,6 +47,7 @@ NEUTRAL = (
     "engine.resume",
     "engine.output_dir",
     "engine.num_threads",
+    "engine.return_freed_memory",
     "engine.val_batch_size",
     "engine.quickstart.progress",
     "engine.quickstart.root",

@@ -90,6 +90,10 @@ class BaseTrainer:
         self.cfg = cfg
         if cfg.num_threads > 0:
             torch.set_num_threads(cfg.num_threads)
+        if cfg.return_freed_memory:
+            from evr1_train.engine.memory import return_freed_memory
+
+            return_freed_memory()
         self.runtime: Runtime = pick_runtime(cfg.device, cfg.dtype)
         base_dir = os.path.dirname(os.path.abspath(cfg.train_files[0]))
         self.data_opts = DataOptions.from_mapping(plain(cfg.data_evr1_node), base_dir=base_dir)

@@ -116,6 +116,9 @@ class LocalConfig:
     device: str = "auto"
     dtype: str = "auto"
     num_threads: int = 0
+    #: glibc: serve large allocations from mmap at a fixed 128 KiB threshold, so freed tensors go back to the OS
+    #: (engine.memory.return_freed_memory); false keeps glibc's default (the threshold grows, RSS keeps the heap)
+    return_freed_memory: bool = True
     plot: bool = True
     reward_weights: Mapping[str, float] = field(default_factory=lambda: {"accuracy": 0.9, "format": 0.1})
     reward_think: str = "optional"
@@ -328,6 +331,7 @@ SOURCES: tuple[Source, ...] = (
     Source("device", ("engine.device",), str),
     Source("dtype", ("engine.dtype",), str),
     Source("num_threads", ("engine.num_threads",), int),
+    Source("return_freed_memory", ("engine.return_freed_memory",), bool),
     Source("plot", ("engine.plot",), bool),
     Source("reward_weights", ("engine.reward.weights",), dict),
     Source("reward_think", ("engine.reward.think",), str),

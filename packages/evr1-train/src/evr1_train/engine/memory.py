@@ -11,7 +11,15 @@ Three views separate the parts:
   events of torch's profiler (`profile_memory=True`): activations, KV caches and temporaries, free of allocator
   caching and fragmentation.
 
-Names (stable): rss_bytes(), RssWatch, state_bytes(model, optimizer), tensor_peak(fn) -> (result, TensorPeak).
+And one fix: `return_freed_memory()`. glibc serves a large allocation from mmap (returned to the OS on free) only
+above a threshold that it raises to the size of each mmapped block freed, up to 32 MiB; after the first training step
+the activations of every later step come from the heap, and a freed heap keeps its pages. On the quickstart that
+retained heap, not tensors, made LoRA's peak RSS look higher than full fine-tuning's (benchmarks/lora_vs_full.py).
+A fixed threshold (mallopt M_MMAP_THRESHOLD, which also switches the dynamic raise off) keeps RSS close to the live
+tensors.
+
+Names (stable): rss_bytes(), RssWatch, state_bytes(model, optimizer), tensor_peak(fn) -> (result, TensorPeak),
+return_freed_memory(threshold).
 """
 
 from __future__ import annotations
@@ -72,6 +80,26 @@ class RssWatch:
     @property
     def increase(self) -> int:
         return max(0, self.peak - self.baseline)
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
+_MMAP_THRESHOLD_BYTES = 128 * 1024  # glibc's own initial value
+
+
+def return_freed_memory(threshold: int = _MMAP_THRESHOLD_BYTES) -> bool:
+    """Fix glibc's mmap threshold at `threshold` bytes for this process: allocations above it are mmapped and go
+    back to the OS when freed. True when set; False where the C library is not glibc (nothing changes)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        if not hasattr(libc, "gnu_get_libc_version"):  # musl and others: no mallopt semantics to rely on
+            return False
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, int(threshold)))
+    except (OSError, AttributeError):
+        return False
 
 
 def state_bytes(model: Any, optimizer: Any = None) -> dict[str, int]:
