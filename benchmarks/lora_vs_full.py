@@ -36,7 +36,13 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads per arm")
     ap.add_argument("--set", action="append", default=[], help="extra Hydra override for both arms (repeatable)")
-    ap.add_argument("--profile-step", type=int, default=3, help="the step whose tensor memory is profiled")
+    ap.add_argument(
+        "--profile-step",
+        type=int,
+        default=1,
+        help="the step whose tensor memory is profiled (default 1: LoRA's B matrices start at zero, so both arms "
+        "sample the same rollouts and update on the same batch)",
+    )
     ap.add_argument("--json", type=Path, help="write both curves and figures here")
     args = ap.parse_args()
 

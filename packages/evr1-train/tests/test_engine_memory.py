@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from evr1_train.engine.memory import RssWatch, rss_bytes, return_freed_memory, state_bytes, tensor_peak
+from evr1_train.engine.memory import RssWatch, return_freed_memory, rss_bytes, state_bytes, tensor_peak
 
 MIB = 2**20
 

@@ -317,7 +317,7 @@ def test_a_tampered_row_spec_is_refused_naming_the_row(resampled: dict[str, Any]
     with pytest.raises(RowSpecError, match="row long: its evr1_plan names video spec"):
         _local_trainer(r, tmp_path / "a", absent, r["limit"])
     broken = _tampered(r, r["cache"] / "broken.jsonl", {"action": "resample", "video": {**small, "max_frame": 2}})
-    with pytest.raises(RowSpecError, match="row long: evr1_plan.video is not a valid video spec"):
+    with pytest.raises(RowSpecError, match=r"row long: evr1_plan\.video is not a valid video spec"):
         _local_trainer(r, tmp_path / "b", broken, r["limit"])
     # the configured (too long) spec named as the row's own, its frames really cached under it
     full = build_cache(r["media"] / "plan.jsonl", r["cache"], r["spec"], r["opts"].image_spec(), progress=False,
@@ -325,5 +325,5 @@ def test_a_tampered_row_spec_is_refused_naming_the_row(resampled: dict[str, Any]
     assert full.ok
     ref = __import__("json").loads((tmp_path / "full.jsonl").read_text().splitlines()[1])["video_cache"]
     over = _tampered(r, r["cache"] / "over.jsonl", {"action": "resample", "video": r["spec"].to_dict()}, ref)
-    with pytest.raises(PromptTooLong, match="row long: .* tokens .*under its own evr1_plan video spec"):
+    with pytest.raises(PromptTooLong, match=r"row long: .* tokens .*under its own evr1_plan video spec"):
         _verl_dataset(r, over, r["limit"])

@@ -92,9 +92,7 @@ class MediaLoader:
         entry = reader.entry_at(ref, spec, source=path) if ref else reader.entry(path, spec)
         return entry.frames, entry.to_hf()
 
-    def cached(
-        self, path: str, ref: str | None = None, kind: str = "video", spec: SamplingSpec | None = None
-    ) -> bool:
+    def cached(self, path: str, ref: str | None = None, kind: str = "video", spec: SamplingSpec | None = None) -> bool:
         """Whether the media is served from the cache (ref built for the spec, or entry for path + spec); `spec`:
         a video row's own spec, else the configured one."""
         reader = self._cache()

@@ -67,9 +67,9 @@ def check_row_specs(rows: Sequence[Mapping[str, Any]], opts: DataOptions, split:
                 break
     if problems:
         more = f" and {len(problems) - SHOW} more" if len(problems) > SHOW else ""
-        raise RowSpecError(f"{len(problems)} {split} row(s) have an unusable own video spec: " + " | ".join(
-            problems[:SHOW]
-        ) + more)
+        raise RowSpecError(
+            f"{len(problems)} {split} row(s) have an unusable own video spec: " + " | ".join(problems[:SHOW]) + more
+        )
 
 
 def check_prompt_lengths(

@@ -74,7 +74,11 @@ def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, An
     ii = vi = 0
     for seg in re.split(r"(<video>|<image>)", text):
         if seg == "<video>":
-            item: dict[str, Any] = {"type": "video", "video": resolve_media_path(videos[vi], opts), "evr1_cache": video_refs[vi]}
+            item: dict[str, Any] = {
+                "type": "video",
+                "video": resolve_media_path(videos[vi], opts),
+                "evr1_cache": video_refs[vi],
+            }
             if own is not None:
                 item[SPEC_ITEM_KEY] = own.to_dict()
             content.append(item)
