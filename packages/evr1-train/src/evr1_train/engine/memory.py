@@ -145,7 +145,7 @@ def tensor_peak(fn: Callable[[], T]) -> tuple[T, TensorPeak]:
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=False) as prof:
         result = fn()
     events = []
-    for ev in prof.profiler.kineto_results.events():  # type: ignore[union-attr]
+    for ev in prof.profiler.kineto_results.events():
         if ev.name() == "[memory]" and str(ev.device_type()).endswith("CPU"):
             events.append((ev.start_ns(), int(ev.nbytes())))
     events.sort(key=lambda e: e[0])
