@@ -39,8 +39,7 @@ def check_row_specs(rows: Sequence[Mapping[str, Any]], opts: DataOptions, split:
     """Refuse to start when a row's own video spec (`evr1_plan`) is malformed, made for another model family, or --
     unless `data.evr1.video_source=decode` -- names frames the cache does not hold for that row (the dataset and the
     cache disagree: a hand-edited row, or a cache built without `--plan`). Raises `RowSpecError` naming the rows."""
-    from evr1_cache.plan.row_spec import RowSpecError, has_row_spec
-    from evr1_cache.plan.tokens import row_id
+    from evr1_cache.plan import RowSpecError, has_row_spec, row_id
     from evr1_train.data.media import loader_for
     from evr1_train.data.row import media_items, row_messages, row_spec
 

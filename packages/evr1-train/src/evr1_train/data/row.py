@@ -103,7 +103,7 @@ def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, An
 def row_spec(row: Mapping[str, Any], opts: DataOptions, name: str | None = None) -> SamplingSpec | None:
     """The row's own video spec when `evr1-cache build --plan` resampled it (its `evr1_plan` column), else None (the
     configured `data.evr1.video` spec). A malformed override is a `RowSpecError` naming the row."""
-    from evr1_cache.plan.row_spec import has_row_spec, row_video_spec
+    from evr1_cache.plan import has_row_spec, row_video_spec
 
     return row_video_spec(row, opts.video_spec(), name) if has_row_spec(row) else None
 
