@@ -25,8 +25,16 @@ def compose(out: Path, overrides: list[str], experiment: str = "quickstart") -> 
         )
 
 
-def run_arm(name: str, work: Path, experiment: str, overrides: list[str], inputs: Path | None = None) -> dict[str, Any]:
-    """Run one arm in a child process; returns its result (also cached in work/<name>.json: a rerun reuses it)."""
+def run_arm(
+    name: str,
+    work: Path,
+    experiment: str,
+    overrides: list[str],
+    inputs: Path | None = None,
+    profile_step: int = 0,
+) -> dict[str, Any]:
+    """Run one arm in a child process; returns its result (also cached in work/<name>.json: a rerun reuses it).
+    `profile_step` > 0: instead of the run, profile the memory of that step (`_profile`)."""
     result = work / f"{name}.json"
     if result.exists():
         return dict(json.loads(result.read_text()))
@@ -36,6 +44,7 @@ def run_arm(name: str, work: Path, experiment: str, overrides: list[str], inputs
         "experiment": experiment,
         "overrides": overrides,
         "inputs": str(inputs or ""),
+        "profile_step": profile_step,
     }
     subprocess.run([sys.executable, __file__, json.dumps(spec)], check=True)
     return dict(json.loads(result.read_text()))
@@ -100,16 +109,10 @@ def _profile(cfg: Any, step: int) -> dict[str, Any]:
 
 
 def profile_arm(
-    name: str, work: Path, experiment: str, overrides: list[str], inputs: Path, step: int = 3
+    name: str, work: Path, experiment: str, overrides: list[str], inputs: Path, step: int = 1
 ) -> dict[str, Any]:
-    """`run_arm`'s memory profile: one child process builds the arm, takes step-1 steps and profiles step `step`."""
-    result = work / f"{name}.json"
-    if result.exists():
-        return dict(json.loads(result.read_text()))
-    spec = {"name": name, "work": str(work), "experiment": experiment, "overrides": overrides, "inputs": str(inputs),
-            "profile_step": step}  # fmt: skip
-    subprocess.run([sys.executable, __file__, json.dumps(spec)], check=True)
-    return dict(json.loads(result.read_text()))
+    """`run_arm`'s memory profile: the child builds the arm, takes step-1 steps and profiles step `step`."""
+    return run_arm(name, work, experiment, overrides, inputs, profile_step=step)
 
 
 def curve(result: dict[str, Any], offset: int = 0) -> dict[int, float]:
