@@ -64,7 +64,8 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
         from evr1_train.data.plan_check import check_row_specs
 
         super()._read_files_and_tokenize()
-        check_row_specs(list(self.dataframe), self.evr1)  # rows `build --plan` resampled: their own spec is usable
+        if "evr1_plan" in getattr(self.dataframe, "column_names", ("evr1_plan",)):
+            check_row_specs(list(self.dataframe), self.evr1)  # rows `build --plan` resampled: their own spec is usable
         self.dataframe = self._drop_rows_with_missing_media(self.dataframe)
         self.dataframe = self._check_prompt_lengths(self.dataframe)
 
