@@ -91,18 +91,24 @@ def _profile(cfg: Any, step: int) -> dict[str, Any]:
     trainer = make_trainer(LocalConfig.from_cfg(cfg))
     for _ in range(step - 1):
         trainer.step()
-    kept = state_bytes(trainer.model, trainer.optimizer)
-    ref = getattr(trainer, "ref_model", None)
-    kept["reference"] = state_bytes(ref)["weights"] if ref is not None else 0
-    before = rss_bytes()
+
+    def kept() -> dict[str, int]:
+        out = state_bytes(trainer.model, trainer.optimizer)
+        ref = getattr(trainer, "ref_model", None)
+        out["reference"] = state_bytes(ref)["weights"] if ref is not None else 0
+        return out
+
+    before, rss = kept(), rss_bytes()
     _, peak = tensor_peak(trainer.step)
     return {
         "profile_step": step,
-        "state_bytes": kept,
+        "state_bytes_before": before,  # alive when the step starts (the step's peak comes on top of these)
+        "state_bytes": kept(),  # kept after it: weights, gradients, optimizer moments, a reference copy
+        "tensor_peak_bytes": sum(before.values()) + peak.peak,
         "step_tensor_peak_bytes": peak.peak,
         "step_tensor_net_bytes": peak.net,
         "memory_events": peak.events,
-        "rss_before_step_gb": before / 2**30,
+        "rss_before_step_gb": rss / 2**30,
         "total_params": trainer.parameters_report.total,
         "trainable_params": trainer.parameters_report.trainable,
     }

@@ -92,21 +92,20 @@ def main() -> None:
             f"{first_reaching(curves[name], 0.5)!s:>7}"
         )
     print(f"\nmemory of one training step (step {args.profile_step}, torch profiler; MiB): the peak of live tensor bytes "
-          "allocated during the step, and the tensors kept between steps")  # fmt: skip
-    print(f"{'arm':>8}{'step peak':>11}{'weights':>9}{'grads':>8}{'optim':>8}{'ref':>8}{'kept':>8}{'peak+kept':>11}")
+          "(what was alive at the step's start + the peak the step allocated), and the tensors kept after it")  # fmt: skip
+    print(f"{'arm':>8}{'tensor peak':>13}{'step alloc':>12}{'weights':>9}{'grads':>8}{'optim':>8}{'ref':>8}{'kept':>8}")
     for name, p in profiles.items():
         k = p["state_bytes"]
-        kept = sum(k.values())
         print(
-            f"{name:>8}{p['step_tensor_peak_bytes'] / MIB:>11.2f}{k['weights'] / MIB:>9.2f}{k['grads'] / MIB:>8.2f}"
-            f"{k['optimizer'] / MIB:>8.2f}{k['reference'] / MIB:>8.2f}{kept / MIB:>8.2f}"
-            f"{(kept + p['step_tensor_peak_bytes']) / MIB:>11.2f}"
+            f"{name:>8}{p['tensor_peak_bytes'] / MIB:>13.2f}{p['step_tensor_peak_bytes'] / MIB:>12.2f}"
+            f"{k['weights'] / MIB:>9.2f}{k['grads'] / MIB:>8.2f}{k['optimizer'] / MIB:>8.2f}{k['reference'] / MIB:>8.2f}"
+            f"{sum(k.values()) / MIB:>8.2f}"
         )
     ratio = results["lora"]["peak_rss_gb"] / results["full"]["peak_rss_gb"]
     added = results["lora"]["train_rss_increase_gb"] / max(results["full"]["train_rss_increase_gb"], 1e-9)
-    tensors = {n: sum(p["state_bytes"].values()) + p["step_tensor_peak_bytes"] for n, p in profiles.items()}
+    tensors = {n: p["tensor_peak_bytes"] for n, p in profiles.items()}
     print(f"\nLoRA / full: peak RSS {ratio:.2f}; RSS added by training {added:.2f}; training state (formula) "
-          f"{state_bytes(results['lora']) / state_bytes(results['full']):.2f}; profiled tensors (kept + step peak) "
+          f"{state_bytes(results['lora']) / state_bytes(results['full']):.2f}; profiled tensor peak "
           f"{tensors['lora'] / tensors['full']:.2f}, with the KL loss {tensors['lora+kl'] / tensors['full+kl']:.2f}")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps({"curves": curves, "results": results, "profiles": profiles}, indent=1))
