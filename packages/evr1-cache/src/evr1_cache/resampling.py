@@ -27,6 +27,7 @@ resize phase). Content with many exact ties (checkerboards) is recomputed chunk 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -385,7 +386,6 @@ def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int)
     times the work itself; parallelism over frame chunks in our own threads (numpy releases the GIL) is steadier.
     """
     import numpy as np
-    from threadpoolctl import threadpool_limits
 
     if isinstance(frames, np.ndarray):
         if frames.ndim != 4:
@@ -408,7 +408,7 @@ def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int)
         chunk = frames[i : i + step] if isinstance(frames, np.ndarray) else _as_array(frames[i : i + step])
         out[i : i + step] = _torchvision_bicubic_aa(chunk, height, width, fused)
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _single_threaded_blas():
         if workers == 1:
             for i in range(0, n, step):
                 one(i)
@@ -418,6 +418,91 @@ def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int)
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 list(pool.map(one, range(0, n, step)))
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller() -> object:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()  # finds the loaded BLAS libraries once (a scan of the process's libraries)
+
+
+def _single_threaded_blas() -> contextlib.AbstractContextManager[object]:
+    """BLAS limited to one thread (see `_chunked` for why) for the duration of a `with` block."""
+    return _blas_controller().limit(limits=1, user_api="blas")  # type: ignore[attr-defined, no-any-return]
+
+
+class ResizeStream:
+    """Resize frames while a decoder is still producing them: `add` hands over frames one by one (a decoder's sink),
+    full chunks are resized in background threads (numpy and BLAS release the GIL, the decoder works in FFmpeg's own
+    threads), and `result` returns them all, `[count, height, width, 3]`. The pixels are those of `resample` with
+    the same rule: chunking never changes a value. Use it as a context manager, so that the threads end on errors.
+    """
+
+    def __init__(self, count: int, height: int, width: int, rule: str, *, threads: int = 1) -> None:
+        import numpy as np
+
+        if rule not in RESAMPLERS:
+            resample(np.zeros((0, 1, 1, 3), np.uint8), 1, 1, rule)  # raises the registry's error, close names included
+        self._shape = (count, height, width, rule)
+        self._out = np.empty((count, height, width, 3), np.uint8)
+        self._pending: list[np.ndarray] = []
+        self._done = 0
+        self._step = 1
+        self._futures: list[object] = []
+        self._threads = max(1, threads if threads > 0 else (os.cpu_count() or 1) // 2)
+        self._pool: object | None = None
+        self._blas = _single_threaded_blas()
+
+    def __enter__(self) -> ResizeStream:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._blas.__enter__()
+        self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="evr1-resize")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)  # type: ignore[attr-defined]
+        self._blas.__exit__(None, None, None)
+
+    def add(self, frame: np.ndarray) -> None:
+        """One more frame (uint8 `[H, W, 3]`, every frame of one size); the frame may be kept until its chunk is done."""
+        count, height, width, _ = self._shape
+        if self._pool is None:
+            raise RuntimeError("ResizeStream is used outside its `with` block")
+        if self._done + len(self._pending) >= count:
+            raise ValueError(f"more than the {count} frames announced")
+        if self._pending and (frame.shape != self._pending[0].shape or frame.dtype != self._pending[0].dtype):
+            raise ValueError(f"expected uint8 frames [H, W, 3] of one size, got {frame.dtype} {frame.shape} after "
+                             f"{self._pending[0].dtype} {self._pending[0].shape}")  # fmt: skip
+        if not self._pending:
+            self._step = max(1, _CHUNK_VALUES // max(1, frame.size))
+        self._pending.append(frame)
+        if len(self._pending) >= self._step:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending or self._pool is None:
+            return
+        chunk, at = self._pending, self._done
+        self._pending, self._done = [], at + len(chunk)
+        count, height, width, rule = self._shape
+
+        def work() -> None:
+            self._out[at : at + len(chunk)] = RESAMPLERS[rule](chunk, height, width, 1)
+
+        self._futures.append(self._pool.submit(work))  # type: ignore[attr-defined]
+
+    def result(self) -> np.ndarray:
+        """Every frame resized, in the order added; raises what a resize raised, or ValueError if frames are missing."""
+        self._flush()
+        for future in self._futures:
+            future.result()  # type: ignore[attr-defined]
+        if self._done != self._shape[0]:
+            raise ValueError(f"{self._done} frames added, {self._shape[0]} announced")
+        return self._out
 
 
 @register_resampler("torchvision-bicubic-aa")

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from evr1_cache.decoders import register, rotate
+from evr1_cache.decoders import FrameSink, register, rotate
 from evr1_cache.errors import DecodeMismatch
 
 if TYPE_CHECKING:
@@ -44,7 +44,9 @@ class FFmpegCLIDecoder:
         out = subprocess.run([exe, "-version"], capture_output=True, text=True).stdout.split("\n", 1)[0]
         return out.replace(" Copyright", "").strip()
 
-    def decode(self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0) -> list[np.ndarray]:
+    def decode(
+        self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0, sink: FrameSink | None = None
+    ) -> list[np.ndarray]:
         import ffmpeg
         import numpy as np
 
@@ -68,5 +70,9 @@ class FFmpegCLIDecoder:
         if decoded != expected or got != len(wanted) or len(proc.stdout) % frame_bytes:
             raise DecodeMismatch(decoded, expected)
         frames = np.frombuffer(proc.stdout, np.uint8).reshape(got, ch, cw, 3)
+        if sink is not None:  # the whole output arrives at once: nothing to overlap with, but the same contract
+            for frame in frames:
+                sink(rotate(frame, info.rotation))
+            return []
         at = {p: i for i, p in enumerate(wanted)}
         return [rotate(frames[at[p]], info.rotation) for p in positions]
