@@ -444,7 +444,7 @@ class ResizeStream:
 
         if rule not in RESAMPLERS:
             resample(np.zeros((0, 1, 1, 3), np.uint8), 1, 1, rule)  # raises the registry's error, close names included
-        self._shape = (count, height, width, rule)
+        self._count, self._height, self._width, self._rule = count, height, width, rule
         self._out = np.empty((count, height, width, 3), np.uint8)
         self._pending: list[np.ndarray] = []
         self._done = 0
@@ -469,7 +469,7 @@ class ResizeStream:
 
     def add(self, frame: np.ndarray) -> None:
         """One more frame (uint8 `[H, W, 3]`, every frame of one size); the frame may be kept until its chunk is done."""
-        count, height, width, _ = self._shape
+        count = self._count
         if self._pool is None:
             raise RuntimeError("ResizeStream is used outside its `with` block")
         if self._done + len(self._pending) >= count:
@@ -488,10 +488,10 @@ class ResizeStream:
             return
         chunk, at = self._pending, self._done
         self._pending, self._done = [], at + len(chunk)
-        count, height, width, rule = self._shape
+        fn, height, width = RESAMPLERS[self._rule], self._height, self._width
 
         def work() -> None:
-            self._out[at : at + len(chunk)] = RESAMPLERS[rule](chunk, height, width, 1)
+            self._out[at : at + len(chunk)] = fn(chunk, height, width, 1)
 
         self._futures.append(self._pool.submit(work))  # type: ignore[attr-defined]
 
@@ -500,8 +500,8 @@ class ResizeStream:
         self._flush()
         for future in self._futures:
             future.result()  # type: ignore[attr-defined]
-        if self._done != self._shape[0]:
-            raise ValueError(f"{self._done} frames added, {self._shape[0]} announced")
+        if self._done != self._count:
+            raise ValueError(f"{self._done} frames added, {self._count} announced")
         return self._out
 
 
