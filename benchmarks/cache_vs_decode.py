@@ -65,14 +65,22 @@ def timed(
     return statistics.median(times), result
 
 
-def make_videos(work: Path) -> list[Path]:
+#: The awkward AVIs `--avis` adds to the load comparison (the build set stays the 8 videos above, for comparable ratios).
+AVIS = ("tree.avi", "vtest.avi", "Megamind.avi", "Megamind_bugy.avi")
+
+
+def _real_test_videos() -> Callable[..., list[Path]]:
     import runpy  # testenv/ is the test environment's, not an installed package
 
+    path = Path(__file__).parents[1] / "testenv" / "real_videos.py"
+    fn: Callable[..., list[Path]] = runpy.run_path(str(path))["real_test_videos"]
+    return fn
+
+
+def make_videos(work: Path) -> list[Path]:
     from evr1_cache.testing import make_synthetic_video
 
-    real_test_videos = runpy.run_path(str(Path(__file__).parents[1] / "testenv" / "real_videos.py"))["real_test_videos"]
-
-    real = real_test_videos(work / "real")
+    real = _real_test_videos()(work / "real")
     gen = work / "generated"
     specs = [("gen_720p_10s.mp4", 300, 30.0, (1280, 720)), ("gen_480p_20s.mp4", 600, 30.0, (854, 480))]
     made = []
@@ -288,6 +296,7 @@ def main() -> int:
     ap.add_argument("--build-runs", type=int, default=3)
     ap.add_argument("--skip", default="", help="comma list of phases to skip: load,resize,build,scaling")
     ap.add_argument("--json", type=Path, help="also write all numbers here")
+    ap.add_argument("--avis", action="store_true", help="also compare the awkward AVIs with fetch_video (load phase)")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     os.environ.setdefault("FORCE_QWENVL_VIDEO_READER", "torchcodec")
@@ -303,7 +312,8 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; torch {torch.__version__}")
     result: dict[str, Any] = {"videos": [probe(v).as_dict() for v in videos]}
     if "load" not in skip:
-        result["load"] = compare_loads(videos, spec, args.work, args.runs)
+        extra = _real_test_videos()(args.work / "real", include=AVIS) if args.avis else []
+        result["load"] = compare_loads([*videos, *extra], spec, args.work, args.runs)
     if "resize" not in skip:
         result["resize"] = compare_resizes(videos, spec, args.runs)
     if "build" not in skip:

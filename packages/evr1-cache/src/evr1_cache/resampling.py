@@ -19,8 +19,9 @@ Speed: an exact sequential float32 loop in numpy is several times slower than de
 with float32 BLAS on banded weight blocks (any summation order) over the frames as they are (channels interleaved, no
 transposition), then every value within the proven error bound of a rounding boundary (x.5) is recomputed with the
 reference's exact operations; every other value rounds the same either way. At the benchmark settings 0.07% of values
-take the exact path, and the whole costs 0.82x Pillow's CPU time and 0.36x torchvision's (benchmarks/cache_vs_decode.py,
-resize phase). Content with many exact ties (checkerboards) is recomputed chunk by chunk, up to ~10x slower.
+take the exact path. Content with many exact ties (checkerboards) is recomputed chunk by chunk, up to ~10x slower.
+In a cache build the resize runs in a background thread while the decoder goes on (`ResizeStream`), so its cost
+hides behind decoding: builds take 1.11x a bare `ffmpeg` decode (benchmarks/cache_vs_decode.py, docs/cache.md).
 
 `pillow-bicubic` — Pillow's `Image.resize(BICUBIC)` per frame (what qwen-vl-utils' `fetch_image` does for images).
 """
