@@ -40,6 +40,8 @@ from evr1_cache.registry import registering
 from evr1_cache.spec import get_resize_rule
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     import numpy as np
 
 #: uint8 frames: one `[T, H, W, 3]` array, or a sequence of `[H, W, 3]` arrays (as decoders hand them over).
@@ -429,7 +431,7 @@ def _blas_controller() -> object:
 
 
 def _single_threaded_blas() -> contextlib.AbstractContextManager[object]:
-    """BLAS limited to one thread (see `_chunked` for why) for the duration of a `with` block."""
+    """BLAS limited to one thread (see `_chunked` for why) from now until the result's `__exit__` (a `with` block)."""
     return _blas_controller().limit(limits=1, user_api="blas")  # type: ignore[attr-defined, no-any-return]
 
 
@@ -450,23 +452,25 @@ class ResizeStream:
         self._pending: list[np.ndarray] = []
         self._done = 0
         self._step = 1
-        self._futures: list[object] = []
+        self._futures: list[Future[None]] = []
         self._threads = max(1, threads if threads > 0 else (os.cpu_count() or 1) // 2)
-        self._pool: object | None = None
-        self._blas = _single_threaded_blas()
+        self._pool: ThreadPoolExecutor | None = None
+        self._blas: contextlib.AbstractContextManager[object] | None = None
 
     def __enter__(self) -> ResizeStream:
         from concurrent.futures import ThreadPoolExecutor
 
-        self._blas.__enter__()
+        self._blas = _single_threaded_blas()  # applies now, until __exit__
         self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="evr1-resize")
         return self
 
     def __exit__(self, *exc: object) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)  # type: ignore[attr-defined]
-        self._blas.__exit__(None, None, None)
+            pool.shutdown(wait=True, cancel_futures=True)
+        blas, self._blas = self._blas, None
+        if blas is not None:
+            blas.__exit__(None, None, None)
 
     def add(self, frame: np.ndarray) -> None:
         """One more frame (uint8 `[H, W, 3]`, every frame of one size); the frame may be kept until its chunk is done."""
@@ -494,13 +498,13 @@ class ResizeStream:
         def work() -> None:
             self._out[at : at + len(chunk)] = fn(chunk, height, width, 1)
 
-        self._futures.append(self._pool.submit(work))  # type: ignore[attr-defined]
+        self._futures.append(self._pool.submit(work))
 
     def result(self) -> np.ndarray:
         """Every frame resized, in the order added; raises what a resize raised, or ValueError if frames are missing."""
         self._flush()
         for future in self._futures:
-            future.result()  # type: ignore[attr-defined]
+            future.result()
         if self._done != self._count:
             raise ValueError(f"{self._done} frames added, {self._count} announced")
         return self._out
