@@ -200,6 +200,14 @@ def imports(session: nox.Session) -> None:
         ("evr1_eval", "0"),
     ]:
         session.run("python", "-I", str(probe), module, stdlib_only, *heavy)
+    session.run(
+        "python", "-I", "-c",
+        "import importlib, importlib.metadata as md; "
+        "bad = [(m, v, md.version(d)) for m, d in [('evr1_cache', 'evr1-cache'), ('evr1_rewards', 'evr1-rewards'), "
+        "('evr1_eval', 'evr1-eval'), ('evr1_train', 'evr1-train')] "
+        "if (v := importlib.import_module(m).__version__) != md.version(d)]; "
+        "raise SystemExit(f'__version__ differs from the installed metadata: {bad}' if bad else None)",
+    )  # fmt: skip
 
 
 @nox.session(python=HOST)

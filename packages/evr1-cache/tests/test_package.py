@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 import sys
 
@@ -26,6 +27,6 @@ def test_import_is_light_and_names_resolve_lazily() -> None:
 def test_public_names() -> None:
     for name in evr1_cache.__all__:
         assert getattr(evr1_cache, name) is not None, name
-    assert evr1_cache.__version__ == "0.1.0"
+    assert evr1_cache.__version__ == importlib.metadata.version("evr1-cache")
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = evr1_cache.nope

@@ -46,8 +46,6 @@ if TYPE_CHECKING:
     from evr1_cache.resampling import ResizeStream, register_resampler, resample
     from evr1_cache.verify import VerifyReport, verify_cache
 
-__version__ = "0.1.0"
-
 _LAZY = {
     "BuildReport": "evr1_cache.build",
     "EntryJob": "evr1_cache.build",
@@ -125,6 +123,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed metadata is the one truth; read lazily (importlib.metadata: ~20 ms)
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("evr1-cache")
+        except PackageNotFoundError:  # a source tree on sys.path that was never installed
+            return "0+unknown"
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'evr1_cache' has no attribute {name!r}")

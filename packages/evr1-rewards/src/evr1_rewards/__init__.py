@@ -54,8 +54,6 @@ from evr1_rewards.types import (
     Scorer,
 )
 
-__version__ = "0.1.0"
-
 __all__ = [
     "END_OF_TURN_TOKENS",
     "AmbiguousProblemTypeError",
@@ -96,3 +94,14 @@ __all__ = [
     "strip_end_of_turn",
     "vocabulary",
 ]
+
+
+def __getattr__(name: str) -> str:
+    if name == "__version__":  # the installed metadata is the one truth; read lazily (importlib.metadata: ~20 ms)
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("evr1-rewards")
+        except PackageNotFoundError:  # a source tree on sys.path that was never installed
+            return "0+unknown"
+    raise AttributeError(f"module 'evr1_rewards' has no attribute {name!r}")

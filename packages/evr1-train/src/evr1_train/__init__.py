@@ -16,8 +16,6 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
-
 _LAZY = {
     "HybridConfig": "evr1_train.hybrid",
     "plan_group": "evr1_train.hybrid",
@@ -39,6 +37,13 @@ __all__ = [*sorted(_LAZY), "__version__"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed metadata is the one truth; read lazily (importlib.metadata: ~20 ms)
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("evr1-train")
+        except PackageNotFoundError:  # a source tree on sys.path that was never installed
+            return "0+unknown"
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'evr1_train' has no attribute {name!r}")
