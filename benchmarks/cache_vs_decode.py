@@ -145,7 +145,7 @@ def compare_loads(videos: list[Path], spec: Any, work: Path, runs: int) -> dict[
     reader = CacheReader(cache)
     rows = []
     head = f"{'video':24} {'frames':>14} {'fetch warm':>11} {'fetch cold':>11} {'cache warm':>11} {'cache cold':>11}"
-    print(head + f" {'ref cold':>10} {'x warm':>8} {'x cold':>8} {'x refcold':>9} {'maxdiff':>7}")
+    print(head + f" {'ref cold':>10} {'x warm':>8} {'x cold':>8} {'x refcold':>9} {'maxdiff':>7} {'differ':>7}")
     for path in videos:
         entry = reader.path_for(path, spec)
         fetch = fetch_video_fn(path)
@@ -166,12 +166,15 @@ def compare_loads(videos: list[Path], spec: Any, work: Path, runs: int) -> dict[
         rc, _ = timed(lambda r=ref_rel: reader.entry_at(r, spec).torch(), runs, before=lambda e=entry: evict(e))
         ours = frames.permute(0, 3, 1, 2)
         same_shape = tuple(ref.shape) == tuple(ours.shape)
-        diff = int((ref.round().clamp(0, 255) - ours.float()).abs().max()) if same_shape else -1
+        delta = (ref.round().clamp(0, 255) - ours.float()).abs() if same_shape else None
+        diff = int(delta.max()) if delta is not None else -1
+        share = float((delta > 0).float().mean()) if delta is not None else float("nan")
         row = {
             "video": path.name,
             "frames": f"{ours.shape[0]}x{ours.shape[2]}x{ours.shape[3]}",
             "same_shape_as_fetch_video": same_shape,
             "max_abs_diff_vs_fetch_video": diff,
+            "share_of_values_differing": share,
             "fetch_warm_s": fw,
             "fetch_cold_s": fc,
             "cache_warm_s": cw,
@@ -188,7 +191,7 @@ def compare_loads(videos: list[Path], spec: Any, work: Path, runs: int) -> dict[
         print(
             f"{path.name[:24]:24} {row['frames']:>14} {fw * 1e3:9.1f}ms {fc * 1e3:9.1f}ms {cw * 1e3:9.2f}ms "
             f"{cc * 1e3:9.2f}ms {rc * 1e3:8.2f}ms {row['speedup_warm']:7.0f}x {row['speedup_cold']:7.0f}x "
-            f"{row['speedup_ref_cold']:8.0f}x {diff:7d}"
+            f"{row['speedup_ref_cold']:8.0f}x {diff:7d} {share:7.2%}"
         )
     summary = {k: statistics.median(r[k] for r in rows) for k in ("speedup_warm", "speedup_cold", "speedup_ref_cold")}
     print(

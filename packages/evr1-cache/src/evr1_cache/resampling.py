@@ -21,7 +21,7 @@ transposition), then every value within the proven error bound of a rounding bou
 reference's exact operations; every other value rounds the same either way. At the benchmark settings 0.07% of values
 take the exact path. Content with many exact ties (checkerboards) is recomputed chunk by chunk, up to ~10x slower.
 In a cache build the resize runs in a background thread while the decoder goes on (`ResizeStream`), so its cost
-hides behind decoding: builds take 1.11x a bare `ffmpeg` decode (benchmarks/cache_vs_decode.py, docs/cache.md).
+hides behind decoding: builds take 1.09x a bare `ffmpeg` decode (benchmarks/cache_vs_decode.py, docs/cache.md).
 
 `pillow-bicubic` — Pillow's `Image.resize(BICUBIC)` per frame (what qwen-vl-utils' `fetch_image` does for images).
 """
