@@ -253,6 +253,36 @@ def test_registry_refuses_duplicates_and_suggests_names() -> None:
     assert get_decoder("auto").name == "pyav"
 
 
+class _ListOnlyDecoder:
+    """A plugin decoder written against the protocol before `sink` existed: it returns one frame per position."""
+
+    name = "list-only"
+
+    def __init__(self) -> None:
+        self._inner = get_decoder("pyav")
+        self.calls = 0
+
+    def available(self) -> bool:
+        return True
+
+    def version(self) -> str:
+        return "list-only 1"
+
+    def decode(self, info, positions, *, threads=0):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        return self._inner.decode(info, positions, threads=threads)
+
+
+def test_decoder_without_a_sink_still_works(clip: Path, spec: SamplingSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = _ListOnlyDecoder()
+    monkeypatch.setitem(DECODERS, "list-only", lambda: plugin)
+    frames, meta = decode_video(clip, spec, "list-only")
+    expected, _ = decode_video(clip, spec, "pyav")
+    assert plugin.calls == 1
+    assert meta.video_backend == "list-only"
+    np.testing.assert_array_equal(frames, expected)
+
+
 @pytest.mark.parametrize(
     ("make", "reason"),
     [
