@@ -65,14 +65,22 @@ def timed(
     return statistics.median(times), result
 
 
-def make_videos(work: Path) -> list[Path]:
+#: The awkward AVIs `--avis` adds to the load comparison (the build set stays the 8 videos above, for comparable ratios).
+AVIS = ("tree.avi", "vtest.avi", "Megamind.avi", "Megamind_bugy.avi")
+
+
+def _real_test_videos() -> Callable[..., list[Path]]:
     import runpy  # testenv/ is the test environment's, not an installed package
 
+    path = Path(__file__).parents[1] / "testenv" / "real_videos.py"
+    fn: Callable[..., list[Path]] = runpy.run_path(str(path))["real_test_videos"]
+    return fn
+
+
+def make_videos(work: Path) -> list[Path]:
     from evr1_cache.testing import make_synthetic_video
 
-    real_test_videos = runpy.run_path(str(Path(__file__).parents[1] / "testenv" / "real_videos.py"))["real_test_videos"]
-
-    real = real_test_videos(work / "real")
+    real = _real_test_videos()(work / "real")
     gen = work / "generated"
     specs = [("gen_720p_10s.mp4", 300, 30.0, (1280, 720)), ("gen_480p_20s.mp4", 600, 30.0, (854, 480))]
     made = []
@@ -137,7 +145,7 @@ def compare_loads(videos: list[Path], spec: Any, work: Path, runs: int) -> dict[
     reader = CacheReader(cache)
     rows = []
     head = f"{'video':24} {'frames':>14} {'fetch warm':>11} {'fetch cold':>11} {'cache warm':>11} {'cache cold':>11}"
-    print(head + f" {'ref cold':>10} {'x warm':>8} {'x cold':>8} {'x refcold':>9} {'maxdiff':>7}")
+    print(head + f" {'ref cold':>10} {'x warm':>8} {'x cold':>8} {'x refcold':>9} {'maxdiff':>7} {'differ':>7}")
     for path in videos:
         entry = reader.path_for(path, spec)
         fetch = fetch_video_fn(path)
@@ -158,12 +166,15 @@ def compare_loads(videos: list[Path], spec: Any, work: Path, runs: int) -> dict[
         rc, _ = timed(lambda r=ref_rel: reader.entry_at(r, spec).torch(), runs, before=lambda e=entry: evict(e))
         ours = frames.permute(0, 3, 1, 2)
         same_shape = tuple(ref.shape) == tuple(ours.shape)
-        diff = int((ref.round().clamp(0, 255) - ours.float()).abs().max()) if same_shape else -1
+        delta = (ref.round().clamp(0, 255) - ours.float()).abs() if same_shape else None
+        diff = int(delta.max()) if delta is not None else -1
+        share = float((delta > 0).float().mean()) if delta is not None else float("nan")
         row = {
             "video": path.name,
             "frames": f"{ours.shape[0]}x{ours.shape[2]}x{ours.shape[3]}",
             "same_shape_as_fetch_video": same_shape,
             "max_abs_diff_vs_fetch_video": diff,
+            "share_of_values_differing": share,
             "fetch_warm_s": fw,
             "fetch_cold_s": fc,
             "cache_warm_s": cw,
@@ -180,7 +191,7 @@ def compare_loads(videos: list[Path], spec: Any, work: Path, runs: int) -> dict[
         print(
             f"{path.name[:24]:24} {row['frames']:>14} {fw * 1e3:9.1f}ms {fc * 1e3:9.1f}ms {cw * 1e3:9.2f}ms "
             f"{cc * 1e3:9.2f}ms {rc * 1e3:8.2f}ms {row['speedup_warm']:7.0f}x {row['speedup_cold']:7.0f}x "
-            f"{row['speedup_ref_cold']:8.0f}x {diff:7d}"
+            f"{row['speedup_ref_cold']:8.0f}x {diff:7d} {share:7.2%}"
         )
     summary = {k: statistics.median(r[k] for r in rows) for k in ("speedup_warm", "speedup_cold", "speedup_ref_cold")}
     print(
@@ -288,6 +299,7 @@ def main() -> int:
     ap.add_argument("--build-runs", type=int, default=3)
     ap.add_argument("--skip", default="", help="comma list of phases to skip: load,resize,build,scaling")
     ap.add_argument("--json", type=Path, help="also write all numbers here")
+    ap.add_argument("--avis", action="store_true", help="also compare the awkward AVIs with fetch_video (load phase)")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     os.environ.setdefault("FORCE_QWENVL_VIDEO_READER", "torchcodec")
@@ -303,7 +315,8 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; torch {torch.__version__}")
     result: dict[str, Any] = {"videos": [probe(v).as_dict() for v in videos]}
     if "load" not in skip:
-        result["load"] = compare_loads(videos, spec, args.work, args.runs)
+        extra = _real_test_videos()(args.work / "real", include=AVIS) if args.avis else []
+        result["load"] = compare_loads([*videos, *extra], spec, args.work, args.runs)
     if "resize" not in skip:
         result["resize"] = compare_resizes(videos, spec, args.runs)
     if "build" not in skip:

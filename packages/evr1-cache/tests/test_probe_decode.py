@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import os
 import struct
 import subprocess
@@ -22,17 +21,12 @@ from evr1_cache.testing import make_synthetic_video, read_frame_index
 DECODER_NAMES = ["pyav", "ffmpeg"]
 
 
-def reference_frames(path: Path, meta_indices: tuple[int, ...], fps: float, vfr: bool) -> np.ndarray:
-    """Independent decode: every frame with plain PyAV, rotated, picked by the timeline rule, resized later."""
+def reference_frames(path: Path, meta_indices: tuple[int, ...]) -> np.ndarray:
+    """Independent decode: every frame with plain PyAV, rotated, the i-th one for index i, resized later."""
     with av.open(str(path)) as c:
         frames = list(c.decode(video=0))
     rot = (frames[0].rotation or 0) // 90
-    if vfr:
-        times = [float(f.time) - float(frames[0].time) for f in frames]
-        picks = [max(0, bisect.bisect_right(times, i / fps + 1e-3) - 1) for i in meta_indices]
-    else:
-        picks = list(meta_indices)
-    return np.stack([np.rot90(frames[p].to_ndarray(format="rgb24"), k=rot) for p in picks])
+    return np.stack([np.rot90(frames[i].to_ndarray(format="rgb24"), k=rot) for i in meta_indices])
 
 
 def resize(frames: np.ndarray, h: int, w: int) -> np.ndarray:
@@ -91,7 +85,7 @@ def test_real_videos_cached_frames_equal_independent_decode(
         assert info.total_num_frames == exact.total_num_frames, path.name
         frames, meta = reader.load(path, spec)
         assert meta.frames_indices == sample_frame_indices(info.total_num_frames, info.fps, spec)
-        picked = reference_frames(path, meta.frames_indices, meta.fps, info.vfr)
+        picked = reference_frames(path, meta.frames_indices)
         ref = resize(picked, meta.resized_height, meta.resized_width)
         assert np.array_equal(frames, ref), path.name
         other, _ = decode_video(path, spec, "ffmpeg")
@@ -104,7 +98,9 @@ def test_awkward_real_containers_probe_true_facts(awkward_videos: dict[str, Path
     assert (tree.header_frames, tree.total_num_frames, tree.codec) == (444, 68, "cinepak")
     assert tree.header_mismatch
     assert tree.vfr
-    assert tree.duration == pytest.approx(29.93, abs=0.05)
+    assert tree.duration == pytest.approx(29.600148)  # first pts to the last frame's end, as torchcodec measures it
+    assert tree.fps == pytest.approx(68 / 29.600148)
+    assert (facts["Megamind.avi"].fps, facts["Megamind_bugy.avi"].fps) == (23.976, 30.0)
     assert (facts["vtest.avi"].codec, facts["vtest.avi"].total_num_frames, facts["vtest.avi"].fps) == (
         "msmpeg4",
         795,
@@ -121,13 +117,13 @@ def test_awkward_real_containers_probe_true_facts(awkward_videos: dict[str, Path
 def test_awkward_real_containers_decode_frame_exact(
     awkward_videos: dict[str, Path], spec: SamplingSpec, decoder: str
 ) -> None:
-    """Both decoders equal an independent full PyAV decode (timeline rule for the lying-header VFR AVI) bit for bit;
-    the ffmpeg CLI only since both decoders ask for bit-exact IDCTs (MS-MPEG-4 differed by 1 before)."""
+    """Both decoders equal an independent full PyAV decode bit for bit; the ffmpeg CLI only since both decoders ask for
+    bit-exact IDCTs (MS-MPEG-4 differed by 1 before)."""
     for name, path in awkward_videos.items():
         info = probe(path)
         frames, meta = decode_video(path, spec, decoder)
         assert meta.frames_indices == sample_frame_indices(info.total_num_frames, info.fps, spec), name
-        ref = resize(reference_frames(path, meta.frames_indices, meta.fps, info.vfr), *frames.shape[1:3])
+        ref = resize(reference_frames(path, meta.frames_indices), *frames.shape[1:3])
         assert np.array_equal(frames, ref), name
 
 
@@ -162,7 +158,7 @@ def test_real_video_facts(real_videos: list[Path]) -> None:
 
 
 @pytest.mark.parametrize("decoder", DECODER_NAMES)
-def test_variable_frame_rate_uses_timestamps(tmp_path: Path, spec: SamplingSpec, decoder: str) -> None:
+def test_variable_frame_rate_takes_the_ith_frame(tmp_path: Path, spec: SamplingSpec, decoder: str) -> None:
     times = [0.0, 0.04, 0.08, 1.0, 1.04, 2.5, 2.54, 2.58, 3.9, 3.94]
     path = make_synthetic_video(tmp_path / "vfr.mp4", len(times), 25.0, (96, 64), timestamps=times)
     info = probe(path)
@@ -170,10 +166,10 @@ def test_variable_frame_rate_uses_timestamps(tmp_path: Path, spec: SamplingSpec,
     assert info.total_num_frames == 10
     assert info.frame_times == pytest.approx(times, abs=1e-3)
     frames, meta = decode_video(path, spec, decoder)
-    # each sampled instant index/fps shows the last frame whose time is <= that instant
-    for f, t in zip(frames, meta.timestamps, strict=True):
-        assert read_frame_index(f) == bisect.bisect_right(times, t + 1e-6) - 1
+    # frame i is the i-th frame, as torchcodec (qwen-vl-utils' reader) indexes it; fps = frames / duration
+    assert [read_frame_index(f) for f in frames] == list(meta.frames_indices)
     assert meta.duration == pytest.approx(3.94 + 0.04, abs=0.02)
+    assert meta.fps == pytest.approx(10 / meta.duration)
 
 
 @pytest.mark.parametrize("rotation", [90, 180, 270])
@@ -255,6 +251,36 @@ def test_registry_refuses_duplicates_and_suggests_names() -> None:
         get_decoder("pyavv")
     assert {"pyav", "ffmpeg"} <= set(DECODERS)
     assert get_decoder("auto").name == "pyav"
+
+
+class _ListOnlyDecoder:
+    """A plugin decoder written against the protocol before `sink` existed: it returns one frame per position."""
+
+    name = "list-only"
+
+    def __init__(self) -> None:
+        self._inner = get_decoder("pyav")
+        self.calls = 0
+
+    def available(self) -> bool:
+        return True
+
+    def version(self) -> str:
+        return "list-only 1"
+
+    def decode(self, info, positions, *, threads=0):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        return self._inner.decode(info, positions, threads=threads)
+
+
+def test_decoder_without_a_sink_still_works(clip: Path, spec: SamplingSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = _ListOnlyDecoder()
+    monkeypatch.setitem(DECODERS, "list-only", lambda: plugin)
+    frames, meta = decode_video(clip, spec, "list-only")
+    expected, _ = decode_video(clip, spec, "pyav")
+    assert plugin.calls == 1
+    assert meta.video_backend == "list-only"
+    np.testing.assert_array_equal(frames, expected)
 
 
 @pytest.mark.parametrize(

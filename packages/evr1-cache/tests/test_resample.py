@@ -147,3 +147,27 @@ def test_resamplers_register_only_for_declared_rules() -> None:
         register_resampler("pillow-bicubic")(rs.pillow_bicubic)
     assert set(rs.RESAMPLERS) >= {"torchvision-bicubic-aa", "torchvision-bicubic-aa-nofma", "pillow-bicubic"}
     assert get_resize_rule("torchvision-bicubic-aa").version == 1
+
+
+def test_resize_stream_equals_resample_and_refuses_misuse(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(11)
+    frames = rng.integers(0, 256, (7, 45, 70, 3), dtype=np.uint8)
+    monkeypatch.setattr(rs, "_CHUNK_VALUES", 2 * frames[0].size)  # chunks of two frames, the last one of one
+    for rule in ("torchvision-bicubic-aa", "pillow-bicubic"):
+        with rs.ResizeStream(len(frames), 30, 84, rule, threads=2) as stream:
+            for f in frames:
+                stream.add(f)
+            assert np.array_equal(stream.result(), resample(frames, 30, 84, rule))
+    with rs.ResizeStream(2, 30, 84, "torchvision-bicubic-aa") as stream:
+        stream.add(frames[0])
+        with pytest.raises(ValueError, match="of one size"):
+            stream.add(frames[1, :40])
+        with pytest.raises(ValueError, match="1 frames added, 2 announced"):
+            stream.result()
+        stream.add(frames[1])
+        with pytest.raises(ValueError, match="more than the 2 frames"):
+            stream.add(frames[2])
+    with pytest.raises(RuntimeError, match="outside its `with` block"):
+        rs.ResizeStream(1, 30, 84, "torchvision-bicubic-aa").add(frames[0])
+    with pytest.raises(ValueError, match="did you mean"):
+        rs.ResizeStream(1, 30, 84, "pillow-bicubik")

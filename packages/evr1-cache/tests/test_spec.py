@@ -122,9 +122,9 @@ def test_key_is_short_hex_and_changes_with_every_setting():
 def test_key_of_the_default_spec_never_changes_silently():
     # A golden value on purpose: every cache on disk is filed under this key. If this fails, the canonical JSON or the
     # hash changed, which orphans all existing caches: bump SPEC_VERSION deliberately and update this value.
-    assert SPEC_VERSION == 2
+    assert SPEC_VERSION == 3
     assert SamplingSpec().key() == _key_in_fresh_process("SamplingSpec()")
-    assert SamplingSpec().key() == "c2282c04be3e94b3"
+    assert SamplingSpec().key() == "61848fabe9c3bd16"
 
 
 def _key_in_fresh_process(expr: str) -> str:
@@ -307,7 +307,7 @@ def test_timestamps_are_index_over_native_fps():
 @pytest.mark.parametrize(
     ("mutate", "match"),
     [
-        (lambda d: d.update(spec_version=SPEC_VERSION + 1), "spec_version 3 is not this evr1-cache's 2"),
+        (lambda d: d.update(spec_version=SPEC_VERSION + 1), "spec_version 4 is not this evr1-cache's 3"),
         (lambda d: d.update(spec_version="1"), "spec_version '1'"),
         (lambda d: d.pop("spec_version"), "without spec_version"),
         (lambda d: d.update(frame_indices=[0]), "did you mean 'frames_indices'"),

@@ -9,7 +9,7 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 - reading: `CacheReader` -> `CacheEntry` (frames + `VideoMeta`/`ImageMeta` + spec key + `Source`), `CacheMiss`,
   `CorruptEntry`; `CacheReader.ensure` writes through
 - building: `build_cache` -> `BuildReport`; `EntryJob` / `EntryResult`; `verify_cache` -> `VerifyReport`
-- media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `register_resampler`, `MediaError`
+- media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
 - datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `DatasetError`
 """
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from evr1_cache.mrope import reference_rope_index, use_reference_mrope
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.reader import CacheReader
-    from evr1_cache.resampling import register_resampler, resample
+    from evr1_cache.resampling import ResizeStream, register_resampler, resample
     from evr1_cache.verify import VerifyReport, verify_cache
 
 _LAZY = {
@@ -72,6 +72,7 @@ _LAZY = {
     "CacheReader": "evr1_cache.reader",
     "register_resampler": "evr1_cache.resampling",
     "resample": "evr1_cache.resampling",
+    "ResizeStream": "evr1_cache.resampling",
     "VerifyReport": "evr1_cache.verify",
     "verify_cache": "evr1_cache.verify",
 }
@@ -94,6 +95,7 @@ __all__ = [
     "ImageSpec",
     "MediaError",
     "ResizeRule",
+    "ResizeStream",
     "Row",
     "RowError",
     "SamplingSpec",

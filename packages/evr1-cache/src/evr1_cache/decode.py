@@ -6,13 +6,14 @@ frames and the same `VideoMeta`.
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import TYPE_CHECKING
 
-from evr1_cache.decoders import get_decoder
+from evr1_cache.decoders import Decoder, get_decoder
 from evr1_cache.errors import DecodeMismatch, MediaError
 from evr1_cache.probing import VideoInfo, probe
-from evr1_cache.resampling import resample
+from evr1_cache.resampling import ResizeStream
 from evr1_cache.spec import SamplingSpec, VideoMeta, resized_hw, sample_frame_indices
 
 if TYPE_CHECKING:
@@ -55,20 +56,42 @@ def decode_video(
     info = info or probe(path)
     for attempt in range(2):
         indices, h, w = plan(info, spec)
-        try:
-            native = dec.decode(info, info.positions(indices), threads=threads)
-        except DecodeMismatch as exc:
-            if attempt == 1:
-                raise MediaError(str(path), f"frame count unstable: {exc}", "re-encode the file") from exc
-            info = probe(path, exact=True)
-            continue
-        except MediaError:
-            raise
-        except Exception as exc:
-            raise MediaError(str(path), f"decoding failed ({type(exc).__name__}: {exc})", "re-encode the file") from exc
-        frames = resample(native, h, w, spec.resize, threads=threads)
-        return frames, make_meta(info, indices, h, w, dec.name, spec)
+        positions = info.positions(indices)
+        distinct = sorted(set(positions))
+        with ResizeStream(len(distinct), h, w, spec.resize, threads=threads) as stream:
+            try:
+                if _takes_sink(dec):
+                    dec.decode(info, positions, threads=threads, sink=stream.add)  # resized while decoding goes on
+                else:  # a plugin decoder written before sinks: its frames are resized once it has returned
+                    frames = dec.decode(info, positions, threads=threads)
+                    for i, (pos, frame) in enumerate(zip(positions, frames, strict=True)):
+                        if i == 0 or pos != positions[i - 1]:  # positions are sorted: one frame per distinct one
+                            stream.add(frame)
+            except DecodeMismatch as exc:
+                if attempt == 1:
+                    raise MediaError(str(path), f"frame count unstable: {exc}", "re-encode the file") from exc
+                info = probe(path, exact=True)
+                continue
+            except MediaError:
+                raise
+            except Exception as exc:
+                msg = f"decoding failed ({type(exc).__name__}: {exc})"
+                raise MediaError(str(path), msg, "re-encode the file") from exc
+            resized = stream.result()
+        if distinct != positions:  # a variable-rate video shows one frame at several instants
+            at = {p: i for i, p in enumerate(distinct)}
+            resized = resized[[at[p] for p in positions]]
+        return resized, make_meta(info, indices, h, w, dec.name, spec)
     raise AssertionError("unreachable")
+
+
+def _takes_sink(dec: Decoder) -> bool:
+    """Whether `dec.decode` accepts the `sink` keyword (every built-in decoder does; older plugins may not)."""
+    try:
+        params = inspect.signature(dec.decode).parameters
+    except (TypeError, ValueError):  # no introspectable signature: assume the current protocol
+        return True
+    return "sink" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def make_meta(

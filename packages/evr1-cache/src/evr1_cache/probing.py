@@ -7,14 +7,16 @@ times and phones store rotation as metadata. Frame selection needs the true coun
 number of frames raises `DecodeMismatch`, and `probe(exact=True)` measures the times from the decoder's own output
 (FFmpeg's best-effort rule: pts, falling back to dts when pts run backwards).
 
-The timeline: for a constant-frame-rate stream, frame index i is the i-th frame and fps is the stream's rate. For a
-variable-frame-rate stream, fps = frames / duration and index i names the instant i / fps; the frame shown there is the
-last one whose time is <= i / fps (what a player shows). Either way `frames_indices / fps` are the true instants.
+The timeline is the reference's (qwen-vl-utils with torchcodec, exact seek mode): frame index i is the i-th frame the
+decoder outputs (presentation order), on variable-rate streams too. For a constant-frame-rate stream fps is the
+stream's rate; for a variable-frame-rate stream fps = frames / duration, the duration running from the first frame's
+pts to the end (pts + duration) of the last packet, as torchcodec's `average_fps`. (On AVIs with packed B-frames the
+decoded pts swap neighbours, 5, 4, 8, 7, ...: torchcodec's sequential decoding returns decoder output order there
+too, its seeking other frames; see docs/cache.md.)
 """
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import os
 import statistics
@@ -54,12 +56,9 @@ class VideoInfo:
         return bool(self.header_frames) and self.header_frames != len(self.frame_times)
 
     def positions(self, indices: Sequence[int]) -> list[int]:
-        """Decode-order frame positions shown at the timeline `indices` (identity for constant-rate video)."""
+        """Decode-order positions of the frames at timeline `indices`: the i-th frame (see above), clipped."""
         n = len(self.frame_times)
-        if not self.vfr:
-            return [min(max(int(i), 0), n - 1) for i in indices]
-        eps = min(1e-3, 0.25 / self.fps)
-        return [max(0, bisect.bisect_right(self.frame_times, i / self.fps + eps) - 1) for i in indices]
+        return [min(max(int(i), 0), n - 1) for i in indices]
 
     def as_dict(self) -> dict[str, object]:
         """JSON-friendly summary (without the per-frame times) for `evr1-cache probe`."""
@@ -104,14 +103,15 @@ def probe(path: str | os.PathLike[str], *, exact: bool = False) -> VideoInfo:
             stream = container.streams.video[0]
             if exact:
                 times, rotation, width, height = _decoded_times(container, stream, header)
+                end = None
             else:
-                times = _packet_times(container, stream, header)
+                times, end = _packet_times(container, stream, header)
                 rotation, width, height = _first_frame(p, header.width, header.height)
     except MediaError:
         raise
     except Exception as exc:
         raise MediaError(str(p), f"not a readable video ({type(exc).__name__}: {exc})", "re-encode the file") from exc
-    return _assemble(p, header, times, rotation, width, height, exact)
+    return _assemble(p, header, times, end, rotation, width, height, exact)
 
 
 def _stream_header(p: Path, container: Any) -> _Header:
@@ -129,16 +129,20 @@ def _stream_header(p: Path, container: Any) -> _Header:
     )
 
 
-def _packet_times(container: Any, stream: Any, header: _Header) -> list[float]:
-    """Each shown frame's time from its packet (pts, else dts); NaN where a packet carries neither."""
+def _packet_times(container: Any, stream: Any, header: _Header) -> tuple[list[float], float | None]:
+    """(each shown frame's time from its packet: pts, else dts, NaN where a packet carries neither; the end of the
+    last frame, max(time + duration), None if unknown)."""
     times: list[float] = []
     tb = header.time_base
+    end: float | None = None
     for packet in container.demux(stream):
         if packet.size == 0 or packet.is_discard:  # edit-list pre-roll: decoded but never shown
             continue
         ts = packet.pts if packet.pts is not None else packet.dts
         times.append(ts * tb if ts is not None and tb else float("nan"))
-    return times
+        if ts is not None and tb and packet.duration:
+            end = max(end or 0.0, (ts + packet.duration) * tb)
+    return times, end
 
 
 def _decoded_times(container: Any, stream: Any, header: _Header) -> tuple[list[float], int, int, int]:
@@ -158,17 +162,25 @@ def _decoded_times(container: Any, stream: Any, header: _Header) -> tuple[list[f
 
 
 def _assemble(
-    p: Path, header: _Header, times: list[float], rotation: int, width: int, height: int, exact: bool
+    p: Path,
+    header: _Header,
+    times: list[float],
+    end: float | None,
+    rotation: int,
+    width: int,
+    height: int,
+    exact: bool,
 ) -> VideoInfo:
     """The timeline (module docstring) from raw frame times; MediaError for a stream without frames or size."""
     if not times:
         raise MediaError(str(p), "the video stream holds no frames", "re-encode or drop the file")
     if any(t != t for t in times):  # nan: a stream without timestamps -> the declared rate
         times = [i / (header.fps or 25.0) for i in range(len(times))]
+        end = None
     times.sort()
     t0 = times[0]
     rel = tuple(t - t0 for t in times)
-    fps, duration, vfr = _timeline(rel, header.fps)
+    fps, duration, vfr = _timeline(rel, header.fps, None if end is None else end - t0)
     if width <= 0 or height <= 0:
         raise MediaError(str(p), f"invalid frame size {width}x{height}", "re-encode the file")
     w, h = (height, width) if rotation in (90, 270) else (width, height)
@@ -210,8 +222,9 @@ def _first_frame(p: Path, width: int, height: int) -> tuple[int, int, int]:
     return 0, width, height
 
 
-def _timeline(times: Sequence[float], header_fps: float | None) -> tuple[float, float, bool]:
-    """(fps, duration, vfr) of the frame-index timeline for frame display times `times` (sorted, from 0)."""
+def _timeline(times: Sequence[float], header_fps: float | None, end: float | None) -> tuple[float, float, bool]:
+    """(fps, duration, vfr) of the frame-index timeline for frame display times `times` (sorted, from 0) and the end
+    of the last frame `end` (from 0; None if unknown)."""
     n = len(times)
     if n == 1:
         fps = header_fps or 1.0
@@ -225,5 +238,5 @@ def _timeline(times: Sequence[float], header_fps: float | None) -> tuple[float, 
         measured = 1.0 / median
         fps = header_fps if header_fps and abs(header_fps / measured - 1) < 0.01 else measured
         return fps, n / fps, False
-    duration = times[-1] + median
+    duration = end if end is not None and end > times[-1] else times[-1] + median
     return n / duration, duration, True

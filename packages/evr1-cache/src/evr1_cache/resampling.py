@@ -19,14 +19,16 @@ Speed: an exact sequential float32 loop in numpy is several times slower than de
 with float32 BLAS on banded weight blocks (any summation order) over the frames as they are (channels interleaved, no
 transposition), then every value within the proven error bound of a rounding boundary (x.5) is recomputed with the
 reference's exact operations; every other value rounds the same either way. At the benchmark settings 0.07% of values
-take the exact path, and the whole costs 0.82x Pillow's CPU time and 0.36x torchvision's (benchmarks/cache_vs_decode.py,
-resize phase). Content with many exact ties (checkerboards) is recomputed chunk by chunk, up to ~10x slower.
+take the exact path. Content with many exact ties (checkerboards) is recomputed chunk by chunk, up to ~10x slower.
+In a cache build the resize runs in a background thread while the decoder goes on (`ResizeStream`), so its cost
+hides behind decoding: builds take 1.09x a bare `ffmpeg` decode (benchmarks/cache_vs_decode.py, docs/cache.md).
 
 `pillow-bicubic` — Pillow's `Image.resize(BICUBIC)` per frame (what qwen-vl-utils' `fetch_image` does for images).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -38,6 +40,8 @@ from evr1_cache.registry import registering
 from evr1_cache.spec import get_resize_rule
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     import numpy as np
 
 #: uint8 frames: one `[T, H, W, 3]` array, or a sequence of `[H, W, 3]` arrays (as decoders hand them over).
@@ -385,7 +389,6 @@ def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int)
     times the work itself; parallelism over frame chunks in our own threads (numpy releases the GIL) is steadier.
     """
     import numpy as np
-    from threadpoolctl import threadpool_limits
 
     if isinstance(frames, np.ndarray):
         if frames.ndim != 4:
@@ -408,7 +411,7 @@ def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int)
         chunk = frames[i : i + step] if isinstance(frames, np.ndarray) else _as_array(frames[i : i + step])
         out[i : i + step] = _torchvision_bicubic_aa(chunk, height, width, fused)
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _single_threaded_blas():
         if workers == 1:
             for i in range(0, n, step):
                 one(i)
@@ -418,6 +421,93 @@ def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int)
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 list(pool.map(one, range(0, n, step)))
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller() -> object:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()  # finds the loaded BLAS libraries once (a scan of the process's libraries)
+
+
+def _single_threaded_blas() -> contextlib.AbstractContextManager[object]:
+    """BLAS limited to one thread (see `_chunked` for why) from now until the result's `__exit__` (a `with` block)."""
+    return _blas_controller().limit(limits=1, user_api="blas")  # type: ignore[attr-defined, no-any-return]
+
+
+class ResizeStream:
+    """Resize frames while a decoder is still producing them: `add` hands over frames one by one (a decoder's sink),
+    full chunks are resized in background threads (numpy and BLAS release the GIL, the decoder works in FFmpeg's own
+    threads), and `result` returns them all, `[count, height, width, 3]`. The pixels are those of `resample` with
+    the same rule: chunking never changes a value. Use it as a context manager, so that the threads end on errors.
+    """
+
+    def __init__(self, count: int, height: int, width: int, rule: str, *, threads: int = 1) -> None:
+        import numpy as np
+
+        if rule not in RESAMPLERS:
+            resample(np.zeros((0, 1, 1, 3), np.uint8), 1, 1, rule)  # raises the registry's error, close names included
+        self._count, self._height, self._width, self._rule = count, height, width, rule
+        self._out = np.empty((count, height, width, 3), np.uint8)
+        self._pending: list[np.ndarray] = []
+        self._done = 0
+        self._step = 1
+        self._futures: list[Future[None]] = []
+        self._threads = max(1, threads if threads > 0 else (os.cpu_count() or 1) // 2)
+        self._pool: ThreadPoolExecutor | None = None
+        self._blas: contextlib.AbstractContextManager[object] | None = None
+
+    def __enter__(self) -> ResizeStream:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._blas = _single_threaded_blas()  # applies now, until __exit__
+        self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="evr1-resize")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        blas, self._blas = self._blas, None
+        if blas is not None:
+            blas.__exit__(None, None, None)
+
+    def add(self, frame: np.ndarray) -> None:
+        """One more frame (uint8 `[H, W, 3]`, every frame of one size); the frame may be kept until its chunk is done."""
+        count = self._count
+        if self._pool is None:
+            raise RuntimeError("ResizeStream is used outside its `with` block")
+        if self._done + len(self._pending) >= count:
+            raise ValueError(f"more than the {count} frames announced")
+        if self._pending and (frame.shape != self._pending[0].shape or frame.dtype != self._pending[0].dtype):
+            raise ValueError(f"expected uint8 frames [H, W, 3] of one size, got {frame.dtype} {frame.shape} after "
+                             f"{self._pending[0].dtype} {self._pending[0].shape}")  # fmt: skip
+        if not self._pending:
+            self._step = max(1, _CHUNK_VALUES // max(1, frame.size))
+        self._pending.append(frame)
+        if len(self._pending) >= self._step:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending or self._pool is None:
+            return
+        chunk, at = self._pending, self._done
+        self._pending, self._done = [], at + len(chunk)
+        fn, height, width = RESAMPLERS[self._rule], self._height, self._width
+
+        def work() -> None:
+            self._out[at : at + len(chunk)] = fn(chunk, height, width, 1)
+
+        self._futures.append(self._pool.submit(work))
+
+    def result(self) -> np.ndarray:
+        """Every frame resized, in the order added; raises what a resize raised, or ValueError if frames are missing."""
+        self._flush()
+        for future in self._futures:
+            future.result()
+        if self._done != self._count:
+            raise ValueError(f"{self._done} frames added, {self._count} announced")
+        return self._out
 
 
 @register_resampler("torchvision-bicubic-aa")

@@ -47,7 +47,9 @@ __all__ = [
 
 #: Bumped whenever any rule below changes what a reader would see; part of every `key()` and of every `VideoMeta`.
 #: 2: video pixels equal qwen-vl-utils' torchvision resize bit for bit (1 resized them with Pillow's 8-bit bicubic).
-SPEC_VERSION: Final = 2
+#: 3: frame i is the i-th frame on variable-rate streams too, fps = frames / duration as torchcodec measures it (2 took
+#: the frame shown at the instant i / fps there, other frames than fetch_video's).
+SPEC_VERSION: Final = 3
 #: Sampled frame counts are multiples of this (two frames form one temporal patch).
 FRAME_FACTOR: Final = 2
 #: Resized sides are multiples of this: patch 14 x merge 2 (Qwen2/2.5-VL) or patch 16 x merge 2 (Qwen3-VL).

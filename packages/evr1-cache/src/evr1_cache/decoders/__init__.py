@@ -19,10 +19,16 @@ if TYPE_CHECKING:
     from evr1_cache.probing import VideoInfo
 
 
+#: Receives each kept frame as soon as it is decoded (see `Decoder.decode`).
+FrameSink = Callable[["np.ndarray"], None]
+
+
 class Decoder(Protocol):
     """Decode the frames at decode-order `positions` of `info.path`: one uint8 `[H, W, 3]` array per position (a list,
     not a stacked copy: they are resized next), displayed orientation (rotation applied), native resolution.
-    Raises DecodeMismatch if the stream's frame count differs from `len(info.frame_times)`."""
+    With a `sink`, each distinct position's frame is handed to it instead, in increasing position order, as soon as it
+    is decoded (so that resizing overlaps decoding), and the list is empty. Raises DecodeMismatch if the stream's frame
+    count differs from `len(info.frame_times)` (after the sink saw frames: the caller discards them)."""
 
     name: str
 
@@ -30,7 +36,9 @@ class Decoder(Protocol):
 
     def version(self) -> str: ...
 
-    def decode(self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0) -> list[np.ndarray]: ...
+    def decode(
+        self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0, sink: FrameSink | None = None
+    ) -> list[np.ndarray]: ...
 
 
 DECODERS: dict[str, Callable[[], Decoder]] = {}

@@ -1,6 +1,7 @@
 """ffmpeg CLI decoder (through ffmpeg-python): a `select` filter keeps the wanted frames, rawvideo RGB over a pipe.
 
-Autorotation is switched off and the rotation applied in numpy, exactly as the PyAV decoder does, so both backends
+Frames are read off the pipe as ffmpeg writes them, so a sink can resize them while ffmpeg goes on. Autorotation is
+switched off and the rotation applied in numpy, exactly as the PyAV decoder does, so both backends
 return identical frames; `-fps_mode passthrough` stops ffmpeg from dropping or duplicating frames; the number of
 frames decoded is read from ffmpeg's verbose statistics and checked against the probe. Both decoders ask for
 bit-exact decoding (`-flags +bitexact`): the Debian ffmpeg and PyAV's bundled FFmpeg otherwise pick different IDCTs
@@ -12,10 +13,11 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from evr1_cache.decoders import register, rotate
+from evr1_cache.decoders import FrameSink, register, rotate
 from evr1_cache.errors import DecodeMismatch
 
 if TYPE_CHECKING:
@@ -44,7 +46,9 @@ class FFmpegCLIDecoder:
         out = subprocess.run([exe, "-version"], capture_output=True, text=True).stdout.split("\n", 1)[0]
         return out.replace(" Copyright", "").strip()
 
-    def decode(self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0) -> list[np.ndarray]:
+    def decode(
+        self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0, sink: FrameSink | None = None
+    ) -> list[np.ndarray]:
         import ffmpeg
         import numpy as np
 
@@ -56,17 +60,37 @@ class FFmpegCLIDecoder:
         stream = stream.video.filter("select", expr)
         cmd = stream.output("pipe:", format="rawvideo", pix_fmt="rgb24", fps_mode="passthrough").compile()
         cmd = [cmd[0], "-nostdin", "-hide_banner", "-v", "verbose", *cmd[1:]]
-        proc = subprocess.run(cmd, capture_output=True)
-        err = proc.stderr.decode("utf-8", "replace")
-        if proc.returncode != 0:
-            raise RuntimeError(f"ffmpeg failed: {err.strip().splitlines()[-1] if err.strip() else proc.returncode}")
+        frame_bytes = cw * ch * 3
+        kept: list[np.ndarray] = []
+        got, tail = 0, 0
+        # frames are read off the pipe as ffmpeg writes them (a sink resizes them meanwhile); stderr (verbose, it can
+        # be long) goes to a file, so that neither pipe can fill up and stall the other
+        with tempfile.TemporaryFile() as log:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
+            assert proc.stdout is not None
+            with proc.stdout:
+                while chunk := proc.stdout.read(frame_bytes):
+                    if len(chunk) < frame_bytes:
+                        tail = len(chunk)
+                        break
+                    got += 1
+                    if got <= len(wanted):
+                        frame = rotate(np.frombuffer(chunk, np.uint8).reshape(ch, cw, 3), info.rotation)
+                        if sink is None:
+                            kept.append(frame)
+                        else:
+                            sink(frame)
+            returncode = proc.wait()
+            log.seek(0)
+            err = log.read().decode("utf-8", "replace")
+        if returncode != 0:
+            raise RuntimeError(f"ffmpeg failed: {err.strip().splitlines()[-1] if err.strip() else returncode}")
         m = _DECODED.search(err)
         decoded = int(m.group(1)) if m else -1
         expected = len(info.frame_times)
-        frame_bytes = cw * ch * 3
-        got = len(proc.stdout) // frame_bytes
-        if decoded != expected or got != len(wanted) or len(proc.stdout) % frame_bytes:
+        if decoded != expected or got != len(wanted) or tail:
             raise DecodeMismatch(decoded, expected)
-        frames = np.frombuffer(proc.stdout, np.uint8).reshape(got, ch, cw, 3)
+        if sink is not None:
+            return []
         at = {p: i for i, p in enumerate(wanted)}
-        return [rotate(frames[at[p]], info.rotation) for p in positions]
+        return [kept[at[p]] for p in positions]

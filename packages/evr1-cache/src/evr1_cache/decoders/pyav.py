@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from evr1_cache.decoders import register, rotate
+from evr1_cache.decoders import FrameSink, register, rotate
 from evr1_cache.errors import DecodeMismatch
 
 if TYPE_CHECKING:
@@ -32,12 +32,18 @@ class PyAVDecoder:
             return "PyAV not installed (pip install av)"
         return f"pyav {av.__version__}"
 
-    def decode(self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0) -> list[np.ndarray]:
+    def decode(
+        self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0, sink: FrameSink | None = None
+    ) -> list[np.ndarray]:
         import av
+        from av.video.reformatter import VideoReformatter
 
         wanted = sorted(set(positions))
         kept: dict[int, np.ndarray] = {}
         n = 0
+        # one converter for every kept frame (a frame's own `to_ndarray(format=)` sets up a new swscale context and
+        # its threads each time); one slice thread: the conversion runs beside the decoder's own threads
+        rgb = VideoReformatter()
         with av.open(info.path) as container:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
@@ -46,13 +52,17 @@ class PyAVDecoder:
             cursor = 0
             for frame in container.decode(stream):
                 if cursor < len(wanted) and wanted[cursor] == n:
-                    kept[n] = frame.to_ndarray(format="rgb24")
+                    pixels = rotate(rgb.reformat(frame, format="rgb24", threads=1).to_ndarray(), info.rotation)
+                    if sink is None:
+                        kept[n] = pixels
+                    else:
+                        sink(pixels)
                     cursor += 1
                 n += 1
         expected = len(info.frame_times)
-        if n != expected or len(kept) != len(wanted):
+        if n != expected or cursor != len(wanted):
             raise DecodeMismatch(n, expected)
-        return [rotate(kept[p], info.rotation) for p in positions]
+        return [kept[p] for p in positions] if sink is None else []
 
 
 def _bitexact(codec_context: object) -> None:
