@@ -86,7 +86,7 @@ def check_prompt_lengths(
         raise ValueError(f"evr1.plan.on_over_limit must be one of {list(ON_OVER_LIMIT)}, got {on_over_limit!r}")
     if not max_prompt_length or family is None or processor is None:
         return list(range(len(rows)))
-    from evr1_cache.plan import HFTextCounter, over_limit, plan_rows
+    from evr1_cache.plan import HFTextCounter, has_row_spec, over_limit, plan_rows
     from evr1_train.data.row import row_messages
 
     def messages(row: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -104,7 +104,7 @@ def check_prompt_lengths(
     bad = over_limit(plans, int(max_prompt_length))
     if not bad:
         return list(range(len(rows)))
-    own = {i for i, row in enumerate(rows) if row.get("evr1_plan") is not None}
+    own = {i for i, row in enumerate(rows) if has_row_spec(row)}
     names = "; ".join(
         f"row {p.row_id}: {p.total} tokens ({p.text} text + {p.vision} vision"
         + (", under its own evr1_plan video spec" if p.index in own else "")
