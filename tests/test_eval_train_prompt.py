@@ -1,8 +1,7 @@
-"""train -> eval: the evr1 protocol's default prompt is evr1-train's prompt, word for word.
+"""train -> eval: both engines render the one evr1 prompt format (`evr1_rewards.prompt_format`) byte for byte.
 
-evr1-eval may not import evr1-train (import contract), so `evr1_eval.protocol.Evr1Settings` keeps the trainer's
-template and answer-format phrases itself; this test (run in the `train` session, where both are installed) fails the
-moment either side changes without the other.
+Neither keeps a copy of the wording; these tests (run in the `train` session, where both are installed) check that
+the two renderers around it agree for every registered problem type and every row shape the trainer takes.
 """
 
 from __future__ import annotations
@@ -11,16 +10,34 @@ import pytest
 
 pytest.importorskip("evr1_train", reason="needs evr1-train: nox -s train")
 
-from evr1_eval.protocol import TRAIN_ANSWER_FORMATS, Evr1Settings
+from evr1_eval.protocol import Evr1Settings
+from evr1_eval.train_protocol import settings_from_protocol
+from evr1_rewards import available_types, describe_types
 from evr1_train.data.options import DataOptions
-from evr1_train.data.prompt import answer_format, build_prompt_text
+from evr1_train.data.prompt import build_prompt_text, describe_prompts
 
 OPTIONS = ["A. a dog", "B. a cat", "C. a bird"]
+#: Every canonical type and every alias of it: the spellings datasets use.
+SPELLINGS = [*available_types(), *(alias for info in describe_types() for alias in info.aliases)]
 
 
-@pytest.mark.parametrize("problem_type", [*TRAIN_ANSWER_FORMATS, "open_ended", "spatial-temporal grounding"])
-def test_answer_formats_match(problem_type: str) -> None:
-    assert Evr1Settings().answer_format(problem_type) == answer_format(problem_type)
+@pytest.mark.parametrize("think", [True, False])
+@pytest.mark.parametrize("problem_type", SPELLINGS)
+def test_every_problem_type_renders_identically(problem_type: str, think: bool) -> None:
+    row = {"problem": "What is shown?", "options": OPTIONS, "problem_type": problem_type, "videos": ["v.mp4"]}
+    trained = build_prompt_text(row, DataOptions(video_source="decode", think=think))
+    ours = Evr1Settings(think=think).render(problem_type, "What is shown?", OPTIONS)
+    assert trained == "<video>" + ours
+    # a checkpoint's recorded prompt (its train -> eval record) renders the same text again
+    recorded = {"prompt": describe_prompts(DataOptions(video_source="decode", think=think)),
+                "generation": {"eos_token_ids": [], "max_new_tokens": 8}, "sampling": {"video": {}, "image": {}}}  # fmt: skip
+    assert settings_from_protocol(recorded, "run").render(problem_type, "What is shown?", OPTIONS) == ours
+
+
+def test_the_types_differ() -> None:
+    """The parametrisation above cannot pass with one phrase for every type: the formats it compares are distinct."""
+    rendered = {Evr1Settings().render(t, "q", []) for t in ("multiple_choice", "code", "preference", "open_ended")}
+    assert len(rendered) == 4
 
 
 @pytest.mark.parametrize("think", [True, False])

@@ -26,22 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from evr1_eval.types import PROTOCOLS, ProtocolName
+from evr1_rewards import RewardError, normalize_problem_type
+from evr1_rewards.prompt_format import (
+    DEFAULT_ANSWER_FORMAT,
+    INSTRUCTION_DIRECT,
+    INSTRUCTION_THINK,
+    LEADS,
+    TEMPLATE,
+    answer_format,
+    modality,
+    options_text,
+)
+from evr1_rewards.vocabulary import name_key
 
-#: The trainer's answer-format phrases, by problem type (evr1-train `data/prompt.py`), keyed like evr1-rewards'
-#: normalised names; eval's own type names are normalised the same way before the lookup.
-TRAIN_ANSWER_FORMATS: Mapping[str, str] = {
-    "multiple_choice": "the option letter",
-    "numerical": "a single number",
-    "regression": "a single number",
-    "boolean": "Yes or No",
-    "ocr": "the recognised text",
-    "math": "the final value (or the option letter if options are given)",
-    "temporal_grounding": 'JSON {"time": [start_seconds, end_seconds]}',
-    "spatial_grounding": 'JSON {"boxes": [x1, y1, x2, y2]}',
-    "spatiotemporal_grounding": 'JSON {"time": [s, e], "boxes": {"<second>": [x1, y1, x2, y2], ...}}',
-    "tracking": 'JSON {"boxes": {"<second>": [x1, y1, x2, y2], ...}}',
-}
-_TYPE_SPELLINGS = {"spatial_temporal_grounding": "spatiotemporal_grounding", "multiple choice": "multiple_choice"}
 _FIELDS = ("placeholders", "lead", "question", "options", "instruction")
 #: Where the media go: one marker per video / image, in the order of the sample's media. A question may place them
 #: itself (the trainer keeps a row's `<video>` where the question has it); the ones it does not place are rendered
@@ -59,30 +56,10 @@ def check_variant(variant: str) -> str:
     return variant
 
 
-def _type_key(problem_type: str) -> str:
-    key = re.sub(r"[\s\-]+", "_", problem_type.strip().lower())
-    return _TYPE_SPELLINGS.get(key, key)
-
-
-#: The trainer's lead-in sentence by the modalities of a row (evr1-train `data/prompt.py`).
-TRAIN_LEADS: Mapping[str, str] = {
-    "video+image": "Examine the video and the accompanying image carefully.",
-    "video": "Watch the video carefully.",
-    "image": "Examine the image carefully.",
-    "text": "Read the question carefully.",
-}
-
-
-def modality(n_videos: int, n_images: int) -> str:
-    """The key of `Evr1Settings.leads` for a row with these media."""
-    if n_videos and n_images:
-        return "video+image"
-    return "video" if n_videos else "image" if n_images else "text"
-
-
 @dataclass(frozen=True, kw_only=True)
 class Evr1Settings:
-    """How an evr1-trained checkpoint is asked and stopped; defaults reproduce evr1-train's prompt (`data/prompt.py`).
+    """How an evr1-trained checkpoint is asked and stopped; the defaults are the evr1 prompt format that evr1-train
+    trains with (`evr1_rewards.prompt_format`, imported by both, copied by neither).
 
     template: the user text, with `{placeholders}` (markers of the media the question does not place itself), `{lead}`,
         `{question}`, `{options}` ("\\nOptions:\\nA. …" or "") and `{instruction}`. A question's own `<video>` /
@@ -90,8 +67,9 @@ class Evr1Settings:
         nothing, because backends put unplaced media before the text, which is the same prompt.
     leads: the `{lead}` sentence by modality ("video", "image", "video+image", "text").
     think: ask for `<think>…</think>` before `<answer>…</answer>` (`instruction_think`), else `instruction_direct`.
-    answer_formats: problem type -> the phrase for `{format}` (unknown types: `default_format`);
-        `problem_type_aliases` map other spellings to those keys first (the trainer's `mcq` -> `multiple_choice`).
+    answer_formats: empty = each type's answer format registered with its evr1-rewards scorer; else the table a
+        training run recorded (problem type -> the phrase for `{format}`; types it lacks get `default_format`).
+        `problem_type_aliases` are extra readings given to `normalize_problem_type` (an older run's own aliases).
     system_prompt / chat_template: the system turn and the Jinja chat template used in training (None = none / the
         tokenizer's own); `chat_template` is the template text, or the path of a file holding it. Backends apply both.
     sampling / image_sampling: `SamplingSpec` / `ImageSpec` fields the checkpoint was trained with (fps, max_frames,
@@ -102,13 +80,13 @@ class Evr1Settings:
     source: where the settings came from ("defaults", "cli:FILE", "train:RUN"), for the manifest.
     """
 
-    template: str = "{placeholders}{lead}\nQuestion: {question}{options}\n{instruction}"
-    leads: Mapping[str, str] = field(default_factory=lambda: dict(TRAIN_LEADS))
+    template: str = TEMPLATE
+    leads: Mapping[str, str] = field(default_factory=lambda: dict(LEADS))
     think: bool = True
-    instruction_think: str = "Think step by step inside <think></think>, then give {format} inside <answer></answer>."
-    instruction_direct: str = "Give {format} inside <answer></answer>."
-    answer_formats: Mapping[str, str] = field(default_factory=lambda: dict(TRAIN_ANSWER_FORMATS))
-    default_format: str = "the final answer"
+    instruction_think: str = INSTRUCTION_THINK
+    instruction_direct: str = INSTRUCTION_DIRECT
+    answer_formats: Mapping[str, str] = field(default_factory=dict)
+    default_format: str = DEFAULT_ANSWER_FORMAT
     problem_type_aliases: Mapping[str, str] = field(default_factory=dict)
     system_prompt: str | None = None
     chat_template: str | None = None
@@ -130,18 +108,23 @@ class Evr1Settings:
                 f"evr1 settings: a template uses an unknown placeholder or bad braces ({exc!r}); the prompt template "
                 f"may use {', '.join('{' + f + '}' for f in _FIELDS)} and the instructions {{format}}"
             ) from None
-        missing = sorted(set(TRAIN_LEADS) - set(self.leads))
+        missing = sorted(set(LEADS) - set(self.leads))
         if missing:
-            raise ValueError(f"evr1 settings: `leads` lacks {missing} (keys: {', '.join(TRAIN_LEADS)})")
+            raise ValueError(f"evr1 settings: `leads` lacks {missing} (keys: {', '.join(LEADS)})")
         object.__setattr__(self, "stop", tuple(str(s) for s in self.stop))
         object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
         object.__setattr__(self, "suppress_token_ids", tuple(int(t) for t in self.suppress_token_ids))
 
     def answer_format(self, problem_type: str) -> str:
-        formats = {_type_key(k): v for k, v in self.answer_formats.items()}
-        aliases = {_type_key(k): _type_key(v) for k, v in self.problem_type_aliases.items()}
-        key = _type_key(problem_type)
-        return formats.get(aliases.get(key, key), self.default_format)
+        """The `{format}` phrase: the recorded table's when there is one, else the type's scorer's (a type evr1-rewards does
+        not know: `default_format`)."""
+        try:
+            name = normalize_problem_type(problem_type, aliases=self.problem_type_aliases or None)
+        except RewardError:
+            return self.default_format
+        if not self.answer_formats:
+            return answer_format(name)
+        return {name_key(k): v for k, v in self.answer_formats.items()}.get(name, self.default_format)
 
     def render(
         self, problem_type: str, question: str, options: Sequence[str], *, n_videos: int = 1, n_images: int = 0
@@ -168,7 +151,7 @@ class Evr1Settings:
             placeholders=markers,
             lead=self.leads[modality(n_videos, n_images)],
             question=question,
-            options="\nOptions:\n" + "\n".join(options) if options else "",
+            options=options_text(options),
             instruction=instruction.format(format=self.answer_format(problem_type)),
         )
 

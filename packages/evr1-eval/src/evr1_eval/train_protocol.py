@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evr1_eval.protocol import TRAIN_LEADS, Evr1Settings
+from evr1_eval.protocol import Evr1Settings
+from evr1_rewards import RewardError, normalize_problem_type
+from evr1_rewards.prompt_format import LEADS
 
 PROTOCOL_FILE = "evr1_train_protocol.json"
 PROTOCOL_FORMAT = "evr1-train-protocol"
@@ -172,9 +174,17 @@ def _check_rules(prompt: Mapping[str, Any], where: str) -> None:
                 f"{where}: prompt {key} rule {prompt[key]!r} is not one this evr1-eval reproduces ({rule!r}); "
                 "upgrade evr1-eval"
             )
-    missing = sorted(set(TRAIN_LEADS) - set(prompt["lead_in"]))
+    missing = sorted(set(LEADS) - set(prompt["lead_in"]))
     if missing:
         raise TrainProtocolError(f"{where}: prompt lead_in lacks {missing}")
+    aliases = prompt.get("problem_type_aliases")
+    for name in set(prompt["answer_format"]) - {"default"}:  # the one vocabulary (evr1-rewards) must know each type
+        try:
+            normalize_problem_type(name, aliases=aliases if isinstance(aliases, Mapping) else None)
+        except RewardError as exc:
+            raise TrainProtocolError(
+                f"{where}: prompt answer_format: {exc} (a plugin's scorer not imported?)"
+            ) from None
     if "{answer_format}" not in prompt["instruction"]:
         raise TrainProtocolError(f"{where}: prompt instruction {prompt['instruction']!r} has no {{answer_format}}")
 
@@ -206,7 +216,7 @@ def settings_from_protocol(record: Mapping[str, Any], source: str) -> Evr1Settin
     defaults = Evr1Settings()
     return Evr1Settings(
         template=str(prompt["template"]).replace("{lead_in}", "{lead}"),
-        leads={k: str(prompt["lead_in"][k]) for k in TRAIN_LEADS},
+        leads={k: str(prompt["lead_in"][k]) for k in LEADS},
         think=think,
         instruction_think=instruction if think else defaults.instruction_think,
         instruction_direct=defaults.instruction_direct if think else instruction,

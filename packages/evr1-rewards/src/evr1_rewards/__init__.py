@@ -5,7 +5,9 @@
 1.0
 
 Public API (typed, stable): scoring (`score`, `RewardRouter`, `RewardInput`, `RewardResult`, `RewardWeights`), the
-problem-type vocabulary (`evr1_rewards.vocabulary`: canonical constants, aliases, `normalize_problem_type`),
+problem-type vocabulary (`evr1_rewards.vocabulary`: canonical constants, aliases, `normalize_problem_type`), the
+prompt format both engines ask with (`evr1_rewards.prompt_format`; each type's `answer_format`, registered with its
+scorer),
 ground-truth parsing (`parse_ground_truth` -> `GroundTruth`), answer extraction (`extract`, `extract_answer`), the
 errors, end-of-turn tokens (`END_OF_TURN_TOKENS`, `add_end_of_turn_tokens`, `end_of_turn_tokens`,
 `strip_end_of_turn`), and for scorer authors `register`, `Scorer`, `Outcome`, `Context`, `Response`.
@@ -13,8 +15,8 @@ errors, end-of-turn tokens (`END_OF_TURN_TOKENS`, `add_end_of_turn_tokens`, `end
 
 from __future__ import annotations
 
+from evr1_rewards import prompt_format, vocabulary
 from evr1_rewards import scorers as _scorers  # noqa: F401  (registers the built-in scorers)
-from evr1_rewards import vocabulary
 from evr1_rewards.end_of_turn import (
     END_OF_TURN_TOKENS,
     add_end_of_turn_tokens,
@@ -33,6 +35,7 @@ from evr1_rewards.extract import Extraction, Response, extract, extract_answer
 from evr1_rewards.ground_truth import GroundTruth, parse_ground_truth
 from evr1_rewards.registry import (
     ScorerInfo,
+    answer_format,
     available_types,
     describe_types,
     get_scorer,
@@ -78,6 +81,7 @@ __all__ = [
     "UnknownProblemTypeError",
     "__version__",
     "add_end_of_turn_tokens",
+    "answer_format",
     "available_types",
     "clean_extras",
     "describe_types",
@@ -88,6 +92,7 @@ __all__ = [
     "normalize_problem_type",
     "parse_ground_truth",
     "parse_options",
+    "prompt_format",
     "register",
     "require",
     "score",

@@ -16,6 +16,9 @@ from evr1_rewards.errors import AmbiguousProblemTypeError, MissingExtraError, Re
 from evr1_rewards.types import Scorer
 from evr1_rewards.vocabulary import AMBIGUOUS, BUILTIN_ALIASES, name_key
 
+#: The answer format of a type whose scorer registers none (open-ended text reads any answer).
+DEFAULT_ANSWER_FORMAT = "the final answer"
+
 S = TypeVar("S", bound=Scorer[Any])
 
 
@@ -28,6 +31,8 @@ class ScorerInfo:
     requires: tuple[str, ...]
     extra: str | None
     description: str
+    #: What the prompt asks the model to put inside `<answer></answer>` (None: `DEFAULT_ANSWER_FORMAT`).
+    answer_format: str | None = None
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -42,14 +47,20 @@ _RESOLVED: dict[str, str] = {}  # raw name -> canonical key (names repeat every 
 
 
 def register(
-    problem_type: str, *, aliases: Iterable[str] = (), requires: Iterable[str] = (), extra: str | None = None
+    problem_type: str,
+    *,
+    aliases: Iterable[str] = (),
+    requires: Iterable[str] = (),
+    extra: str | None = None,
+    answer_format: str | None = None,
 ) -> Callable[[type[S]], type[S]]:
     """Class decorator: instantiate the scorer class and route `problem_type` and its aliases to it.
 
     A built-in name also gets its aliases from `vocabulary.BUILTIN_ALIASES`. Names in `vocabulary.AMBIGUOUS` and
-    names already taken are refused.
+    names already taken are refused. `answer_format` is what the prompt asks for (training and evaluation read it
+    through `answer_format()`): the scorer knows what it can read, so the wording lives with it.
 
-    >>> @register("my_type", aliases=("mine",))   # doctest: +SKIP
+    >>> @register("my_type", aliases=("mine",), answer_format="a colour name")   # doctest: +SKIP
     ... class MyScorer: ...
     """
     key = name_key(problem_type)
@@ -69,7 +80,7 @@ def register(
         scorer.name = key
         _SCORERS[key] = scorer
         doc = (cls.__doc__ or "").strip().splitlines()
-        _INFO[key] = ScorerInfo(key, tuple(names), tuple(requires), extra, doc[0] if doc else "")
+        _INFO[key] = ScorerInfo(key, tuple(names), tuple(requires), extra, doc[0] if doc else "", answer_format)
         for name in names:
             _ALIASES[name] = key
         return cls
@@ -130,6 +141,17 @@ def require(problem_type: str) -> None:
     missing = info.missing
     if missing:
         raise MissingExtraError(f"the {info.name!r} scorer", info.extra or "all", missing[0])
+
+
+def answer_format(problem_type: str) -> str:
+    """The answer format the prompt asks for (`"the option letter"`, …): the one registered with the type's scorer,
+    else `DEFAULT_ANSWER_FORMAT`. Aliases accepted; an unknown type raises `UnknownProblemTypeError`."""
+    return _INFO[normalize_problem_type(problem_type)].answer_format or DEFAULT_ANSWER_FORMAT
+
+
+def answer_formats() -> dict[str, str]:
+    """Every registered type's answer format, by canonical name (what a training run records of its prompt)."""
+    return {k: answer_format(k) for k in sorted(_INFO)}
 
 
 def available_types() -> tuple[str, ...]:

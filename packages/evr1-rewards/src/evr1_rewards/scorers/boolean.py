@@ -63,7 +63,7 @@ def parse_yes_no(text: str) -> str | None:
     return _MAP[last] if last else None
 
 
-@register(BOOLEAN)
+@register(BOOLEAN, answer_format="Yes or No")
 class Boolean:
     """Yes/no match on whole words (last one wins)."""
 

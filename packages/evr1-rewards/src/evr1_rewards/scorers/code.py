@@ -214,7 +214,7 @@ def run_tests_of(
 CodeTruth = tuple[list[Test], SandboxLimits]
 
 
-@register(CODE)
+@register(CODE, answer_format="the complete program, without Markdown fences")
 class Code:
     """Fraction of tests passed by the program, run behind the sandbox boundary (never trusted)."""
 

@@ -410,7 +410,12 @@ class MathTruth:
     choices: Choices | None = None
 
 
-@register(MATH, requires=("math_verify",), extra="math")
+@register(
+    MATH,
+    requires=("math_verify",),
+    extra="math",
+    answer_format="the final value (or the option letter if options are given)",
+)
 class Math:
     """math-verify equivalence (gold first) in a timed worker; letters via multiple choice; plain numbers directly."""
 

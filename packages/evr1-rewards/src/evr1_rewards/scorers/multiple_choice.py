@@ -207,7 +207,7 @@ def extract_letter(text: str, choices: Choices, *, stated: bool = False) -> str 
     return None
 
 
-@register(MULTIPLE_CHOICE)
+@register(MULTIPLE_CHOICE, answer_format="the option letter")
 class MultipleChoice:
     """Option-letter match; letters restricted to the options; never reads 'a'/'I' in prose as an option."""
 

@@ -75,7 +75,7 @@ NumericalTruth = tuple[Number, float, float, int]
 """(number, rel_tol, abs_tol, decimals written in the ground truth)."""
 
 
-@register(NUMERICAL)
+@register(NUMERICAL, answer_format="a single number")
 class Numerical:
     """Number equality within tolerance (extras: rel_tol=1e-4, abs_tol=1e-9); percent, fractions, words understood."""
 

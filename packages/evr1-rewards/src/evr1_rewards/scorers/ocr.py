@@ -26,7 +26,7 @@ def similarity(pred: str, ref: str) -> float:
     return max(0.0, 1.0 - min(dist, longest) / longest) if longest else 1.0
 
 
-@register(OCR_TYPE)
+@register(OCR_TYPE, answer_format="the recognised text")
 class OCR:
     """1 − normalised edit distance, best over references."""
 

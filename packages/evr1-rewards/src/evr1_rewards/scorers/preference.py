@@ -51,7 +51,7 @@ def parse_label(text: str) -> str | None:
 _TEXT = {"1": "Response 1", "2": "Response 2", "tie": "Tie"}
 
 
-@register(PREFERENCE)
+@register(PREFERENCE, answer_format='"Response 1", "Response 2" or "Tie"')
 class Preference:
     """Label match: Response 1 / Response 2 / Tie."""
 

@@ -37,7 +37,7 @@ def mean_relative_accuracy(pred: float, gold: float, *, official: bool = False) 
     return hits / len(MARGINS_PERCENT)
 
 
-@register(REGRESSION)
+@register(REGRESSION, answer_format="a single number")
 class Regression:
     """Mean relative accuracy over 10 thresholds (VSI-Bench); `official` flag for the benchmark's `<=`."""
 

@@ -34,7 +34,7 @@ SpatialTruth = tuple[Box, Conventions]
 """(box, box conventions)."""
 
 
-@register(SPATIAL_GROUNDING)
+@register(SPATIAL_GROUNDING, answer_format='JSON {"boxes": [x1, y1, x2, y2]}')
 class SpatialGrounding:
     """Box IoU; degenerate or inverted predicted boxes score 0; conventions converted via extras['image_size']."""
 

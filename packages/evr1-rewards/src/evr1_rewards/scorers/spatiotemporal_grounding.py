@@ -28,7 +28,10 @@ STTruth = tuple[Span, dict[str, Box], Conventions]
 """(time span, ground-truth boxes by frame key, box conventions)."""
 
 
-@register(SPATIOTEMPORAL_GROUNDING)
+@register(
+    SPATIOTEMPORAL_GROUNDING,
+    answer_format='JSON {"time": [s, e], "boxes": {"<second>": [x1, y1, x2, y2], ...}}',
+)
 class SpatioTemporalGrounding:
     """0.5·tIoU + 0.5·vIoU (union denominator: missing and extra frames cost)."""
 

@@ -68,7 +68,7 @@ def format_span(span: Span) -> str:
     return json.dumps({"time": [span[0], span[1]]})
 
 
-@register(TEMPORAL_GROUNDING)
+@register(TEMPORAL_GROUNDING, answer_format='JSON {"time": [start_seconds, end_seconds]}')
 class TemporalGrounding:
     """tIoU of the predicted and ground-truth spans; reversed spans are a format error in reward mode."""
 

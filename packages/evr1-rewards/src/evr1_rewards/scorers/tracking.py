@@ -22,7 +22,7 @@ from evr1_rewards.vocabulary import TRACKING
 TrackTruth = tuple[dict[str, Box], Conventions]
 
 
-@register(TRACKING)
+@register(TRACKING, answer_format='JSON {"boxes": {"<second>": [x1, y1, x2, y2], ...}}')
 class Tracking:
     """Mean IoU over the union of frame keys (missing/spurious frames = 0)."""
 

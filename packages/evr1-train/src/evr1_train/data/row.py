@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evr1_cache import BOOKKEEPING_COLUMNS
+from evr1_rewards import normalize_problem_type
+from evr1_rewards.vocabulary import OPEN_ENDED
 from evr1_train.data.media import loader_for
 from evr1_train.data.options import DataOptions
-from evr1_train.data.prompt import build_prompt_text, normalise_problem_type
+from evr1_train.data.prompt import build_prompt_text
 
 if TYPE_CHECKING:
     from evr1_cache.spec import SamplingSpec
@@ -181,7 +183,7 @@ def row_extra_info(row: Mapping[str, Any], opts: DataOptions, index: int) -> dic
     if isinstance(given, Mapping):
         extra.update(given)
     extra["index"] = extra.get("index", index)
-    extra["problem_type"] = normalise_problem_type(row.get("problem_type") or extra.get("problem_type"))
+    extra["problem_type"] = normalize_problem_type(row.get("problem_type") or extra.get("problem_type") or OPEN_ENDED)
     extra["options"] = list(row.get("options") or extra.get("options") or [])
     extra["question"] = row.get(opts.prompt_key)
     return extra
