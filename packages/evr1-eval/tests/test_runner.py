@@ -138,7 +138,7 @@ def test_run_scores_every_sample_and_records_settings(tmp_path: Path) -> None:
     rows = rows_of(tmp_path)
     assert sorted(r["id"] for r in rows) == [f"q{i}" for i in range(6)]
     assert [r["score"] for r in sorted(rows, key=lambda r: r["id"])] == [1.0, 0.0] * 3
-    assert all(r["latency_s"] is not None and r["prompt_hash"] for r in rows)
+    assert all(r["latency_s"] is not None and r["prompt"]["hash"] for r in rows)
     assert res.ran == 6
     assert res.errors == 0
     assert res.skipped == 0

@@ -72,6 +72,9 @@ def test_report_html_shows_the_cached_frames_and_both_runs(runs: Path, tmp_path:
     assert _report(runs, site, *given) == 0
     err = capsys.readouterr().err
     assert f"open {(site / 'index.html').resolve()}" in err
+    overview = (site / "index.html").read_text()  # each number says what it averages: the metric vs verdicts
+    assert "mvbench accuracy: the benchmark&#39;s metric over per-sample scores" in overview
+    assert ">correct verdicts</th>" in overview
     base = _index(site, "base")
     assert base["total"] == N
     verdicts = {row[0]: row[4] for row in base["rows"]}
@@ -98,6 +101,9 @@ def test_report_html_shows_the_cached_frames_and_both_runs(runs: Path, tmp_path:
     assert "<script>" not in p3
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in p3
     p5 = next(c for c in rl_cards if 'data-key="mvbench/p5"' in c)
+    # every answered card shows the recorded prompt, its hash verified; the media error row sent nothing
+    assert sum('class="prompt-hash' in c for c in rl_cards) == N - 1
+    assert 'class="prompt-hash' not in p5 and "no prompt recorded for this row" in p5
     assert "gone.mp4" in p5
     assert "error-reason" in p5
     cmp_card = next(c for c in _cards(site, "base-vs-rl") if 'data-key="mvbench/p0"' in c)
@@ -132,10 +138,30 @@ def test_report_html_reads_the_recorded_command_and_reports_problems(runs: Path,
         assert "annotation file changed since the run" in err
         card = next(c for c in _cards(site2, "base") if 'data-key="mvbench/p1"' in c)
         assert "<img " in card  # frames found through the recorded --cache-dir
-        assert "does not hash to what the model was sent" in card
+        # the card reads what was sent, not today's annotations
+        assert "What is shown in clip 1?" in card and "Edited question?" not in card
+        assert 'class="prompt-hash' in card
     finally:
         ann.write_text(original)
         run_json.write_text(saved)
+
+
+def test_a_record_edited_after_the_run_is_flagged(runs: Path, tmp_path: Path) -> None:
+    results = runs / "base" / "mvbench" / "results.jsonl"
+    saved = results.read_text()
+    rows = [json.loads(line) for line in saved.splitlines()]
+    p0 = next(r for r in rows if r["id"] == "p0")
+    p0["prompt"]["parts"][-1][1] = "A question the model never saw"
+    try:
+        results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        site = tmp_path / "edited"
+        assert main(["report", str(runs / "base"), "--out", str(tmp_path / "rep"), "--chart", "none", "--html",
+                     str(site), "--annotations-dir", str(runs / "ann")]) == 0  # fmt: skip
+        card = next(c for c in _cards(site, "base") if 'data-key="mvbench/p0"' in c)
+        assert "does not hash to what the model was sent" in card
+        assert 'class="prompt-hash' not in card and "never saw" not in card
+    finally:
+        results.write_text(saved)
 
 
 def test_report_html_without_jinja2_is_a_clear_error(runs: Path, tmp_path: Path, capsys, monkeypatch) -> None:

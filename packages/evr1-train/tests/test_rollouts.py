@@ -83,6 +83,20 @@ def test_group_record_schema() -> None:
     assert second["offline"] is True
     assert first["advantage"] == 0.5
     assert cut("short", 100) == ("short", 0)
+    assert rec["prompt_record"]["parts"] == [["video", "x.mp4"], ["text", "Q?"]]
+
+
+def test_the_viewer_reads_the_recorded_prompt_and_checks_its_hash(tmp_path: Path) -> None:
+    w = RolloutDumpWriter(tmp_path, DumpConfig(enable=True, every_n_steps=1), engine="local")
+    w.start(1)
+    good, edited, old = _group(1), _group(2), _group(3)
+    edited["prompt_record"]["parts"][1][1] = "Another question?"
+    del old["prompt_record"]
+    w.write_step(1, [good, edited, old])
+    cards = {s.label: s for s in train_run_record(tmp_path, rollouts=tmp_path).samples}
+    assert cards["r1"].prompt_hash == good["prompt_record"]["hash"] and cards["r1"].prompt == "<video>Q?"
+    assert cards["r2"].prompt_hash is None and "does not hash to what the model was sent" in cards["r2"].notes[0]
+    assert cards["r3"].prompt_hash is None and "no prompt record" in cards["r3"].notes[0]
 
 
 def test_steps_are_atomic_and_a_resume_neither_duplicates_nor_loses(tmp_path: Path) -> None:

@@ -11,6 +11,8 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 - building: `build_cache` -> `BuildReport`; `EntryJob` / `EntryResult`; `verify_cache` -> `VerifyReport`
 - media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
 - datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `DatasetError`
+- the prompt record (`evr1_cache.prompt_record`, stdlib): `PromptRecord` (the exact prompt a model was sent and its
+  hash, written where a prompt is built, read by every viewer), `PromptRecordError`
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from evr1_cache.prompt_record import PromptRecord, PromptRecordError
 from evr1_cache.spec import (
     IMAGE_RESIZE,
     RESIZE_RULES,
@@ -94,6 +97,8 @@ __all__ = [
     "ImageMeta",
     "ImageSpec",
     "MediaError",
+    "PromptRecord",
+    "PromptRecordError",
     "ResizeRule",
     "ResizeStream",
     "Row",

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -150,11 +148,6 @@ def select(samples: Sequence[Sample], *, limit: int | None, rank: int, world_siz
     return chosen[rank::world_size]
 
 
-def prompt_hash(sample: Sample, system: str | None) -> str:
-    payload = json.dumps([system, sample.prompt, list(sample.videos), list(sample.images)], ensure_ascii=False)
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
 def sampling_for(bench: BenchmarkLike, overrides: Mapping[str, Any]) -> Any:
     spec = bench.sampling
     return dataclasses.replace(spec, **dict(overrides)) if overrides else spec
@@ -281,6 +274,7 @@ class Runner:
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
         tokens = 0
+        sent: dict[str, Any] | None = None  # the prompt record, once a request is built
         try:
             shown = dataclasses.replace(sample, videos=()) if self.config.without_video else sample
             media = await loop.run_in_executor(pool, self.media.load, shown, st.spec)
@@ -296,6 +290,7 @@ class Runner:
                 system=self.config.system_prompt,
                 inline_media=st.job.protocol.get("protocol") == "evr1",  # the question's media markers, as trained
             )
+            sent = request.record(shown.videos, shown.images).to_dict()
             del media
             try:
                 gen = await asyncio.wait_for(
@@ -321,7 +316,7 @@ class Runner:
         row = dataclasses.replace(
             row,
             latency_s=round(time.perf_counter() - t0, 4),
-            prompt_hash=prompt_hash(sample, self.config.system_prompt),
+            prompt=sent,
         )
         st.store.append(row)
         st.ran += 1

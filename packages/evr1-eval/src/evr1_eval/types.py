@@ -101,7 +101,9 @@ class ScoredSample:
     latency_s: float | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    prompt_hash: str | None = None
+    #: What the model was sent: `evr1_cache.PromptRecord.to_dict()` (text and media in order, with its hash); None
+    #: when no request was built (the media could not be loaded).
+    prompt: Mapping[str, Any] | None = None
     #: True when the official metric is LLM-judged and no judge was given: the row has no score yet (`score` is 0 and
     #: aggregations leave it out of every denominator, reporting how many are pending).
     needs_judge: bool = False

@@ -1,11 +1,12 @@
 """Evaluation runs -> the evr1 viewer's records (`evr1-eval report --html OUT/`): one static site, runs side by side.
 
-A run folder records what the model answered (`results*.jsonl`) and under which settings (`run*.json`: the frame
-spec, the annotation file's digest, the command line). The prompt, ground truth and media of each sample come from
-the benchmark's annotation file, loaded the way `run` loads it; the frames come from the frame cache, looked up with
-the recorded spec, so the strip shows exactly the cached frames the model was given. Every check that fails (the
-annotation file changed since the run, a prompt no longer hashes to what was sent, a video not in the cache) becomes
-a visible note or problem, never a crash. Needs the `viewer` extra of evr1-cache (Jinja2).
+A run folder records what the model was sent and answered (`results*.jsonl`: each row's prompt record, text and
+media in order with its hash) and under which settings (`run*.json`: the frame spec, the annotation file's digest,
+the command line). The card shows the recorded prompt, never a rebuilt one, after checking its hash; ground truth and
+media come from the benchmark's annotation file, loaded the way `run` loads it; the frames come from the frame
+cache, looked up with the recorded spec, so the strip shows exactly the cached frames the model was given. Every
+check that fails (the annotation file changed since the run, a record that no longer hashes to what was sent, a
+video not in the cache) becomes a visible note or problem, never a crash. Needs the `viewer` extra of evr1-cache.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evr1_cache import PromptRecord
     from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord, SiteResult
     from evr1_eval.types import Sample, ScoredSample
 
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 TASK_GROUPS = ("task", "task_type", "question_type", "category", "dimension", "subject", "domain")
 #: A row counts as correct when its metric reaches this (1/0 metrics: 1; partial credit: at least half).
 CORRECT_AT = 0.5
+#: What a run's headline tile averages (the viewer's tables count verdicts instead, `score >= CORRECT_AT`).
+METRIC_LABEL = "the benchmark's metric over per-sample scores (partial credit such as IoU counts as its value)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +139,7 @@ def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | 
     summary: dict[str, float | int | str] = {}
     for bench, s in report.summaries.items():
         value = primary_value(s)
-        summary[f"{bench} {s.primary}"] = "n/a" if value is None else round(value, 2)
+        summary[f"{bench} {s.primary}: {METRIC_LABEL}"] = "n/a" if value is None else round(value, 2)
     return RunRecord(
         name=name or report.name,
         kind="eval",
@@ -302,17 +306,25 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _sent(row: ScoredSample, sample: Sample | None) -> tuple[PromptRecord | None, list[str]]:
+    """The prompt record the row stored, read and verified (never rebuilt); else why the card shows another text."""
+    from evr1_cache import PromptRecord, PromptRecordError
+
+    if row.prompt is None:
+        rebuilt = "" if sample is None else ": the prompt shown is rebuilt from today's annotations"
+        return None, [f"no prompt recorded for this row (no request was built, or an older evr1-eval){rebuilt}"]
+    try:
+        return PromptRecord.from_dict(row.prompt), []
+    except PromptRecordError as exc:
+        return None, [f"{exc}; the prompt shown is rebuilt from today's annotations" if sample else str(exc)]
+
+
 def _record(
     row: ScoredSample, sample: Sample | None, spec: Any, reader: Any, without_video: bool, system: str | None
 ) -> SampleRecord:
     from evr1_cache.viewer import ResponseRecord, SampleRecord
 
-    notes: list[str] = []
-    if sample is not None and row.prompt_hash:
-        from evr1_eval.runner import prompt_hash
-
-        if prompt_hash(sample, system) != row.prompt_hash:
-            notes.append("this prompt does not hash to what the model was sent (annotations or template changed)")
+    sent, notes = _sent(row, sample)
     if without_video:
         notes.append("run without video (--without-video): the model saw no frames")
     unscored = row.needs_judge or row.error is not None
@@ -338,8 +350,9 @@ def _record(
         benchmark=row.benchmark,
         task=_task(row.groups or {}),
         problem_type=row.problem_type,
-        prompt=sample.prompt if sample is not None else "",
-        system=system,
+        prompt=sent.text if sent is not None else sample.prompt if sample is not None else "",
+        system=sent.system if sent is not None else system,
+        prompt_hash=sent.hash if sent is not None else None,
         ground_truth=_text(sample.ground_truth) if sample is not None else "",
         media=media,
         responses=(response,),

@@ -72,6 +72,9 @@ class SampleRecord:
     problem_type: str = ""
     prompt: str = ""
     system: str | None = None
+    #: The hash of the prompt record `prompt` / `system` were read from, checked on reading (`evr1_cache.PromptRecord`):
+    #: the card then shows exactly what was sent. None: no record, the text was rebuilt (a note says why).
+    prompt_hash: str | None = None
     ground_truth: str = ""
     media: tuple[MediaRef, ...] = ()
     responses: tuple[ResponseRecord, ...] = ()

@@ -8,9 +8,11 @@ tested with a fake backend.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from evr1_cache import PromptRecord
 
 if TYPE_CHECKING:
     import numpy as np
@@ -111,6 +113,14 @@ class Request:
                 placed.append(("text", seg))
         first: list[tuple[str, Any]] = [("video", v) for v in videos] + [("image", i) for i in images]
         return first + placed if placed else [*first, ("text", "")]
+
+    def record(self, video_sources: Sequence[str], image_sources: Sequence[str]) -> PromptRecord:
+        """The prompt record of this request (what the model is sent, in `parts()` order), media named by their
+        sources (the sample's `videos` / `images`, in the order of `self.videos` / `self.images`)."""
+        names = {id(v): s for v, s in zip(self.videos, video_sources, strict=False)}
+        names.update((id(i), s) for i, s in zip(self.images, image_sources, strict=False))
+        parts = tuple((k, v if k == "text" else names.get(id(v), f"{k}#?")) for k, v in self.parts())
+        return PromptRecord(parts, self.system)
 
     def messages(self) -> list[dict[str, Any]]:
         """Chat messages in the Qwen/transformers content-part format (media where `parts()` puts them)."""

@@ -102,6 +102,22 @@ def _media(rec: dict[str, Any], cache_dir: str | None) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _prompt(rec: dict[str, Any]) -> dict[str, Any]:
+    """The card's prompt fields: the recorded prompt, verified by its hash (a dump without a record, or with an edited
+    one, shows the plain `prompt` text it carries and says so)."""
+    from evr1_cache import PromptRecord, PromptRecordError
+
+    system = rec.get("system") if isinstance(rec.get("system"), str) else None
+    plain = {"prompt": str(rec.get("prompt") or ""), "system": system}
+    if not isinstance(rec.get("prompt_record"), dict):
+        return {**plain, "notes": ("this dump recorded no prompt record (an older evr1-train)",)}
+    try:
+        sent = PromptRecord.from_dict(rec["prompt_record"])
+    except PromptRecordError as exc:
+        return {**plain, "notes": (str(exc),)}
+    return {"prompt": sent.text, "system": sent.system, "prompt_hash": sent.hash}
+
+
 def _response(r: dict[str, Any]) -> Any:
     from evr1_cache.viewer import ResponseRecord
 
@@ -189,8 +205,7 @@ def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: 
                 benchmark=str(rec.get("data_source") or ""),
                 task=str(rec.get("task") or ""),
                 problem_type=str(rec.get("problem_type") or ""),
-                prompt=str(rec.get("prompt") or ""),
-                system=rec.get("system") if isinstance(rec.get("system"), str) else None,
+                **_prompt(rec),
                 ground_truth=str(rec.get("ground_truth") if rec.get("ground_truth") is not None else ""),
                 media=_media(rec, cache),
                 responses=tuple(_response(r) for r in rec.get("responses") or [] if isinstance(r, dict)),

@@ -18,9 +18,11 @@ Guarantees:
     step files to make room (recorded in `rotated_out`). Texts longer than `max_chars` are cut with a marker.
 
 Record (one line, `schema: "evr1.rollouts/1"`):
-    step, engine, uid, row_id, task, data_source, problem_type, prompt, system, ground_truth,
+    step, engine, uid, row_id, task, data_source, problem_type, prompt, system, prompt_record, ground_truth,
     media: [{kind, path, cache_file, frame_indices, timestamps, frames_from}],
     responses: [{text, extracted, offline, reward: {overall, accuracy, format, ...}, advantage, tokens, details}]
+`prompt_record` is the prompt as sent (`evr1_cache.PromptRecord.to_dict()`: text and media in order, its hash), made
+from the messages the engine built; `prompt` / `system` are its text (cut at `max_chars`) for a quick read.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from evr1_cache import PromptRecord
 
 logger = logging.getLogger(__name__)
 
@@ -307,24 +311,6 @@ def _entry_frames(path: Path) -> dict[str, Any]:
     return {"frame_indices": list(indices), "timestamps": list(stamps)}
 
 
-def prompt_text(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str | None]:
-    """(user text with `<video>` / `<image>` where the media go, system prompt or None)."""
-    system = None
-    parts: list[str] = []
-    for msg in messages:
-        content = msg.get("content")
-        if msg.get("role") == "system":
-            system = content if isinstance(content, str) else json.dumps(content, default=str)
-            continue
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            for c in content:
-                if isinstance(c, Mapping):
-                    parts.append(str(c.get("text", "")) if c.get("type") == "text" else f"<{c.get('type')}>")
-    return "".join(parts), system
-
-
 def extracted_answer(text: str, ground_truth: Any, problem_type: str, extras: Mapping[str, Any]) -> str | None:
     """What evr1-rewards' extractor reads from `text` (for highlighting only; the reward is the recorded one)."""
     try:
@@ -356,8 +342,7 @@ def group_record(
 ) -> dict[str, Any]:
     """One dump line (without `schema`/`step`, which `write_step` adds). `responses[i]` holds text, offline,
     reward (a dict of components), advantage, tokens and optional details; the extracted answer is added here."""
-    prompt_full, system = prompt_text(messages)
-    prompt = cut(prompt_full, max_chars)[0] or ""
+    sent = PromptRecord.from_messages(messages)
     out_responses = []
     for r in responses:
         text = r.get("text")
@@ -382,8 +367,9 @@ def group_record(
         "task": task,
         "data_source": data_source,
         "problem_type": problem_type,
-        "prompt": prompt,
-        "system": system,
+        "prompt": cut(sent.text, max_chars)[0] or "",
+        "system": sent.system,
+        "prompt_record": sent.to_dict(),
         "ground_truth": cut(gt, max_chars)[0],
         "media": list(media),
         "responses": out_responses,
