@@ -350,7 +350,7 @@ def train(session: nox.Session) -> None:
     of evr1-train exactly as a user gets it (verl + its trainer's small deps)."""
     session.install("--no-compile", "torch==2.13.0")  # the machine's CPU build, before anything pulls a CUDA one
     install(session, "evr1-train")
-    install(session, "evr1-eval")  # the cross-package prompt test and the train -> eval round trip (tests/)
+    install(session, "evr1-eval", "viewer")  # the cross-package prompt test, the round trip (tests/) and its viewer
     session.install("trl==1.16.0")  # evr1-rewards' host tests (test_hosts.py): TRL 1.16 fits verl's transformers pin
     session.install("--no-deps", "torchvision==0.28.0")  # Qwen-VL video processors need it; CPU torch has no match
     install_torchvision_shim(session)

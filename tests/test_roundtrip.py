@@ -171,6 +171,23 @@ def test_hf_evaluation_equals_the_trainers_held_out_accuracy(trained: Path) -> N
     assert stopped >= 0.9 * len(rows)  # answers end on the trained EOS, they do not run to the token limit
 
 
+def test_the_viewer_shows_what_the_model_was_sent(trained: Path) -> None:
+    """`evr1-eval report --html` on the round trip: every card shows the prompt the run recorded, its hash verified
+    (the viewer reads the record; it never rebuilds the prompt from the benchmark's own template)."""
+    site = trained / "site-hf"
+    _run([_bin("evr1-eval"), "report", str(trained / "eval-hf"), "--out", str(trained / "report-hf"),
+          "--chart", "none", "--html", str(site), "--annotations-dir", str(trained / "heldout")], cwd=trained)  # fmt: skip
+    cards = []
+    for chunk in sorted(site.glob("data/*/chunk-*.js")):
+        text = chunk.read_text()
+        cards += json.loads(text[text.index(",") + 1 : -len(");\n")])[0]
+    verified = sum('class="prompt-hash' in c for c in cards)
+    print(f"viewer: prompt hash verified on {verified}/{len(cards)} cards")
+    assert len(cards) == 64
+    assert verified == len(cards)
+    assert not any("does not hash" in c for c in cards)
+
+
 def test_every_prompt_and_answer_is_the_trainers(trained: Path) -> None:
     """Per sample: evr1-eval's prompt (tokens, pixels, grids) is the trainer's `encode_prompt`, and its answer the
     trainer's own greedy answer (the trainer's validation code path, batched as it batches)."""
@@ -178,6 +195,7 @@ def test_every_prompt_and_answer_is_the_trainers(trained: Path) -> None:
 
     import torch
 
+    from evr1_cache import PromptRecord
     from evr1_eval.backends import BackendConfig, Request, create_backend
     from evr1_eval.benchmarks import get_benchmark
     from evr1_eval.jobs import image_spec_for, load_job, resolve_settings, sampling_overrides
@@ -190,6 +208,7 @@ def test_every_prompt_and_answer_is_the_trainers(trained: Path) -> None:
 
     run = trained / "run"
     data = run_data(run)
+    rows = _rows(trained, "hf")
     settings = resolve_settings(protocol=None, from_train=run)
     bench = get_benchmark("evr1_data")
     job = load_job(bench, trained / "heldout", None, settings.protocol)
@@ -206,6 +225,8 @@ def test_every_prompt_and_answer_is_the_trainers(trained: Path) -> None:
                           system=settings.system_prompt, inline_media=True)  # fmt: skip
         ours = backend._inputs(request)  # type: ignore[attr-defined]
         inputs = row_to_inputs(row, data.opts, index, None)
+        sent = PromptRecord.from_dict(rows[sample.id]["prompt"])  # what evr1-eval recorded as sent
+        assert sent == PromptRecord.from_messages(inputs.messages), sample.id  # the trainer's prompt, media included
         theirs = encode_prompt(processor, inputs.messages, inputs.images, inputs.videos)
         encoded.append(theirs)
         assert torch.equal(ours["input_ids"][0], theirs.input_ids), sample.id
@@ -225,7 +246,6 @@ def test_every_prompt_and_answer_is_the_trainers(trained: Path) -> None:
             runtime=pick_runtime("cpu"),
             suppress=vision_token_ids(processor.tokenizer),
         )
-    rows = _rows(trained, "hf")
     texts = {s.id: processor.tokenizer.decode(a, skip_special_tokens=True) for s, a in zip(job.samples, answers)}
     apart = sorted(i for i in texts if texts[i] != rows[i]["response"])
     print(f"answers that differ between the trainer's batch and evr1-eval's hf backend: {apart or 'none'}")

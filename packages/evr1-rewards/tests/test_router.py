@@ -215,19 +215,26 @@ def test_mode_is_validated() -> None:
 
 
 def test_async_judge_hook_for_open_ended() -> None:
+    """`ascore` asks through the one judge interface (`evr1_rewards.judge`, evr1-eval's too): prompt in, verdict out."""
     import asyncio
 
-    calls: list[tuple[str, list[str]]] = []
+    from evr1_rewards.judge import JUDGE_PROMPT_VERSION, judge_prompt
 
-    async def judge(answer: str, refs, extras) -> float:  # type: ignore[no-untyped-def]
-        calls.append((answer, list(refs)))
+    prompts: list[str] = []
+
+    async def judge(prompt: str) -> str:
+        prompts.append(prompt)
         await asyncio.sleep(0)
-        return 1.0 if "zoom" in answer.lower() else 0.0
+        model_answer = prompt.split("Model answer: ")[1].split("\n")[0]
+        return "Same shot. Judgement: 0 ... Judgement: 1" if "zoom" in model_answer.lower() else "Judgement: 0"
 
     router = RewardRouter(judge=judge)
     batch = [
         RewardInput(
-            response="<answer>It is a Dolly Zoom shot</answer>", ground_truth="Dolly zoom", problem_type="video qa"
+            response="<answer>It is a Dolly Zoom shot</answer>",
+            ground_truth="Dolly zoom",
+            problem_type="video qa",
+            extras={"question": "Which camera move?"},
         ),
         RewardInput(
             response="<answer>a pan</answer>",
@@ -238,8 +245,28 @@ def test_async_judge_hook_for_open_ended() -> None:
         RewardInput(response="", ground_truth="x", problem_type="open_ended"),  # empty answer: judge not called
     ]
     out = asyncio.run(router.ascore_batch(batch, concurrency=2))
-    assert [r.accuracy for r in out] == [1.0, 0.0, 1.0, 0.0]
-    assert calls == [("It is a Dolly Zoom shot", ["Dolly zoom"]), ("a pan", ["Dolly zoom", "Vertigo effect"])]
+    assert [r.accuracy for r in out] == [1.0, 0.0, 1.0, 0.0]  # the LAST verdict counts
+    assert prompts == [judge_prompt("Which camera move?", ["Dolly zoom"], "It is a Dolly Zoom shot"),
+                       judge_prompt("", ["Dolly zoom", "Vertigo effect"], "a pan")]  # fmt: skip
+    assert "Reference answer: Dolly zoom | Vertigo effect" in prompts[1]
+    assert JUDGE_PROMPT_VERSION == "judge-v1"  # results record it: a wording change must bump it
     assert out[0].details == {"judge": True}
     # The synchronous path never calls the judge: ROUGE-L instead.
     assert router.score(batch[0]).accuracy < 1.0
+
+
+def test_a_judge_without_a_verdict_is_an_error_never_a_score() -> None:
+    import asyncio
+
+    from evr1_rewards import RewardError
+
+    async def rambling(prompt: str) -> str:
+        return "I cannot decide."
+
+    async def down(prompt: str) -> str:
+        raise ConnectionError("judge server down")
+
+    inp = RewardInput(response="<answer>a pan</answer>", ground_truth="Dolly zoom", problem_type="open_ended")
+    for judge, reason in ((rambling, "I cannot decide"), (down, "ConnectionError: judge server down")):
+        with pytest.raises(RewardError, match=f"the judge gave no verdict .*{reason}"):
+            asyncio.run(RewardRouter(judge=judge).ascore(inp))

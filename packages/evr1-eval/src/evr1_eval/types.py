@@ -7,18 +7,19 @@ evr1_eval: every other module may import it, and it closes no import cycle.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+#: An LLM judge: an async callable that receives the judge prompt and returns the judge's raw text (evr1-rewards'
+#: one judge interface, re-exported).
+from evr1_rewards.judge import Judge as Judge
 
 #: The two ways a benchmark can be run and scored (docs/eval-benchmarks.md, "Protocols"):
 #: "official" = the benchmark's own prompt, answer format, extractor and aggregation, quirks included;
 #: "evr1" = the training answer format (`<answer>` tags) scored by evr1-rewards, as the model was trained.
 ProtocolName = Literal["official", "evr1"]
 PROTOCOLS: tuple[ProtocolName, ...] = ("official", "evr1")
-
-#: An LLM judge: an async callable that receives the judge prompt and returns the judge's raw text.
-Judge = Callable[[str], Awaitable[str]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

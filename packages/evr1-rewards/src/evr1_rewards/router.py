@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -12,6 +12,7 @@ from evr1_rewards import end_of_turn as _eot
 from evr1_rewards.end_of_turn import end_of_turn_tokens as eot_tokens
 from evr1_rewards.errors import GroundTruthError, RewardConfigError, RewardError
 from evr1_rewards.extract import Response, structure_ok
+from evr1_rewards.judge import Judge, ask_judge
 from evr1_rewards.registry import get_scorer, normalize_problem_type
 from evr1_rewards.sandbox.config import SandboxConfig
 from evr1_rewards.sandbox.types import SandboxUnavailableError
@@ -85,10 +86,6 @@ def _name(inp: RewardInput, index: int | None = None) -> str:
     return f"sample #{index}" if index is not None else "sample"
 
 
-JudgeFn = Callable[[str, Sequence[str], Mapping[str, object]], Awaitable[float]]
-"""`async def judge(answer, references, extras) -> float in [0, 1]`, e.g. a call to an OpenAI-compatible server."""
-
-
 class RewardRouter:
     """Score responses of any registered problem type.
 
@@ -102,8 +99,8 @@ class RewardRouter:
         on_unknown: "raise" (default) or "open_ended" - the explicit opt-in to score unknown types as open-ended text.
         on_error: "raise" (default) or "zero" - score a sample whose ground truth is broken as 0 and log it.
         workers: threads used by score_batch for code/math (subprocess-bound) samples.
-        judge: optional async LLM judge used by `ascore`/`ascore_batch` for `judge_types` (benchmarks whose official
-            protocol is LLM-judged); the synchronous `score` never calls it.
+        judge: optional LLM judge (`evr1_rewards.judge.Judge`: the judge prompt -> its text, the interface evr1-eval's
+            judged benchmarks use) asked by `ascore`/`ascore_batch` for `judge_types`; `score` never calls it.
         end_of_turn_tokens: chat-template tokens to strip from the end of responses, beyond the built-in and
             registered ones (`evr1_rewards.end_of_turn`).
         sandbox: how `code` answers run: a `SandboxConfig`, a mapping of its fields, a backend name, or a
@@ -120,7 +117,7 @@ class RewardRouter:
         on_unknown: Literal["raise", "open_ended"] = "raise",
         on_error: Literal["raise", "zero"] = "raise",
         workers: int = 4,
-        judge: JudgeFn | None = None,
+        judge: Judge | None = None,
         judge_types: Sequence[str] = ("open_ended",),
         sandbox: SandboxConfig | Mapping[str, object] | str | None = None,
         end_of_turn_tokens: Sequence[str] = (),
@@ -259,8 +256,14 @@ class RewardRouter:
             raise GroundTruthError(f"{_name(inp)} ({key}): {e}") from None
         resp = Response(inp.response, eot_tokens(self.extra_end_of_turn))
         answer = resp.extraction().text
-        value = _clip(await self.judge(answer, refs, extras)) if answer.strip() else 0.0
-        return self._combine(key, resp, Outcome(value, bool(answer.strip()), {"judge": True}))
+        if not answer.strip():
+            return self._combine(key, resp, Outcome(0.0, False, {"judge": True}))
+        verdict = await ask_judge(self.judge, str(extras.get("question") or ""), refs, answer)
+        if verdict.value is None:  # no verdict is no score: never a guessed 0 or 1
+            raise RewardError(
+                f"{_name(inp)} ({key}): the judge gave no verdict ({verdict.error or verdict.text[-200:]!r})"
+            )
+        return self._combine(key, resp, Outcome(float(verdict.value), True, {"judge": True}))
 
     async def ascore_batch(
         self, batch: Sequence[RewardInput], *, mode: Mode | None = None, concurrency: int = 32

@@ -1,7 +1,9 @@
-"""LLM-judged rows: a binary-consistency prompt sent to an async judge (the openai backend), parsed strictly.
+"""LLM-judged rows: the answer part of a response put to evr1-rewards' judge (`evr1_rewards.judge`), read strictly.
 
-The judge's identity, version and temperature belong to the run settings (the runner records them); this module only
-builds the prompt and reads the verdict. A judge that fails leaves the row pending instead of inventing a score.
+The judge's identity, version and temperature belong to the run settings (the runner records them); the prompt and
+the verdict reader are evr1-rewards' one judge interface (training's `RewardRouter.ascore` uses the same). This
+module picks the answer out of a response and turns the verdict into an `Outcome`: a judge that fails leaves the row
+pending instead of inventing a score.
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ import re
 
 from evr1_eval.benchmarks.extractors import capped, last_answer_tag, strip_reasoning
 from evr1_eval.types import Judge, Outcome, Sample
+from evr1_rewards.judge import JUDGE_PROMPT_VERSION, ask_judge
 
-JUDGE_PROMPT_VERSION = "judge-v1"
-_VERDICT = re.compile(r"judgement\s*:\s*([01])", re.IGNORECASE)
 _FINAL = re.compile(r"therefore,?\s+the\s+final\s+answer\s+is\s*:?", re.IGNORECASE)
 
 
@@ -23,46 +24,21 @@ def final_text(response: str) -> str:
     return answer.strip() if answer is not None else strip_reasoning(text)
 
 
-def judge_prompt(sample: Sample, response: str) -> str:
-    """Question, reference and the model's final answer; the judge ends with 'Judgement: 1' or 'Judgement: 0'."""
-    answer = final_text(response)
-    parts = _FINAL.split(answer)
-    answer = parts[-1].strip()[:4000]
-    return (
-        "You are grading an answer to a question about a video.\n"
-        f"Question: {sample.extras.get('question', '') or sample.prompt}\n"
-        f"Reference answer: {sample.ground_truth}\n"
-        f"Model answer: {answer}\n"
-        "Is the model answer semantically consistent with the reference answer (same technique, concept or fact, "
-        "explicitly and unambiguously equivalent)? Give one sentence of reasoning, then end with exactly "
-        "'Judgement: 1' (consistent) or 'Judgement: 0' (not consistent)."
-    )
-
-
-def parse_verdict(text: str) -> int | None:
-    """The LAST 'Judgement: 0/1' in the judge output; None when there is none."""
-    found = _VERDICT.findall(text or "")
-    return int(found[-1]) if found else None
-
-
 async def judge_outcome(sample: Sample, response: str, judge: Judge) -> Outcome:
-    prompt = judge_prompt(sample, response)
-    try:
-        verdict_text = await judge(prompt)
-    except Exception as exc:  # a judge failure must not kill the run nor invent a score
-        return Outcome(
-            score=0.0, extracted=None, details={"judge_error": f"{type(exc).__name__}: {exc}"[:300]}, needs_judge=True
-        )
-    verdict = parse_verdict(verdict_text)
-    if verdict is None:
+    answer = _FINAL.split(final_text(response))[-1].strip()
+    question = sample.extras.get("question", "") or sample.prompt
+    verdict = await ask_judge(judge, str(question), str(sample.ground_truth), answer)
+    if verdict.error is not None:
+        return Outcome(score=0.0, extracted=None, details={"judge_error": verdict.error}, needs_judge=True)
+    if verdict.value is None:
         return Outcome(
             score=0.0,
             extracted=None,
-            details={"judge_unparsable": (verdict_text or "")[-300:], "judge_prompt_version": JUDGE_PROMPT_VERSION},
+            details={"judge_unparsable": verdict.text[-300:], "judge_prompt_version": JUDGE_PROMPT_VERSION},
             needs_judge=True,
         )
     return Outcome(
-        score=float(verdict),
+        score=float(verdict.value),
         extracted=final_text(response)[:500],
-        details={"scorer": "llm-judge", "judge_prompt_version": JUDGE_PROMPT_VERSION, "verdict": verdict},
+        details={"scorer": "llm-judge", "judge_prompt_version": JUDGE_PROMPT_VERSION, "verdict": verdict.value},
     )

@@ -2,7 +2,7 @@
 
 Unlike the ROUGE-1/2/L average, a one-word answer can reach 1.0. Answers longer than MAX_TOKENS are scored on their
 last MAX_TOKENS tokens against their full length (a lower bound of the exact F1; such answers score ~0 anyway).
-For benchmarks whose official protocol is LLM-judged, `RewardRouter.ascore(..., judge=...)` calls an async judge.
+For benchmarks whose official protocol is LLM-judged, `RewardRouter(judge=...).ascore` asks `evr1_rewards.judge`.
 """
 
 from __future__ import annotations
