@@ -103,7 +103,8 @@ def test_report_html_shows_the_cached_frames_and_both_runs(runs: Path, tmp_path:
     p5 = next(c for c in rl_cards if 'data-key="mvbench/p5"' in c)
     # every answered card shows the recorded prompt, its hash verified; the media error row sent nothing
     assert sum('class="prompt-hash' in c for c in rl_cards) == N - 1
-    assert 'class="prompt-hash' not in p5 and "no prompt recorded for this row" in p5
+    assert 'class="prompt-hash' not in p5
+    assert "no prompt recorded for this row" in p5
     assert "gone.mp4" in p5
     assert "error-reason" in p5
     cmp_card = next(c for c in _cards(site, "base-vs-rl") if 'data-key="mvbench/p0"' in c)
@@ -139,7 +140,8 @@ def test_report_html_reads_the_recorded_command_and_reports_problems(runs: Path,
         card = next(c for c in _cards(site2, "base") if 'data-key="mvbench/p1"' in c)
         assert "<img " in card  # frames found through the recorded --cache-dir
         # the card reads what was sent, not today's annotations
-        assert "What is shown in clip 1?" in card and "Edited question?" not in card
+        assert "What is shown in clip 1?" in card
+        assert "Edited question?" not in card
         assert 'class="prompt-hash' in card
     finally:
         ann.write_text(original)
@@ -159,7 +161,8 @@ def test_a_record_edited_after_the_run_is_flagged(runs: Path, tmp_path: Path) ->
                      str(site), "--annotations-dir", str(runs / "ann")]) == 0  # fmt: skip
         card = next(c for c in _cards(site, "base") if 'data-key="mvbench/p0"' in c)
         assert "does not hash to what the model was sent" in card
-        assert 'class="prompt-hash' not in card and "never saw" not in card
+        assert 'class="prompt-hash' not in card
+        assert "never saw" not in card
     finally:
         results.write_text(saved)
 

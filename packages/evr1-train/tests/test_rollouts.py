@@ -94,9 +94,12 @@ def test_the_viewer_reads_the_recorded_prompt_and_checks_its_hash(tmp_path: Path
     del old["prompt_record"]
     w.write_step(1, [good, edited, old])
     cards = {s.label: s for s in train_run_record(tmp_path, rollouts=tmp_path).samples}
-    assert cards["r1"].prompt_hash == good["prompt_record"]["hash"] and cards["r1"].prompt == "<video>Q?"
-    assert cards["r2"].prompt_hash is None and "does not hash to what the model was sent" in cards["r2"].notes[0]
-    assert cards["r3"].prompt_hash is None and "no prompt record" in cards["r3"].notes[0]
+    assert cards["r1"].prompt_hash == good["prompt_record"]["hash"]
+    assert cards["r1"].prompt == "<video>Q?"
+    assert cards["r2"].prompt_hash is None
+    assert "does not hash to what the model was sent" in cards["r2"].notes[0]
+    assert cards["r3"].prompt_hash is None
+    assert "no prompt record" in cards["r3"].notes[0]
 
 
 def test_steps_are_atomic_and_a_resume_neither_duplicates_nor_loses(tmp_path: Path) -> None:
