@@ -93,7 +93,11 @@ def test_the_viewer_reads_the_recorded_prompt_and_checks_its_hash(tmp_path: Path
     edited["prompt_record"]["parts"][1][1] = "Another question?"
     del old["prompt_record"]
     w.write_step(1, [good, edited, old])
-    cards = {s.label: s for s in train_run_record(tmp_path, rollouts=tmp_path).samples}
+    run = train_run_record(tmp_path, rollouts=tmp_path)
+    cards = {s.label: s for s in run.samples}
+    assert (
+        run.summary["online correct verdicts @ step 1 (share with accuracy reward >= 0.5)"] == 1.0
+    )  # says what it counts
     assert cards["r1"].prompt_hash == good["prompt_record"]["hash"]
     assert cards["r1"].prompt == "<video>Q?"
     assert cards["r2"].prompt_hash is None

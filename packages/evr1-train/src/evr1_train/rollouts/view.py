@@ -217,7 +217,7 @@ def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: 
     summary: dict[str, float | int | str] = {"engine": str(manifest.get("engine") or "?")}
     if steps:
         last = [r for s in samples if s.step == steps[-1] for r in s.responses if r.source == "online"]
-        summary[f"online accuracy @ step {steps[-1]}"] = round(
+        summary[f"online correct verdicts @ step {steps[-1]} (share with accuracy reward >= {CORRECT_AT})"] = round(
             sum(bool(r.correct) for r in last) / max(1, len(last)), 3
         )
     summary["offline share"] = round(1 - len(online) / max(1, sum(len(s.responses) for s in samples)), 3)
