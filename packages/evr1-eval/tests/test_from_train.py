@@ -162,6 +162,8 @@ def test_the_record_becomes_the_evr1_settings() -> None:
         (lambda r: r["prompt"].update(options="(A) {option}"), "options rule"),
         (lambda r: r["prompt"].update(template="{lead_in} {novel_field}"), "field this reader lacks"),
         (lambda r: r["prompt"]["lead_in"].pop("image"), "lead_in lacks"),
+        # every recorded type must be one evr1-rewards knows (the one vocabulary), with the file's own aliases
+        (lambda r: r["prompt"]["answer_format"].update(colour_naming="a colour"), "answer_format: .*colour_naming"),
     ],
 )
 def test_records_this_version_cannot_reproduce_are_refused(tmp_path: Path, change: Any, message: str) -> None:
@@ -279,3 +281,7 @@ def test_the_default_evr1_settings_are_the_recorded_quickstart_ones() -> None:
     default, recorded = Evr1Settings(think=False), settings_from_protocol(protocol_record(), "x")
     for args in (("multiple_choice", "<video>What?", ["A. x"]), ("temporal_grounding", "When?", [])):
         assert default.render(*args) == recorded.render(*args)
+    # without a record, each type is asked for what its scorer reads (evr1-rewards), code and preference included
+    assert default.answer_format("python") == "the complete program, without Markdown fences"
+    assert default.answer_format("llava") == '"Response 1", "Response 2" or "Tie"'
+    assert default.answer_format("not a type") == "the final answer"
