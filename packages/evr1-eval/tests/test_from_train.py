@@ -143,7 +143,7 @@ def test_the_record_becomes_the_evr1_settings() -> None:
         "Give the option letter inside <answer></answer>."
     )
     assert s.render("numerical", "How many?", [], n_videos=0, n_images=1).startswith("Examine the image carefully.")
-    with pytest.raises(ValueError, match="markers"):
+    with pytest.raises(ValueError, match="2 <video>"):
         s.render("numerical", "<video><video>How many?", [], n_videos=1)
     sampled = protocol_record()
     sampled["generation"]["validation"]["do_sample"] = True

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,15 +35,11 @@ from evr1_rewards.prompt_format import (
     answer_format,
     modality,
     options_text,
+    unplaced_markers,
 )
 from evr1_rewards.vocabulary import name_key
 
 _FIELDS = ("placeholders", "lead", "question", "options", "instruction")
-#: Where the media go: one marker per video / image, in the order of the sample's media. A question may place them
-#: itself (the trainer keeps a row's `<video>` where the question has it); the ones it does not place are rendered
-#: by `{placeholders}` (at the template's start: before the text, where backends put unplaced media anyway).
-MEDIA_MARKERS = ("<video>", "<image>")
-_MARKER = re.compile(r"<(video|image)>")
 #: Prompt variants of the official protocol: "official" = the benchmark's own wording; the others are model families'
 #: published evaluation prompts (a benchmark may define its own version of one, e.g. Qwen3-VL's Video-MME prompt).
 PROMPT_VARIANTS = ("official", "qwen3_vl", "vlmevalkit")
@@ -134,18 +129,9 @@ class Evr1Settings:
         `question` may hold `<video>` / `<image>` markers where the media go (at most one per media item, else a
         ValueError, as in training); the text then carries markers and backends place the media there.
         """
-        placed = _MARKER.findall(question)
-        videos, images = n_videos - placed.count("video"), n_images - placed.count("image")
-        if videos < 0 or images < 0:
-            raise ValueError(
-                f"the question has {placed.count('video')} <video> / {placed.count('image')} <image> markers for "
-                f"{n_videos} videos / {n_images} images"
-            )
-        template = self.template
+        template, markers = self.template, unplaced_markers(question, n_videos, n_images)
         if template.startswith("{placeholders}"):  # unplaced media go first either way (see the class docstring)
             template, markers = template[len("{placeholders}") :], ""
-        else:
-            markers = "<video>" * videos + "<image>" * images
         instruction = self.instruction_think if self.think else self.instruction_direct
         return template.format(
             placeholders=markers,

@@ -6,12 +6,13 @@ import it and keep no copy: the template, the lead-in sentence by the row's medi
 of the problem type, registered with its scorer (`register(..., answer_format=...)`, read by `answer_format`).
 
 >>> render_prompt("multiple choice", "Which colour?", ["A. red", "B. blue"], n_videos=1, n_images=0, think=False)
-'Watch the video carefully.\\nQuestion: Which colour?\\nOptions:\\nA. red\\nB. blue\\nGive the option letter inside \
+'<video>Watch the video carefully.\\nQuestion: Which colour?\\nOptions:\\nA. red\\nB. blue\\nGive the option letter inside \
 <answer></answer>.'
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from evr1_rewards.registry import DEFAULT_ANSWER_FORMAT, answer_format, answer_formats
@@ -27,6 +28,7 @@ __all__ = [
     "modality",
     "options_text",
     "render_prompt",
+    "unplaced_markers",
 ]
 
 #: The user text: `{placeholders}` are the markers of the media the question does not place itself (rendered before
@@ -41,6 +43,7 @@ LEADS: Mapping[str, str] = {
 }
 INSTRUCTION_THINK = "Think step by step inside <think></think>, then give {format} inside <answer></answer>."
 INSTRUCTION_DIRECT = "Give {format} inside <answer></answer>."
+_MARKER = re.compile(r"<(video|image)>")
 
 
 def modality(n_videos: int, n_images: int) -> str:
@@ -48,6 +51,19 @@ def modality(n_videos: int, n_images: int) -> str:
     if n_videos and n_images:
         return "video+image"
     return "video" if n_videos else "image" if n_images else "text"
+
+
+def unplaced_markers(question: str, n_videos: int, n_images: int) -> str:
+    """The markers of the media a question does not place itself (`<video>` ones first); a question placing more
+    media than its row has is a ValueError."""
+    placed = _MARKER.findall(question)
+    videos, images = n_videos - placed.count("video"), n_images - placed.count("image")
+    if videos < 0 or images < 0:
+        raise ValueError(
+            f"question has {placed.count('video')} <video> / {placed.count('image')} <image> placeholders but the row "
+            f"has {n_videos} videos / {n_images} images; remove the extra placeholders or add the media"
+        )
+    return "<video>" * videos + "<image>" * images
 
 
 def options_text(lines: Sequence[str]) -> str:
@@ -58,10 +74,10 @@ def options_text(lines: Sequence[str]) -> str:
 def render_prompt(
     problem_type: str, question: str, options: Sequence[str], *, n_videos: int, n_images: int, think: bool
 ) -> str:
-    """The user text for one question (media markers the question lacks are the caller's: it knows its media)."""
+    """The user text for one question, the markers of the media it does not place itself first."""
     instruction = INSTRUCTION_THINK if think else INSTRUCTION_DIRECT
     return TEMPLATE.format(
-        placeholders="",
+        placeholders=unplaced_markers(question, n_videos, n_images),
         lead=LEADS[modality(n_videos, n_images)],
         question=question,
         options=options_text(options),

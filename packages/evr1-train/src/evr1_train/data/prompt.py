@@ -11,7 +11,6 @@ checkpoint's self-description)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,8 +25,6 @@ from evr1_rewards.prompt_format import (
 )
 from evr1_rewards.vocabulary import OPEN_ENDED
 from evr1_train.data.options import DataOptions
-
-_PLACEHOLDER = re.compile(r"<(video|image)>")
 
 
 def describe_prompts(opts: DataOptions) -> dict[str, Any]:
@@ -68,15 +65,6 @@ def build_prompt_text(row: Mapping[str, Any], opts: DataOptions) -> str:
     question = question.replace("\\n", "\n")
     n_images = len(row.get(opts.image_key) or [])
     n_videos = len(row.get(opts.video_key) or [])
-    found = _PLACEHOLDER.findall(question)
-    missing_v = n_videos - found.count("video")
-    missing_i = n_images - found.count("image")
-    if missing_v < 0 or missing_i < 0:
-        raise ValueError(
-            f"question has {found.count('video')} <video> / {found.count('image')} <image> placeholders but the row "
-            f"has {n_videos} videos / {n_images} images; remove the extra placeholders or add the media"
-        )
-    head = "<video>" * missing_v + "<image>" * missing_i
     problem_type = row.get("problem_type") or OPEN_ENDED
     options = _option_lines(row.get("options"))
-    return head + render_prompt(problem_type, question, options, n_videos=n_videos, n_images=n_images, think=opts.think)
+    return render_prompt(problem_type, question, options, n_videos=n_videos, n_images=n_images, think=opts.think)
