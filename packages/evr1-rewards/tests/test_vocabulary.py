@@ -170,3 +170,18 @@ def test_parse_options_refuses_duplicates_and_nested_values() -> None:
         parse_options({"A": "x", "a": "y"})
     with pytest.raises(GroundTruthError):
         parse_options([["red"], ["blue"]])
+
+
+def test_each_scorer_carries_the_answer_format_the_prompt_asks_for() -> None:
+    """One definition: the format is registered with the scorer and read through `answer_format` by both engines."""
+    from evr1_rewards import UnknownProblemTypeError, answer_format, describe_types
+    from evr1_rewards.prompt_format import DEFAULT_ANSWER_FORMAT, answer_formats
+
+    formats = answer_formats()
+    assert set(vocabulary.BUILTIN_TYPES) <= set(formats)
+    assert formats == {info.name: info.answer_format or DEFAULT_ANSWER_FORMAT for info in describe_types()}
+    assert answer_format("mcq") == formats["multiple_choice"] != DEFAULT_ANSWER_FORMAT  # aliases resolve
+    assert formats["open_ended"] == DEFAULT_ANSWER_FORMAT  # free text: no format to ask for
+    assert "JSON" in formats["temporal_grounding"]
+    with pytest.raises(UnknownProblemTypeError):
+        answer_format("colour naming")
