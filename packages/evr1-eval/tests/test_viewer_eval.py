@@ -104,7 +104,7 @@ def test_report_html_shows_the_cached_frames_and_both_runs(runs: Path, tmp_path:
     # every answered card shows the recorded prompt, its hash verified; the media error row sent nothing
     assert sum('class="prompt-hash' in c for c in rl_cards) == N - 1
     assert 'class="prompt-hash' not in p5
-    assert "no prompt recorded for this row" in p5
+    assert "no prompt was recorded" in p5
     assert "gone.mp4" in p5
     assert "error-reason" in p5
     cmp_card = next(c for c in _cards(site, "base-vs-rl") if 'data-key="mvbench/p0"' in c)

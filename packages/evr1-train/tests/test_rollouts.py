@@ -103,7 +103,7 @@ def test_the_viewer_reads_the_recorded_prompt_and_checks_its_hash(tmp_path: Path
     assert cards["r2"].prompt_hash is None
     assert "does not hash to what the model was sent" in cards["r2"].notes[0]
     assert cards["r3"].prompt_hash is None
-    assert "no prompt record" in cards["r3"].notes[0]
+    assert "no prompt was recorded" in cards["r3"].notes[0]
 
 
 def test_steps_are_atomic_and_a_resume_neither_duplicates_nor_loses(tmp_path: Path) -> None:

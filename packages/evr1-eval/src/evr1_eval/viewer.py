@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evr1_cache import PromptRecord
     from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord, SiteResult
     from evr1_eval.types import Sample, ScoredSample
 
@@ -306,25 +305,14 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _sent(row: ScoredSample, sample: Sample | None) -> tuple[PromptRecord | None, list[str]]:
-    """The prompt record the row stored, read and verified (never rebuilt); else why the card shows another text."""
-    from evr1_cache import PromptRecord, PromptRecordError
-
-    if row.prompt is None:
-        rebuilt = "" if sample is None else ": the prompt shown is rebuilt from today's annotations"
-        return None, [f"no prompt recorded for this row (no request was built, or an older evr1-eval){rebuilt}"]
-    try:
-        return PromptRecord.from_dict(row.prompt), []
-    except PromptRecordError as exc:
-        return None, [f"{exc}; the prompt shown is rebuilt from today's annotations" if sample else str(exc)]
-
-
 def _record(
     row: ScoredSample, sample: Sample | None, spec: Any, reader: Any, without_video: bool, system: str | None
 ) -> SampleRecord:
-    from evr1_cache.viewer import ResponseRecord, SampleRecord
+    from evr1_cache.viewer import ResponseRecord, SampleRecord, shown_prompt
 
-    sent, notes = _sent(row, sample)
+    shown = shown_prompt(row.prompt, sample.prompt if sample is not None else "", system,
+                         instead="the prompt rebuilt from today's annotations" if sample else "nothing")  # fmt: skip
+    notes = list(shown.pop("notes", ()))
     if without_video:
         notes.append("run without video (--without-video): the model saw no frames")
     unscored = row.needs_judge or row.error is not None
@@ -350,9 +338,7 @@ def _record(
         benchmark=row.benchmark,
         task=_task(row.groups or {}),
         problem_type=row.problem_type,
-        prompt=sent.text if sent is not None else sample.prompt if sample is not None else "",
-        system=sent.system if sent is not None else system,
-        prompt_hash=sent.hash if sent is not None else None,
+        **shown,
         ground_truth=_text(sample.ground_truth) if sample is not None else "",
         media=media,
         responses=(response,),

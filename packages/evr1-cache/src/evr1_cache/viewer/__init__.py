@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evr1_cache.viewer.records import Curve, MediaRef, ResponseRecord, RunRecord, SampleRecord
+from evr1_cache.viewer.records import Curve, MediaRef, ResponseRecord, RunRecord, SampleRecord, shown_prompt
 
 if TYPE_CHECKING:
     from evr1_cache.viewer.site import SiteResult, write_site
     from evr1_cache.viewer.thumbs import entry_frames
 
 __all__ = (
-    "Curve", "MediaRef", "ResponseRecord", "RunRecord", "SampleRecord", "SiteResult", "entry_frames", "write_site",
+    "Curve", "MediaRef", "ResponseRecord", "RunRecord", "SampleRecord", "SiteResult", "entry_frames", "shown_prompt",
+    "write_site",
 )  # fmt: skip
 _LAZY = {"write_site": "site", "SiteResult": "site", "entry_frames": "thumbs"}
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+from evr1_cache.prompt_record import PromptRecord, PromptRecordError
 
 MediaKind = Literal["video", "image"]
 RunKind = Literal["eval", "train"]
@@ -104,6 +106,22 @@ class SampleRecord:
     @property
     def error_reason(self) -> str | None:
         return self.error or next((r.error for r in self.responses if r.error is not None), None)
+
+
+def shown_prompt(stored: object, text: str, system: str | None, *, instead: str) -> dict[str, Any]:
+    """A card's `prompt`, `system` and `prompt_hash` from a stored prompt record (`PromptRecord.to_dict()`), its hash
+    verified: a card shows what was sent, never a rebuilt prompt. Without a usable record: `text` / `system` and a
+    note saying why and what is shown `instead`."""
+    if not isinstance(stored, Mapping):
+        why = "no prompt was recorded"
+    else:
+        try:
+            sent = PromptRecord.from_dict(stored)
+        except PromptRecordError as exc:
+            why = str(exc)
+        else:
+            return {"prompt": sent.text, "system": sent.system, "prompt_hash": sent.hash}
+    return {"prompt": text, "system": system, "notes": (f"{why}; shown instead: {instead}",)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,6 +22,8 @@ from evr1_train.rollouts.writer import SCHEMA, dumped_steps
 
 #: An accuracy reward at or above this counts the response as correct (1/0 rewards: 1; partial credit: half).
 CORRECT_AT = 0.5
+#: What a card shows when a dump has no usable prompt record.
+PLAIN_PROMPT = "the dump's plain prompt text (an older evr1-train writes no record)"
 
 EXAMPLES = """examples:
   evr1-train view runs/quickstart                      # writes runs/quickstart/viewer/index.html
@@ -102,22 +104,6 @@ def _media(rec: dict[str, Any], cache_dir: str | None) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _prompt(rec: dict[str, Any]) -> dict[str, Any]:
-    """The card's prompt fields: the recorded prompt, verified by its hash (a dump without a record, or with an edited
-    one, shows the plain `prompt` text it carries and says so)."""
-    from evr1_cache import PromptRecord, PromptRecordError
-
-    system = rec.get("system") if isinstance(rec.get("system"), str) else None
-    plain = {"prompt": str(rec.get("prompt") or ""), "system": system}
-    if not isinstance(rec.get("prompt_record"), dict):
-        return {**plain, "notes": ("this dump recorded no prompt record (an older evr1-train)",)}
-    try:
-        sent = PromptRecord.from_dict(rec["prompt_record"])
-    except PromptRecordError as exc:
-        return {**plain, "notes": (str(exc),)}
-    return {"prompt": sent.text, "system": sent.system, "prompt_hash": sent.hash}
-
-
 def _response(r: dict[str, Any]) -> Any:
     from evr1_cache.viewer import ResponseRecord
 
@@ -177,7 +163,7 @@ def _curves(records: Sequence[dict[str, Any]], metrics: Sequence[dict[str, Any]]
 def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: Path | None = None,
                      name: str | None = None) -> Any:  # fmt: skip
     """One training run's dumps as viewer records."""
-    from evr1_cache.viewer import RunRecord, SampleRecord
+    from evr1_cache.viewer import RunRecord, SampleRecord, shown_prompt
 
     folder = rollouts or find_rollouts(run_dir)
     manifest, records, problems = read_dump(folder)
@@ -198,6 +184,7 @@ def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: 
     for rec in records:
         step = int(rec.get("step", 0))
         row_id = str(rec.get("row_id") or rec.get("uid") or "?")
+        system = rec.get("system") if isinstance(rec.get("system"), str) else None
         samples.append(
             SampleRecord(
                 key=f"step{step}/{row_id}",
@@ -205,7 +192,7 @@ def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: 
                 benchmark=str(rec.get("data_source") or ""),
                 task=str(rec.get("task") or ""),
                 problem_type=str(rec.get("problem_type") or ""),
-                **_prompt(rec),
+                **shown_prompt(rec.get("prompt_record"), str(rec.get("prompt") or ""), system, instead=PLAIN_PROMPT),
                 ground_truth=str(rec.get("ground_truth") if rec.get("ground_truth") is not None else ""),
                 media=_media(rec, cache),
                 responses=tuple(_response(r) for r in rec.get("responses") or [] if isinstance(r, dict)),
