@@ -198,6 +198,10 @@ class RewardRouter:
             raise
         return self._combine(key, resp, outcome)
 
+    def clear_cache(self) -> None:
+        """Forget the parsed ground truths (a benchmark of distinct rows measures the cold path with this)."""
+        self._cache.clear()
+
     def _truth(self, key: str, scorer: Scorer[Any], ground_truth: object, extras: Mapping[str, object]) -> Any:
         """Parsed ground truth, cached: in GRPO every prompt's ground truth is scored n times in a row."""
         try:

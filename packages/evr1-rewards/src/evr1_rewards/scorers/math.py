@@ -28,6 +28,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 from evr1_rewards.errors import MissingExtraError
 from evr1_rewards.extract import Response, clean_payload
@@ -62,10 +63,16 @@ except Exception:
     pass
 sys.stdout.write("ready\n")
 sys.stdout.flush()
+golds = {}  # a GRPO group shares its gold: parse it once (bounded)
 for line in sys.stdin:
     try:
         req = json.loads(line)
-        g, p = _p(req["gold"]), _p(req["pred"])
+        g = golds.get(req["gold"])
+        if g is None:
+            if len(golds) >= 256:
+                golds.clear()
+            g = golds[req["gold"]] = _p(req["gold"])
+        p = _p(req["pred"])
         ok = bool(g) and bool(p) and bool(verify(g, p))
     except Exception:
         ok = False
@@ -153,6 +160,55 @@ class _Pool:
 
 
 _POOL = _Pool()
+
+RESULT_CACHE_SIZE = 4096
+"""(gold, final-answer span) -> math-verify's verdict, kept in this process: the answers of a GRPO group often
+agree, and a verdict is a pure function of the two strings (a timeout is not cached)."""
+_RESULTS: dict[tuple[str, str], bool] = {}
+
+
+def _verify_cached(gold: str, span: str, timeout: float) -> bool:
+    key = (gold, span)
+    hit = _RESULTS.get(key)
+    if hit is not None:
+        return hit
+    worker_ok = _POOL.verify(gold, span, timeout)
+    if len(_RESULTS) >= RESULT_CACHE_SIZE:
+        _RESULTS.clear()
+    _RESULTS[key] = worker_ok
+    return worker_ok
+
+
+def clear_cache() -> None:
+    """Forget the cached verdicts (benchmarks of the cold path)."""
+    _RESULTS.clear()
+
+
+_EXACT = re.compile(
+    r"(?P<sign>[-+−]?)[ ]{0,2}(?:\\[dt]?frac\{[ ]{0,2}(?P<fn>\d{1,30})[ ]{0,2}\}\{[ ]{0,2}(?P<fd>\d{1,30})[ ]{0,2}\}"
+    r"|(?P<n>\d{1,30}(?:\.\d{1,30})?|\.\d{1,30})(?:[ ]{0,2}/[ ]{0,2}(?P<d>\d{1,30}))?)"
+)
+
+
+def exact_number(text: str) -> Fraction | None:
+    r"""The exact value of an answer that is one plain number or numeric fraction (`0.75`, `-3/4`, `rac{3}{4}`,
+    `$\dfrac{3}{4}$`), else None. These are compared here, exactly: no math-verify call is needed for them."""
+    t = text.strip()
+    if t[:1] == "$" and t[-1:] == "$":
+        t = t.strip("$").strip()
+    elif t.startswith("\(") and t.endswith("\)"):
+        t = t[2:-2].strip()
+    m = _EXACT.fullmatch(t)
+    if m is None:
+        return None
+    if m.group("fn") is not None:
+        num, den = Fraction(m.group("fn")), Fraction(m.group("fd"))
+    else:
+        num, den = Fraction(m.group("n")), Fraction(m.group("d") or 1)
+    if den == 0:
+        return None
+    v = num / den
+    return -v if m.group("sign") in ("-", "−") else v
 
 
 def math_verify_available() -> bool:
@@ -442,6 +498,11 @@ class Math:
             return Outcome(1.0 if ok else 0.0, True, {"source": cand.source, "verifier": "number"})
         if _same_text(pred, gold):  # the gold as written: equal without asking sympy (even if sympy would choke)
             return Outcome(1.0, True, {"source": cand.source, "verifier": "text"})
+        g_exact = exact_number(gold) if len(gold) <= 128 else None
+        if g_exact is not None and len(pred) <= 128:
+            p_exact = exact_number(pred)
+            if p_exact is not None:
+                return Outcome(1.0 if p_exact == g_exact else 0.0, True, {"source": cand.source, "verifier": "exact"})
         span, why = final_answer_span(pred)
         if span is not None and unevaluated(span, gold):
             span, why = None, "unevaluated"
@@ -449,5 +510,5 @@ class Math:
             return Outcome(0.0, False, {"source": cand.source, "rejected": why})
         if not math_verify_available():
             raise MissingExtraError("the 'math' scorer (non-numeric answers)", "math", "math_verify")
-        ok = _POOL.verify(gold, span, timeout)
+        ok = _verify_cached(gold, span, timeout)
         return Outcome(1.0 if ok else 0.0, True, {"source": cand.source, "verifier": "math_verify"})
