@@ -167,7 +167,9 @@ def section_throughput(args: argparse.Namespace, reference: Callable | None) -> 
             fns: list[Callable[[], object]] = [ours]
             if reference is not None and ptype in EVR1_NAMES:
                 fns.append(
-                    lambda inputs=inputs, ptype=ptype: [reference(i.response, str(i.ground_truth), ptype) for i in inputs]
+                    lambda inputs=inputs, ptype=ptype: [
+                        reference(i.response, str(i.ground_truth), ptype) for i in inputs
+                    ]
                 )
             try:
                 rates = interleaved(fns, max(1, calls // 3), args.repeats)

@@ -196,7 +196,7 @@ def exact_number(text: str) -> Fraction | None:
     t = text.strip()
     if t[:1] == "$" and t[-1:] == "$":
         t = t.strip("$").strip()
-    elif t.startswith("\(") and t.endswith("\)"):
+    elif t.startswith("\\(") and t.endswith("\\)"):
         t = t[2:-2].strip()
     m = _EXACT.fullmatch(t)
     if m is None:
