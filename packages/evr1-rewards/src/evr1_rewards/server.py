@@ -132,7 +132,7 @@ def check_bind(host: str, tokens: Sequence[str]) -> None:
 class FairGate:
     """Slots for code answers, shared fairly between clients: a free slot goes to the waiting client with the fewest
     slots in use, among equals to the one served longest ago. Admission is bounded per client and in total.
-"""
+    """
 
     def __init__(self, slots: int, client_queue: int, total_queue: int) -> None:
         self.slots, self.client_queue, self.total_queue = max(1, slots), client_queue, total_queue
