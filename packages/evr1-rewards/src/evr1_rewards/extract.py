@@ -12,7 +12,9 @@ linear in the response length, and responses are capped at `MAX_RESPONSE_CHARS` 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from evr1_rewards.end_of_turn import end_of_turn_tokens, strip_end_of_turn
@@ -40,6 +42,28 @@ _LAST_WORD = re.compile(r"([a-z]+)[^a-z]{0,3}$")
 _ZH_AFTER = re.compile(r"[ \t]{0,3}(?:是|为|:|：)[ \t]{0,3}")
 _TRAILING = ".。;；*$ \t"
 _BARE_STATEMENT = ("answer", "answer is", "answer would be", "answer should be", "answer will be")
+
+
+_KEEP_FORMS = ("<super>", "<sub>", "<fraction>")
+"""Compatibility forms NOT folded: `10²` is not `102`, `x₁` is not `x1`, `½` is not `1⁄2` to a number parser."""
+
+
+@lru_cache(maxsize=8192)
+def _fold_char(c: str) -> str:
+    tag = unicodedata.decomposition(c)
+    if not tag.startswith("<") or tag.startswith(_KEEP_FORMS):
+        return c
+    return unicodedata.normalize("NFKC", c)
+
+
+def fold_compat(text: str) -> str:
+    """Unicode compatibility forms read as their plain forms (NFKC per character): full-width `Ｂ`, `ｙｅｓ`,
+    `Response ２`, mathematical `𝐁`, no-break and ideographic spaces — so every type reads them alike. Superscripts,
+    subscripts and vulgar fractions are kept (they change a number's value). ASCII text is returned as is."""
+    if text.isascii():
+        return text
+    table = {ord(c): f for c in set(text) if ord(c) > 127 and (f := _fold_char(c)) != c}
+    return text.translate(table) if table else text
 
 
 def ascii_lower(text: str) -> str:
@@ -94,7 +118,7 @@ class Response:
             text = text.decode("utf-8", "replace")
         elif not isinstance(text, str):
             text = str(text)
-        text = strip_end_of_turn(text, end_of_turn if end_of_turn is not None else end_of_turn_tokens())
+        text = fold_compat(strip_end_of_turn(text, end_of_turn if end_of_turn is not None else end_of_turn_tokens()))
         self.truncated = len(text) > MAX_RESPONSE_CHARS
         self.text: str = text[-MAX_RESPONSE_CHARS:] if self.truncated else text
         self.low: str = ascii_lower(self.text)
@@ -105,11 +129,14 @@ class Response:
     # -- sources ---------------------------------------------------------------------------------------------------
     @property
     def answer_tag(self) -> str | None:
-        """Content of the last complete `<answer>…</answer>` (tags case-insensitive), stripped; None if absent/empty."""
+        """Content of the last complete `<answer>…</answer>` (tags case-insensitive), stripped; None if absent/empty,
+        and None when it lies inside the reasoning block and text follows `</think>`: the final answer outside the
+        reasoning wins (`<think><answer>B</answer></think> The answer is A.` answers A)."""
         if self._tag is False:
             self._tag = None
             close = self.low.rfind("</answer>")
-            if close >= 0:
+            start, after_think = self.region()
+            if close >= 0 and not (after_think and close < start):
                 open_ = self.low.rfind("<answer>", 0, close)
                 if open_ >= 0:
                     content = self.text[open_ + 8 : close].strip()

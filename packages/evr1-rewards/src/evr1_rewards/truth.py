@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 
 from evr1_rewards.errors import GroundTruthError
-from evr1_rewards.extract import clean_payload
+from evr1_rewards.extract import clean_payload, fold_compat
 from evr1_rewards.text import normalize_text
 
 _PLACEHOLDER = re.compile(r"<\[PLHD[^\]]{0,200}\]>")
@@ -75,7 +75,7 @@ def truth_text(gt: object) -> str:
         return repr(gt) if isinstance(gt, float) else str(gt)
     if not isinstance(gt, str):
         raise GroundTruthError(f"expected a string ground truth, got {type(gt).__name__}: {str(gt)[:80]!r}")
-    return unwrap(gt)
+    return unwrap(fold_compat(gt))
 
 
 def truth_json(gt: object) -> object:

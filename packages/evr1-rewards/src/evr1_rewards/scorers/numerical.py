@@ -97,5 +97,5 @@ class Numerical:
         ok = close(pred, gold, rel_tol=rel, abs_tol=abs_)
         if not ok and decimals >= MIN_ROUNDING_DECIMALS:
             # The ground truth is written to `decimals` places: an answer that rounds to it is correct ("1/3" ~ "0.33").
-            ok = any(round(p, decimals) == round(g, decimals) for p in pred.candidates() for g in gold.candidates())
+            ok = round(pred.value, decimals) == round(gold.value, decimals)
         return Outcome(1.0 if ok else 0.0, parsed, {"pred": pred.value, "source": source})

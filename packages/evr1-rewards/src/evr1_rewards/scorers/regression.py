@@ -58,6 +58,5 @@ class Regression:
         pred, source, parsed = first_parsed(response, parse_answer_number, is_hedge)
         if pred is None:
             return Outcome(0.0, False, {"source": source})
-        g = gold.value / 100.0 if gold.percent and not pred.percent else gold.value
-        acc = mean_relative_accuracy(pred.value, g, official=official and ctx.mode == "metric")
+        acc = mean_relative_accuracy(pred.value, gold.value, official=official and ctx.mode == "metric")
         return Outcome(acc, parsed, {"pred": pred.value, "source": source})
