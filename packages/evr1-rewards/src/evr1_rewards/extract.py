@@ -246,6 +246,38 @@ def last_statement(text: str, low: str, start: int = 0) -> str | None:
     return best
 
 
+_FILLER = (
+    r"say|saying|choose|choosing|pick|picking|select|selecting|go|going|with|for|the|option|choice|response|answer|"
+    r"it|it's|it’s|is|be|that|think|agree|sure|definitely|necessarily|really|just|simply|to|would|will|can|could|should"
+)
+_NEGATED_BEFORE = re.compile(
+    r"(?:\bnot|\bcannot|n['’]t|\bnever|\bneither|\bnor|\bexcept(?:\s+for)?|\brather\s+than|\binstead\s+of|\bother\s+than"
+    r"|\banything\s+but|\bexclud(?:e|es|ed|ing)|\breject(?:s|ed|ing)?|\bruled?\s+out)"
+    rf"(?:[\s,:]{{1,3}}(?:{_FILLER})){{0,4}}[\s:\"'(\[*]{{0,4}}$"
+)
+_REJECTED_AFTER = re.compile(
+    r"[\s)\]*\"']{0,4}(?:(?:is|was|are|seems|looks|would\s+be)\s{1,3}(?:definitely\s+|clearly\s+|certainly\s+|also\s+)?"
+    r"(?:the\s+)?(?:not\b|never\b|wrong|incorrect|false\b|worse|worst|inferior|a\s+distractor|ruled\s+out|eliminated"
+    r"|excluded)|(?:wrong|incorrect|worse|worst|inferior)\b)"
+)
+REJECT_SCAN_CHARS = 4096
+"""Only the last REJECT_SCAN_CHARS characters of an answer are searched for a rejected answer token."""
+
+
+def rejected(text: str, token: re.Pattern[str], *, last_only: bool = False, lower: bool = True) -> bool:
+    """True when the answer negates or rejects the answer token it names: `not B`, `B is wrong`, "I can't say
+    yes", "Response 2 is worse", "The answer is not 42". `token` matches the chosen answer (in the ASCII-lower-cased
+    text, or as written with `lower=False`); every occurrence is checked, or only the last with `last_only`. A
+    rejected answer scores 0: naming an option in order to reject it is not choosing it. Bounded: the tail only."""
+    s = tail(text, REJECT_SCAN_CHARS)
+    low = ascii_lower(s)
+    spans = [m.span() for m in token.finditer(low if lower else s)]
+    for start, end in spans[-1:] if last_only else spans[-64:]:
+        if _NEGATED_BEFORE.search(low, max(0, start - 96), start) or _REJECTED_AFTER.match(low, end):
+            return True
+    return False
+
+
 def extract(response: object) -> Extraction:
     """The highest-priority answer candidate of a response (see the module docstring for the order)."""
     return Response(response).extraction()
