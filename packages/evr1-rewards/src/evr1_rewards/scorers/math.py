@@ -49,6 +49,7 @@ SCAN_CHARS = 4096
 _OPENERS = ("{", "(", "[")
 _PLAIN_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d{1,40})(?:\.\d{1,40})?%?|[-+−]?\.\d{1,40}%?")
 _LETTER = re.compile(r"\(?([A-Ja-j])\)?\.?")
+_PERCENT = re.compile(r"\s*\\?%")
 
 _WORKER = r"""
 import json, sys
@@ -510,5 +511,7 @@ class Math:
             return Outcome(0.0, False, {"source": cand.source, "rejected": why})
         if not math_verify_available():
             raise MissingExtraError("the 'math' scorer (non-numeric answers)", "math", "math_verify")
-        ok = _verify_cached(gold, span, timeout)
+        # A percentage is read as written (`300%` is 300), as by every numeric type: math-verify alone would also
+        # accept it as 3, and `3 %` as both 3 and 0.03 - one answer right for two golds.
+        ok = _verify_cached(_PERCENT.sub("", gold), _PERCENT.sub("", span), timeout)
         return Outcome(1.0 if ok else 0.0, True, {"source": cand.source, "verifier": "math_verify"})
