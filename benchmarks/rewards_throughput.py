@@ -30,6 +30,7 @@ from pathlib import Path
 
 from evr1_rewards import RewardInput, RewardRouter
 from evr1_rewards.sandbox import SandboxConfig, backend_for, run_python
+from evr1_rewards.scorers.math import clear_cache as clear_math_cache
 
 
 def _testenv(name: str):  # type: ignore[no-untyped-def]
@@ -68,22 +69,39 @@ def pin_one_core() -> set[int]:
     return before
 
 
-def total_cpu() -> float:
-    """CPU seconds of this process (every thread) and of every process it started: the live ones (the math-verify
-    worker, sandbox helpers) through psutil, the finished ones through RUSAGE_CHILDREN. What a user pays for."""
-    import resource
-
+def _children_cpu() -> dict[int, float]:
+    """CPU seconds of each live process this one started (the math-verify worker, sandbox helpers)."""
     import psutil
 
-    me, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = me.ru_utime + me.ru_stime + reaped.ru_utime + reaped.ru_stime
+    out = {}
     for child in psutil.Process().children(recursive=True):
         try:
             t = child.cpu_times()
-        except psutil.Error:  # it ended between the listing and the read: RUSAGE_CHILDREN has it now
+        except psutil.Error:  # it ended between the listing and the read: RUSAGE_CHILDREN has it
             continue
-        total += t.user + t.system
-    return total
+        out[child.pid] = t.user + t.system
+    return out
+
+
+def _own_cpu() -> float:
+    import resource
+
+    me, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+def timed(fn: Callable[[], object], n: int) -> tuple[float, float]:
+    """(total CPU seconds, wall seconds) of `n` calls: this process (every thread), the processes it started and
+    waited for (RUSAGE_CHILDREN), and the live ones (psutil) — what a user pays for. The live children are listed
+    outside the measured span, so listing them (/proc reads) is not charged to the calls."""
+    before = _children_cpu()
+    cpu, wall = _own_cpu(), time.perf_counter()
+    for _ in range(n):
+        fn()
+    cpu, wall = _own_cpu() - cpu, time.perf_counter() - wall
+    after = _children_cpu()
+    cpu += sum(t - before.get(pid, 0.0) for pid, t in after.items())
+    return cpu, wall
 
 
 def interleaved(fns: list[Callable[[], object]], n: int, repeats: int) -> list[tuple[float, float]]:
@@ -92,11 +110,8 @@ def interleaved(fns: list[Callable[[], object]], n: int, repeats: int) -> list[t
     best = [(float("inf"), float("inf"))] * len(fns)
     for _ in range(repeats):
         for i, fn in enumerate(fns):
-            cpu, wall = total_cpu(), time.perf_counter()
-            for _ in range(n):
-                fn()
-            cpu, wall = (total_cpu() - cpu) / n, (time.perf_counter() - wall) / n
-            best[i] = (min(best[i][0], cpu), min(best[i][1], wall))
+            cpu, wall = timed(fn, n)
+            best[i] = (min(best[i][0], cpu / n), min(best[i][1], wall / n))
     return best
 
 
@@ -143,10 +158,8 @@ math's verdict cache) hit; `distinct` — every row its own ground truth, so bot
 
 
 def _cold(router: RewardRouter) -> None:
-    from evr1_rewards.scorers.math import clear_cache
-
     router.clear_cache()
-    clear_cache()
+    clear_math_cache()
 
 
 def section_throughput(args: argparse.Namespace, reference: Callable | None) -> list[dict]:

@@ -259,6 +259,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         },
         client_queue=args.client_queue,
         total_queue=args.queue,
+        code_slots=args.code_slots,
     )
     where = f"http://{args.host}:{args.port}/get_reward" + ("?token=..." if tokens else "")
     print(f"evr1-rewards: serving OpenRLHF rewards on {where}", flush=True)
@@ -329,6 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-math-timeout", type=float, default=5.0, help="ceiling on a request's extras.math_timeout")
     p.add_argument("--client-queue", type=int, default=256, help="code answers one client may queue (429 above)")
     p.add_argument("--queue", type=int, default=1024, help="code answers all clients may queue (503 above)")
+    p.add_argument(
+        "--code-slots", type=int, default=None, help="code answers scored at once (default: sandbox workers)"
+    )
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     _common(p)
     p.set_defaults(fn=cmd_serve)

@@ -260,6 +260,11 @@ _REJECTED_AFTER = re.compile(
     r"(?:the\s+)?(?:not\b|never\b|wrong|incorrect|false\b|worse|worst|inferior|a\s+distractor|ruled\s+out|eliminated"
     r"|excluded)|(?:wrong|incorrect|worse|worst|inferior)\b)"
 )
+_ANY_REJECTION = re.compile(
+    r"not|n['’]t|never|neither|nor|except|rather|instead|other|anything|exclud|reject|rule|wrong|incorrect|false|"
+    r"worse|worst|inferior|distractor|eliminat"
+)
+"""A word every rejection contains: an answer without one is not searched further (the common case, one scan)."""
 REJECT_SCAN_CHARS = 4096
 """Only the last REJECT_SCAN_CHARS characters of an answer are searched for a rejected answer token."""
 
@@ -271,6 +276,8 @@ def rejected(text: str, token: re.Pattern[str], *, last_only: bool = False, lowe
     rejected answer scores 0: naming an option in order to reject it is not choosing it. Bounded: the tail only."""
     s = tail(text, REJECT_SCAN_CHARS)
     low = ascii_lower(s)
+    if _ANY_REJECTION.search(low) is None:
+        return False
     spans = [m.span() for m in token.finditer(low if lower else s)]
     for start, end in spans[-1:] if last_only else spans[-64:]:
         if _NEGATED_BEFORE.search(low, max(0, start - 96), start) or _REJECTED_AFTER.match(low, end):

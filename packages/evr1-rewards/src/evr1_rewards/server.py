@@ -292,7 +292,6 @@ class _ScoreEndpoint:
         self.router, self.default_type, self.lim = router, default_type, lim
         self.tokens = tuple(t.encode() for t in tokens)
         self.gate = FairGate(lim.code_slots or _sandbox_workers(router), lim.client_queue, lim.total_queue)
-        self.code_pool = ThreadPoolExecutor(max_workers=max(4, self.gate.slots * 4), thread_name_prefix="evr1-code")
         ceiling = lim.ceilings.get("timeout", DEFAULT_CEILINGS["timeout"])
         self.retry_after = str(max(1, math.ceil(2 * ceiling + 2)))
         """One code answer's wall limit per test (the code scorer's): when a slot frees up again at the latest."""
@@ -400,11 +399,14 @@ class _ScoreEndpoint:
             with self.gate.slot(client):
                 return self.router.score(inputs[i])
 
-        futures = [(i, self.code_pool.submit(gated, i)) for i in code]
-        for i, r in zip(rest, self.router.score_batch([inputs[i] for i in rest]), strict=True):
-            results[i] = r
-        for i, fut in futures:
-            results[i] = fut.result()
+        # A pool per request, never a shared one: a shared pool's FIFO queue would make a newcomer's answer wait
+        # behind every queued answer of the saturating clients before it even reached the fair gate.
+        with ThreadPoolExecutor(max_workers=min(len(code), self.gate.slots), thread_name_prefix="evr1-code") as pool:
+            futures = [(i, pool.submit(gated, i)) for i in code]
+            for i, r in zip(rest, self.router.score_batch([inputs[i] for i in rest]), strict=True):
+                results[i] = r
+            for i, fut in futures:
+                results[i] = fut.result()
         return openrlhf_reply([r for r in results if r is not None])
 
     async def read_body(self, scope: Mapping[str, Any], receive: Any) -> bytes:
