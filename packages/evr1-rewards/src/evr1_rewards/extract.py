@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
 from evr1_rewards.end_of_turn import end_of_turn_tokens, strip_end_of_turn
@@ -44,26 +43,45 @@ _TRAILING = ".。;；*$ \t"
 _BARE_STATEMENT = ("answer", "answer is", "answer would be", "answer should be", "answer will be")
 
 
-_KEEP_FORMS = ("<super>", "<sub>", "<fraction>")
-"""Compatibility forms NOT folded: `10²` is not `102`, `x₁` is not `x1`, `½` is not `1⁄2` to a number parser."""
+_KEPT = re.compile(
+    "[\u00aa\u00b2\u00b3\u00b9\u00ba\u00bc-\u00be\u1d2c-\u1d6a\u1d9b-\u1dbf\u2070-\u209f\u2150-\u215f\u2189"
+    "\u2c7c\u2c7d\ua69c\ua69d\ua770\ua7f8\ua7f9\uab5c-\uab5f\U0001e030-\U0001e06d]"
+)
+"""Superscripts, subscripts and vulgar fractions: compatibility forms NOT folded (`10²` is not `102`, `x₁` is not
+`x1`, `½` is not `1⁄2` to a number parser)."""
+MAX_KEPT = 256
+"""An answer with more kept characters than this is not folded at all (bounded work; folding only helps honest
+answers read right, so skipping it gains an attacker nothing)."""
 
 
-@lru_cache(maxsize=8192)
-def _fold_char(c: str) -> str:
-    tag = unicodedata.decomposition(c)
-    if not tag.startswith("<") or tag.startswith(_KEEP_FORMS):
-        return c
-    return unicodedata.normalize("NFKC", c)
+FOLD_CHARS = 1 << 16
+"""Only the last FOLD_CHARS characters are folded (where every real answer is): a megabyte of full-width text would
+otherwise cost ~50 ms of NFKC per call."""
 
 
 def fold_compat(text: str) -> str:
-    """Unicode compatibility forms read as their plain forms (NFKC per character): full-width `Ｂ`, `ｙｅｓ`,
-    `Response ２`, mathematical `𝐁`, no-break and ideographic spaces — so every type reads them alike. Superscripts,
-    subscripts and vulgar fractions are kept (they change a number's value). ASCII text is returned as is."""
+    """Unicode compatibility forms read as their plain forms (NFKC): full-width `Ｂ`, `ｙｅｓ`, `Response ２`,
+    mathematical `𝐁`, no-break and ideographic spaces — so every type reads them alike. Superscripts, subscripts and
+    vulgar fractions are kept (they change a number's value). Linear, C speed: ASCII and already-normal text (most
+    CJK) are returned after a quick check; only the last FOLD_CHARS characters are folded."""
     if text.isascii():
         return text
-    table = {ord(c): f for c in set(text) if ord(c) > 127 and (f := _fold_char(c)) != c}
-    return text.translate(table) if table else text
+    if len(text) > FOLD_CHARS:
+        cut = len(text) - FOLD_CHARS
+        return text[:cut] + fold_compat(text[cut:])
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    kept = _KEPT.split(text, MAX_KEPT + 1) if _KEPT.search(text) else None
+    if kept is None:
+        return unicodedata.normalize("NFKC", text)
+    if len(kept) > MAX_KEPT + 1:
+        return text
+    marks = _KEPT.findall(text)
+    out = [unicodedata.normalize("NFKC", kept[0])]
+    for mark, part in zip(marks, kept[1:], strict=True):
+        out.append(mark)
+        out.append(unicodedata.normalize("NFKC", part))
+    return "".join(out)
 
 
 def ascii_lower(text: str) -> str:
