@@ -472,3 +472,32 @@ def test_fair_gate_bounds_each_queue() -> None:
     assert gate.admit("c", 1) == "server"
     gate.done("a", 3)
     assert gate.admit("c", 1) is None
+
+
+def test_the_documented_network_command_serves_with_its_token() -> None:
+    # docs/rewards.md: EVR1_REWARDS_TOKEN=SECRET evr1-rewards serve --host 0.0.0.0 --port 8000, and OpenRLHF's
+    # --reward.remote_url "http://HOST:8000/get_reward?token=SECRET"
+    import os
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evr1_rewards.cli", "serve", "--host", "0.0.0.0", "--port", str(port),
+         "--problem-type", "multiple choice", "--log-level", "warning"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, TOKEN_ENV: "SECRET"},
+    )  # fmt: skip
+    body = json.dumps(ONE).encode()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status, reply = _request(port, "POST", "/get_reward?token=SECRET", body)
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        assert (status, reply["rewards"]) == (200, [1.0])
+        assert _request(port, "POST", "/get_reward", body)[0] == 401
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
