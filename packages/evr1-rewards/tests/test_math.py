@@ -36,10 +36,12 @@ def test_timeout_kills_the_worker_and_scores_zero(monkeypatch: pytest.MonkeyPatc
     )
     monkeypatch.setattr(m, "_WORKER", hang)
     monkeypatch.setattr(m, "_POOL", m._Pool())
+    monkeypatch.setattr(m, "_RESULTS", {})  # no verdict cached by an earlier test
     start = time.monotonic()
     res = score("<answer>x^2</answer>", "x^{2}", "math", extras={"math_timeout": 0.5})
     assert res.accuracy == 0.0
     assert time.monotonic() - start < 10
+    assert m._RESULTS == {}  # a timeout is not remembered as a verdict
 
 
 FORMS = ("\\frac{{{n}}}{{{d}}}", "\\dfrac{{{n}}}{{{d}}}", "{n}/{d}", "${n}/{d}$", "\\({n}/{d}\\)")

@@ -1,8 +1,11 @@
 r"""Math: math-verify equivalence (gold first), with a hard timeout in a worker process; option letters → multiple choice.
 
 Fast path (no extra needed): a ground truth that is an option letter is scored as multiple choice; an answer and a
-ground truth that are both plain numbers are compared numerically. Anything else (LaTeX, expressions, sets) goes to
-`math_verify.verify(parse(gold), parse(answer))` in a persistent worker subprocess: math-verify's own timeouts use
+ground truth that are both plain numbers are compared numerically, and both plain numbers or numeric fractions
+(`-3/4`, `\frac{3}{4}`, `$\dfrac{3}{4}$`) exactly (`exact_number`; tested to agree with math-verify). A percentage is
+read as written (`300%` is 300). Anything else (LaTeX, expressions, sets) goes to
+`math_verify.verify(parse(gold), parse(answer))` in a persistent worker subprocess (each gold parsed once there; a
+verdict cached per (gold, span) here, since the answers of a GRPO group repeat): math-verify's own timeouts use
 signals (main thread only) and sympy can hang, so a call that overruns `extras["math_timeout"]` seconds (default 5)
 kills the worker and scores 0. Needs `pip install "evr1-rewards[math]"` for the non-fast path.
 
@@ -145,7 +148,8 @@ class _Pool:
     def __init__(self) -> None:
         self.idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
 
-    def verify(self, gold: str, pred: str, timeout: float) -> bool:
+    def verify(self, gold: str, pred: str, timeout: float) -> bool | None:
+        """math-verify's verdict, or None when the worker overran `timeout` or died (it is replaced)."""
         try:
             worker = self.idle.get_nowait()
         except queue.Empty:
@@ -155,7 +159,7 @@ class _Pool:
         result = worker.ask(gold, pred, timeout)
         if result is None:
             self.idle.put(_Worker())  # replace the killed worker now, so it warms up while others score
-            return False
+            return None
         self.idle.put(worker)
         return result
 
@@ -173,11 +177,13 @@ def _verify_cached(gold: str, span: str, timeout: float) -> bool:
     hit = _RESULTS.get(key)
     if hit is not None:
         return hit
-    worker_ok = _POOL.verify(gold, span, timeout)
+    verdict = _POOL.verify(gold, span, timeout)
+    if verdict is None:  # timed out: 0, and not remembered (a later call may have more time)
+        return False
     if len(_RESULTS) >= RESULT_CACHE_SIZE:
         _RESULTS.clear()
-    _RESULTS[key] = worker_ok
-    return worker_ok
+    _RESULTS[key] = verdict
+    return verdict
 
 
 def clear_cache() -> None:
