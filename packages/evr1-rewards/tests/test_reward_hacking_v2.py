@@ -96,6 +96,19 @@ def test_honest_answers_keep_scoring(ptype: str, answer: str, gold: str, expecte
     assert score(answer, gold, ptype).accuracy == pytest.approx(expected)
 
 
+def test_programs_and_their_tests_are_not_folded() -> None:
+    # Folding is for reading answers; a program's full-width literal is what it prints, and a test expects it exactly.
+    from evr1_rewards.sandbox import SandboxUnavailableError, backend_for
+
+    try:
+        backend_for(None)
+    except SandboxUnavailableError:
+        pytest.skip("no sandbox on this machine (bubblewrap is installed in the project's test environment)")
+    program = '```python\nprint("ｙｅｓ")\n```'
+    assert score(program, '[{"input": "", "output": "ｙｅｓ"}]', "code").accuracy == 1.0
+    assert score(program, '[{"input": "", "output": "yes"}]', "code").accuracy == 0.0
+
+
 def test_metric_mode_keeps_the_plain_iou() -> None:
     # The gate is a reward rule: evaluation reports the benchmarks' own IoU.
     inp = RewardInput(response='<answer>{"time": [0, 100]}</answer>', ground_truth='{"time": [10, 30]}',

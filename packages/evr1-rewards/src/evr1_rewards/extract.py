@@ -125,18 +125,21 @@ class Response:
     """A model response with cached, lazily computed views shared by the router, the format check and scorers.
 
     A trailing run of end-of-turn tokens (`<|im_end|>`, `<end_of_turn>`, … see `evr1_rewards.end_of_turn`) is removed
-    first, so chat-template markers never cost the format score or reach an extractor."""
+    first, so chat-template markers never cost the format score or reach an extractor; then compatibility forms are
+    folded (`fold_compat`; `fold=False` for code, whose text is a program)."""
 
     __slots__ = ("_after_think", "_candidates", "_tag", "low", "text", "truncated")
 
-    def __init__(self, text: object, end_of_turn: tuple[str, ...] | None = None) -> None:
+    def __init__(self, text: object, end_of_turn: tuple[str, ...] | None = None, *, fold: bool = True) -> None:
         if text is None:
             text = ""
         elif isinstance(text, bytes):
             text = text.decode("utf-8", "replace")
         elif not isinstance(text, str):
             text = str(text)
-        text = fold_compat(strip_end_of_turn(text, end_of_turn if end_of_turn is not None else end_of_turn_tokens()))
+        text = strip_end_of_turn(text, end_of_turn if end_of_turn is not None else end_of_turn_tokens())
+        if fold:  # not for programs: a full-width string literal is part of what the program prints
+            text = fold_compat(text)
         self.truncated = len(text) > MAX_RESPONSE_CHARS
         self.text: str = text[-MAX_RESPONSE_CHARS:] if self.truncated else text
         self.low: str = ascii_lower(self.text)

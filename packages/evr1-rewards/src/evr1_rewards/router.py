@@ -27,6 +27,7 @@ from evr1_rewards.types import (
     Scorer,
     make_result,
 )
+from evr1_rewards.vocabulary import CODE
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +185,7 @@ class RewardRouter:
             if self._eot_version != eot_version():
                 self._eot = eot_tokens(self.extra_end_of_turn)
                 self._eot_version = eot_version()
-            resp = Response(inp.response, self._eot)
+            resp = Response(inp.response, self._eot, fold=key != CODE)
             ctx = self._plain_ctx[mode] if not extras else Context(extras, mode, self.sandbox)
             outcome = scorer.score(resp, truth, ctx)
         except SandboxUnavailableError:
