@@ -4,6 +4,7 @@
     python benchmarks/serve_load.py                       # 64 connections x 2,000 one-sample requests, then batches
     python benchmarks/serve_load.py --client wrk          # the same load from wrk (C, a Lua body script)
     python benchmarks/serve_load.py --connections 64 --requests 2000 --batch 64 --batch-requests 200
+    python benchmarks/serve_load.py --fairness            # a third client's wait while two saturate the sandbox
 
 The server is `evr1-rewards serve` in its own process (uvicorn, one worker); the client is either this script
 (`--client aiohttp`: one session per connection, HTTP/1.1 keep-alive) or `wrk` (`--client wrk`, 2 threads, a Lua
@@ -57,10 +58,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(port: int) -> subprocess.Popen[bytes]:
+def start_server(
+    port: int, extra: list[str] | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "evr1_rewards.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--log-level", "warning"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+           "--log-level", "warning", *(extra or [])]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -173,6 +176,84 @@ def load_wrk(url: str, connections: int, seconds: float, samples: int, seed: int
     }  # fmt: skip
 
 
+SPIN = "while True:\n    pass"
+"""A program that burns its whole CPU limit (killed at extras.timeout seconds of CPU)."""
+
+
+def _post(url: str, body: bytes) -> tuple[int, float]:
+    import http.client
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    start = time.perf_counter()
+    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=600)
+    try:
+        conn.request("POST", f"{u.path}?{u.query}", body, {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status, time.perf_counter() - start
+    finally:
+        conn.close()
+
+
+def _code_body(programs: list[str], timeout: float) -> bytes:
+    label = json.dumps({"problem_type": "code", "ground_truth": [{"input": "", "output": "1"}],
+                        "extras": {"timeout": timeout}})  # fmt: skip
+    return json.dumps({"query": programs, "labels": [label] * len(programs)}).encode()
+
+
+def fairness(timeout: float, probes: int) -> list[dict[str, object]]:
+    """Two clients keep the code sandbox saturated with programs that spin until their CPU limit; a third client
+    sends a trivial code answer now and then. Its wait, with the fair gate (default) and with first come first
+    served at the sandbox (`--code-slots 1000`: the gate never holds anyone back, as before the gate), in one run.
+    Target: the trivial answer waits at most one program's time limit (its wall limit, 2 x timeout + 2 s)."""
+    import threading
+
+    rows = []
+    for mode, extra in (("fair gate (default)", []), ("first come first served (--code-slots 1000)",
+                                                      ["--code-slots", "1000"])):  # fmt: skip
+        port = free_port()
+        proc = start_server(port, extra, {"EVR1_REWARDS_TOKEN": "client-a,client-b,client-c"})
+        base = f"http://127.0.0.1:{port}/get_reward?token="
+        stop = threading.Event()
+
+        def saturate(token: str, base: str = base, stop: threading.Event = stop) -> None:
+            while not stop.is_set():
+                _post(base + token, _code_body([SPIN] * 4, timeout))
+
+        threads = [threading.Thread(target=saturate, args=(t,), daemon=True) for t in ("client-a", "client-b") * 2]
+        try:
+            for t in threads:
+                t.start()
+            time.sleep(2 * timeout + 2)  # both clients have answers running and queued
+            waits = []
+            for _ in range(probes):
+                status, wait = _post(base + "client-c", _code_body(["print(1)"], timeout))
+                waits.append(wait if status == 200 else float("nan"))
+                time.sleep(timeout)
+        finally:
+            stop.set()
+            proc.terminate()
+            proc.wait(timeout=60)
+            for t in threads:
+                t.join(timeout=4 * timeout + 10)
+        rows.append({"mode": mode, "waits_s": waits, "limit_s": 2 * timeout + 2})
+    load1, load5, _ = os.getloadavg()
+    print(f"\n## Fair share of the code sandbox: two clients saturate it, a third sends a trivial answer (load "
+          f"{load1:.1f} / {load5:.1f})\n")  # fmt: skip
+    print("| server | trivial answer waits (s) | worst | one program's time limit (s) | within it |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        waits = r["waits_s"]
+        assert isinstance(waits, list)
+        worst = max(waits)
+        print(
+            f"| {r['mode']} | {', '.join(f'{w:.2f}' for w in waits)} | {worst:.2f} | {r['limit_s']:g} |"
+            f" {'yes' if worst <= float(r['limit_s']) else 'NO'} |"
+        )  # type: ignore[arg-type]
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--connections", type=int, default=64)
@@ -183,7 +264,16 @@ def main() -> None:
     parser.add_argument("--client", choices=("aiohttp", "wrk"), default="aiohttp")
     parser.add_argument("--seconds", type=float, default=5.0, help="wrk: seconds per run (it reports what got done)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--fairness", action="store_true", help="only the fair-share run of the code sandbox")
+    parser.add_argument("--code-timeout", type=float, default=1.0, help="fairness: CPU seconds per spinning program")
+    parser.add_argument("--probes", type=int, default=3, help="fairness: trivial answers sent by the third client")
     args = parser.parse_args()
+    if args.fairness:
+        rows = fairness(args.code_timeout, args.probes)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump({"fairness": rows, "load": os.getloadavg()}, f, indent=2)
+        return
     proc = None
     if args.url is None:
         port = free_port()

@@ -59,6 +59,7 @@ def adversarial_responses(size: int = MB) -> dict[str, str]:
         "colons": "12:" * (size // 3),
         "tag_soup": "</answer><answer>" * (size // 17),
         "cjk": "答案" * (size // 2),
+        "fullwidth": "Ｂ" * size,  # every character a compatibility form (NFKC folds it)
         "dash_ranges": "1-2-3-4-" * (size // 8),
         "latex_fracs": "\\frac{1}{" * (size // 9),
         "json_in_answer": "<answer>"

@@ -36,7 +36,35 @@ def test_timeout_kills_the_worker_and_scores_zero(monkeypatch: pytest.MonkeyPatc
     )
     monkeypatch.setattr(m, "_WORKER", hang)
     monkeypatch.setattr(m, "_POOL", m._Pool())
+    monkeypatch.setattr(m, "_RESULTS", {})  # no verdict cached by an earlier test
     start = time.monotonic()
     res = score("<answer>x^2</answer>", "x^{2}", "math", extras={"math_timeout": 0.5})
     assert res.accuracy == 0.0
     assert time.monotonic() - start < 10
+    assert m._RESULTS == {}  # a timeout is not remembered as a verdict
+
+
+FORMS = ("\\frac{{{n}}}{{{d}}}", "\\dfrac{{{n}}}{{{d}}}", "{n}/{d}", "${n}/{d}$", "\\({n}/{d}\\)")
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize(("n", "d"), [(3, 4), (1, 2), (6, 8), (10, 4), (-3, 4), (7, 3), (0, 5), (12, 1)])
+@pytest.mark.parametrize("gold", ["0.75", "\\frac{3}{4}", "2.5", "-0.75", "7/3", "0", "12", "0.5"])
+def test_exact_fast_path_agrees_with_math_verify(form: str, n: int, d: int, gold: str) -> None:
+    # Plain numbers and numeric fractions are decided in-process (no worker round trip): the verdict must be the
+    # one math-verify gives for the same pair.
+    from math_verify import parse, verify
+
+    from evr1_rewards.scorers.math import exact_number
+
+    answer = form.format(n=abs(n), d=d)
+    answer = ("-" + answer) if n < 0 and not answer.startswith(("$", "\\(")) else answer
+    if n < 0 and answer.startswith(("$", "\\(")):
+        answer = answer[0] + "-" + answer[1:] if answer[0] == "$" else "\\(-" + answer[2:]
+    assert exact_number(answer) is not None, answer
+    res = score(f"<answer>{answer}</answer>", gold, "math")
+    assert res.details.get("verifier") in ("exact", "text"), res.details  # "text": written exactly as the gold
+    reference = bool(
+        verify(parse("$" + gold + "$"), parse(answer if "$" in answer or "\\(" in answer else f"${answer}$"))
+    )
+    assert res.accuracy == (1.0 if reference else 0.0), (answer, gold)

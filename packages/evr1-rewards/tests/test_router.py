@@ -203,8 +203,9 @@ def test_math_reports_missing_extra(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(math_scorer, "math_verify_available", lambda: False)
     assert score("<answer>0.5</answer>", "0.5", "math").accuracy == 1.0  # plain numbers need no extra
+    assert score("<answer>\\frac{1}{2}</answer>", "0.5", "math").accuracy == 1.0  # nor numeric fractions
     with pytest.raises(MissingExtraError, match=r"evr1-rewards\[math\]"):
-        score("<answer>\\frac{1}{2}</answer>", "0.5", "math")
+        score("<answer>\\sqrt{2}/2</answer>", "0.5", "math")
 
 
 def test_mode_is_validated() -> None:

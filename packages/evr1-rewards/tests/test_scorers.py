@@ -73,7 +73,8 @@ CASES = [
     ("numerical", "<answer>十二</answer>", "12", {}, 1.0),  # a leading 十 is one ten
     ("numerical", "<answer>三点五</answer>", "3.5", {}, 1.0),  # 点 is the decimal point
     ("numerical", "<answer>负五</answer>", "-5", {}, 1.0),  # 负 is the sign
-    ("numerical", "<answer>百分之五十</answer>", "0.5", {}, 1.0),  # 百分之 is per cent
+    ("numerical", "<answer>百分之五十</answer>", "50", {}, 1.0),  # 百分之 is per cent, read as written
+    ("numerical", "<answer>百分之五十</answer>", "0.5", {}, 0.0),
     ("numerical", "<answer>二〇二四</answer>", "2024", {}, 1.0),  # bare digits read positionally
     ("numerical", "<answer>贰拾</answer>", "20", {}, 1.0),  # financial numerals
     ("numerical", "<answer>1.5万</answer>", "15000", {}, 1.0),  # an Arabic number scaled by 万
@@ -81,8 +82,8 @@ CASES = [
     ("numerical", "<answer>三个人中选出2个</answer>", "2", {}, 1.0),  # … whichever script it is in
     ("numerical", "<answer>3/4</answer>", "0.75", {}, 1.0),  # fraction
     ("numerical", "<answer>$\\frac{3}{4}$</answer>", "0.75", {}, 1.0),  # LaTeX fraction
-    ("numerical", "<answer>50%</answer>", "0.5", {}, 1.0),  # percent read as 0.5 …
-    ("numerical", "<answer>50%</answer>", "50", {}, 1.0),  # … or as written
+    ("numerical", "<answer>50%</answer>", "50", {}, 1.0),  # a percentage is read as written (% is a unit) …
+    ("numerical", "<answer>50%</answer>", "0.5", {}, 0.0),  # … never also as 0.5: one answer, one gold
     ("numerical", "<answer>1.5e3</answer>", "1500", {}, 1.0),  # scientific notation (EVR1 reads the mantissa)
     ("numerical", "<answer>1.5 × 10^3</answer>", "1500", {}, 1.0),  # written scientific notation
     ("numerical", "<answer>−7</answer>", "-7", {}, 1.0),  # unicode minus

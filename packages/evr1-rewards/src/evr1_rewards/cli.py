@@ -237,9 +237,11 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from evr1_rewards.server import ServerLimits, require_serve_extra, serve
+    from evr1_rewards.server import ServerLimits, check_bind, require_serve_extra, serve, server_tokens
 
     require_serve_extra()
+    tokens = server_tokens(args.token)
+    check_bind(args.host, tokens)
     if args.problem_type:
         normalize_problem_type(args.problem_type)
     router = _router(args)
@@ -249,9 +251,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         backlog=args.backlog,
         header_timeout_s=args.header_timeout,
         max_samples=args.max_samples,
+        ceilings={
+            "timeout": args.max_code_timeout,
+            "memory_mb": args.max_code_memory_mb,
+            "max_tests": float(args.max_code_tests),
+            "math_timeout": args.max_math_timeout,
+        },
+        client_queue=args.client_queue,
+        total_queue=args.queue,
+        code_slots=args.code_slots,
     )
-    print(f"evr1-rewards: serving OpenRLHF rewards on http://{args.host}:{args.port}/get_reward", flush=True)
-    serve(args.host, args.port, router, args.problem_type, limits, log_level=args.log_level)
+    where = f"http://{args.host}:{args.port}/get_reward" + ("?token=..." if tokens else "")
+    print(f"evr1-rewards: serving OpenRLHF rewards on {where}", flush=True)
+    serve(args.host, args.port, router, args.problem_type, limits, log_level=args.log_level, tokens=tokens)
     return 0
 
 
@@ -309,6 +321,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--read-timeout", type=float, default=30.0, help="seconds a request body may take to arrive (408)")
     p.add_argument("--header-timeout", type=float, default=10.0, help="seconds request headers may take (408)")
     p.add_argument("--max-samples", type=int, default=65536, help="most samples in one request (413 above)")
+    p.add_argument("--token", action="append", default=[], metavar="TOKEN",
+                   help="require this token (repeatable; also EVR1_REWARDS_TOKEN, comma-separated); needed to bind a "
+                   "non-loopback address")  # fmt: skip
+    p.add_argument("--max-code-timeout", type=float, default=5.0, help="ceiling on a request's extras.timeout (CPU s)")
+    p.add_argument("--max-code-memory-mb", type=float, default=1024.0, help="ceiling on a request's extras.memory_mb")
+    p.add_argument("--max-code-tests", type=int, default=1000, help="ceiling on a request's extras.max_tests")
+    p.add_argument("--max-math-timeout", type=float, default=5.0, help="ceiling on a request's extras.math_timeout")
+    p.add_argument("--client-queue", type=int, default=256, help="code answers one client may queue (429 above)")
+    p.add_argument("--queue", type=int, default=1024, help="code answers all clients may queue (503 above)")
+    p.add_argument(
+        "--code-slots", type=int, default=None, help="code answers scored at once (default: sandbox workers)"
+    )
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     _common(p)
     p.set_defaults(fn=cmd_serve)

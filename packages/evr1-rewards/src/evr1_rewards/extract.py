@@ -12,6 +12,7 @@ linear in the response length, and responses are capped at `MAX_RESPONSE_CHARS` 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,6 +41,47 @@ _LAST_WORD = re.compile(r"([a-z]+)[^a-z]{0,3}$")
 _ZH_AFTER = re.compile(r"[ \t]{0,3}(?:是|为|:|：)[ \t]{0,3}")
 _TRAILING = ".。;；*$ \t"
 _BARE_STATEMENT = ("answer", "answer is", "answer would be", "answer should be", "answer will be")
+
+
+_KEPT = re.compile(
+    "[\u00aa\u00b2\u00b3\u00b9\u00ba\u00bc-\u00be\u1d2c-\u1d6a\u1d9b-\u1dbf\u2070-\u209f\u2150-\u215f\u2189"
+    "\u2c7c\u2c7d\ua69c\ua69d\ua770\ua7f8\ua7f9\uab5c-\uab5f\U0001e030-\U0001e06d]"
+)
+"""Superscripts, subscripts and vulgar fractions: compatibility forms NOT folded (`10²` is not `102`, `x₁` is not
+`x1`, `½` is not `1⁄2` to a number parser)."""
+MAX_KEPT = 256
+"""An answer with more kept characters than this is not folded at all (bounded work; folding only helps honest
+answers read right, so skipping it gains an attacker nothing)."""
+
+
+FOLD_CHARS = 1 << 16
+"""Only the last FOLD_CHARS characters are folded (where every real answer is): a megabyte of full-width text would
+otherwise cost ~50 ms of NFKC per call."""
+
+
+def fold_compat(text: str) -> str:
+    """Unicode compatibility forms read as their plain forms (NFKC): full-width `Ｂ`, `ｙｅｓ`, `Response ２`,
+    mathematical `𝐁`, no-break and ideographic spaces — so every type reads them alike. Superscripts, subscripts and
+    vulgar fractions are kept (they change a number's value). Linear, C speed: ASCII and already-normal text (most
+    CJK) are returned after a quick check; only the last FOLD_CHARS characters are folded."""
+    if text.isascii():
+        return text
+    if len(text) > FOLD_CHARS:
+        cut = len(text) - FOLD_CHARS
+        return text[:cut] + fold_compat(text[cut:])
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    kept = _KEPT.split(text, MAX_KEPT + 1) if _KEPT.search(text) else None
+    if kept is None:
+        return unicodedata.normalize("NFKC", text)
+    if len(kept) > MAX_KEPT + 1:
+        return text
+    marks = _KEPT.findall(text)
+    out = [unicodedata.normalize("NFKC", kept[0])]
+    for mark, part in zip(marks, kept[1:], strict=True):
+        out.append(mark)
+        out.append(unicodedata.normalize("NFKC", part))
+    return "".join(out)
 
 
 def ascii_lower(text: str) -> str:
@@ -83,11 +125,12 @@ class Response:
     """A model response with cached, lazily computed views shared by the router, the format check and scorers.
 
     A trailing run of end-of-turn tokens (`<|im_end|>`, `<end_of_turn>`, … see `evr1_rewards.end_of_turn`) is removed
-    first, so chat-template markers never cost the format score or reach an extractor."""
+    first, so chat-template markers never cost the format score or reach an extractor; then compatibility forms are
+    folded (`fold_compat`; `fold=False` for code, whose text is a program)."""
 
     __slots__ = ("_after_think", "_candidates", "_tag", "low", "text", "truncated")
 
-    def __init__(self, text: object, end_of_turn: tuple[str, ...] | None = None) -> None:
+    def __init__(self, text: object, end_of_turn: tuple[str, ...] | None = None, *, fold: bool = True) -> None:
         if text is None:
             text = ""
         elif isinstance(text, bytes):
@@ -95,6 +138,8 @@ class Response:
         elif not isinstance(text, str):
             text = str(text)
         text = strip_end_of_turn(text, end_of_turn if end_of_turn is not None else end_of_turn_tokens())
+        if fold:  # not for programs: a full-width string literal is part of what the program prints
+            text = fold_compat(text)
         self.truncated = len(text) > MAX_RESPONSE_CHARS
         self.text: str = text[-MAX_RESPONSE_CHARS:] if self.truncated else text
         self.low: str = ascii_lower(self.text)
@@ -105,11 +150,14 @@ class Response:
     # -- sources ---------------------------------------------------------------------------------------------------
     @property
     def answer_tag(self) -> str | None:
-        """Content of the last complete `<answer>…</answer>` (tags case-insensitive), stripped; None if absent/empty."""
+        """Content of the last complete `<answer>…</answer>` (tags case-insensitive), stripped; None if absent/empty,
+        and None when it lies inside the reasoning block and text follows `</think>`: the final answer outside the
+        reasoning wins (`<think><answer>B</answer></think> The answer is A.` answers A)."""
         if self._tag is False:
             self._tag = None
             close = self.low.rfind("</answer>")
-            if close >= 0:
+            start, after_think = self.region()
+            if close >= 0 and not (after_think and close < start):
                 open_ = self.low.rfind("<answer>", 0, close)
                 if open_ >= 0:
                     content = self.text[open_ + 8 : close].strip()
@@ -217,6 +265,45 @@ def last_statement(text: str, low: str, start: int = 0) -> str | None:
                 return payload
         zh_end = pos
     return best
+
+
+_FILLER = (
+    r"say|saying|choose|choosing|pick|picking|select|selecting|go|going|with|for|the|option|choice|response|answer|"
+    r"it|it's|it’s|is|be|that|think|agree|sure|definitely|necessarily|really|just|simply|to|would|will|can|could|should"
+)
+_NEGATED_BEFORE = re.compile(
+    r"(?:\bnot|\bcannot|n['’]t|\bnever|\bneither|\bnor|\bexcept(?:\s+for)?|\brather\s+than|\binstead\s+of|\bother\s+than"
+    r"|\banything\s+but|\bexclud(?:e|es|ed|ing)|\breject(?:s|ed|ing)?|\bruled?\s+out)"
+    rf"(?:[\s,:]{{1,3}}(?:{_FILLER})){{0,4}}[\s:\"'(\[*]{{0,4}}$"
+)
+_REJECTED_AFTER = re.compile(
+    r"[\s)\]*\"']{0,4}(?:(?:is|was|are|seems|looks|would\s+be)\s{1,3}(?:definitely\s+|clearly\s+|certainly\s+|also\s+)?"
+    r"(?:the\s+)?(?:not\b|never\b|wrong|incorrect|false\b|worse|worst|inferior|a\s+distractor|ruled\s+out|eliminated"
+    r"|excluded)|(?:wrong|incorrect|worse|worst|inferior)\b)"
+)
+_ANY_REJECTION = re.compile(
+    r"not|n['’]t|never|neither|nor|except|rather|instead|other|anything|exclud|reject|rule|wrong|incorrect|false|"
+    r"worse|worst|inferior|distractor|eliminat"
+)
+"""A word every rejection contains: an answer without one is not searched further (the common case, one scan)."""
+REJECT_SCAN_CHARS = 4096
+"""Only the last REJECT_SCAN_CHARS characters of an answer are searched for a rejected answer token."""
+
+
+def rejected(text: str, token: re.Pattern[str], *, last_only: bool = False, lower: bool = True) -> bool:
+    """True when the answer negates or rejects the answer token it names: `not B`, `B is wrong`, "I can't say
+    yes", "Response 2 is worse", "The answer is not 42". `token` matches the chosen answer (in the ASCII-lower-cased
+    text, or as written with `lower=False`); every occurrence is checked, or only the last with `last_only`. A
+    rejected answer scores 0: naming an option in order to reject it is not choosing it. Bounded: the tail only."""
+    s = tail(text, REJECT_SCAN_CHARS)
+    low = ascii_lower(s)
+    if _ANY_REJECTION.search(low) is None:
+        return False
+    spans = [m.span() for m in token.finditer(low if lower else s)]
+    for start, end in spans[-1:] if last_only else spans[-64:]:
+        if _NEGATED_BEFORE.search(low, max(0, start - 96), start) or _REJECTED_AFTER.match(low, end):
+            return True
+    return False
 
 
 def extract(response: object) -> Extraction:

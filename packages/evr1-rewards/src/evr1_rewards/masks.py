@@ -136,6 +136,15 @@ def iou(a: Mask, b: Mask) -> float:
     return 1.0 if union == 0 else _popcount(a.bits & b.bits) / union
 
 
+def reward_iou(pred: Mask, gold: Mask) -> float:
+    """`iou`, or 0 when less than half of the predicted mask lies on the gold (see structured.MIN_PRECISION: a
+    whole-frame mask is no answer)."""
+    value = iou(pred, gold)
+    if value == 0.0 or not pred.bits:
+        return value
+    return value if 2 * _popcount(pred.bits & gold.bits) >= _popcount(pred.bits) else 0.0
+
+
 def _rows(h: int, w: int, y: int) -> int:
     buf = bytearray(b"0") * (h * w)
     buf[y::h] = b"1" * w

@@ -42,14 +42,12 @@ _WORD = re.compile(r"[a-z]+")
 
 
 class Number(NamedTuple):
-    """A parsed number; `percent` remembers a `%` so `50%` can match both `0.5` and `50`. (An immutable named
-    tuple: scorers create one per answer, and a tuple is several times cheaper to build than a frozen dataclass.)"""
+    """A parsed number as written; `percent` remembers a `%` (for display). A percentage is compared as written —
+    `%` is a unit, like any other — so `300%` is 300 and never also 3: one answer cannot be right for two different
+    golds. (An immutable named tuple: scorers create one per answer, cheaper than a frozen dataclass.)"""
 
     value: float
     percent: bool = False
-
-    def candidates(self) -> tuple[float, ...]:
-        return (self.value, self.value / 100.0) if self.percent else (self.value,)
 
 
 def _to_float(s: str) -> float | None:
@@ -280,7 +278,5 @@ def parse_number_general(text: str) -> Number | None:
 
 
 def close(a: Number, b: Number, *, rel_tol: float, abs_tol: float) -> bool:
-    """Equal within tolerance, reading a percentage either as written or divided by 100."""
-    if not (a.percent or b.percent):
-        return math.isclose(a.value, b.value, rel_tol=rel_tol, abs_tol=abs_tol)
-    return any(math.isclose(x, y, rel_tol=rel_tol, abs_tol=abs_tol) for x in a.candidates() for y in b.candidates())
+    """Equal within tolerance, as written (a percentage is its number of percent: `50%` equals `50`, not `0.5`)."""
+    return math.isclose(a.value, b.value, rel_tol=rel_tol, abs_tol=abs_tol)

@@ -28,6 +28,7 @@ from evr1_rewards.types import (
     Scorer,
     make_result,
 )
+from evr1_rewards.vocabulary import CODE
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +182,7 @@ class RewardRouter:
             if self._eot_version != eot_version():
                 self._eot = eot_tokens(self.extra_end_of_turn)
                 self._eot_version = eot_version()
-            resp = Response(inp.response, self._eot)
+            resp = Response(inp.response, self._eot, fold=key != CODE)
             ctx = self._plain_ctx[mode] if not extras else Context(extras, mode, self.sandbox)
             outcome = scorer.score(resp, truth, ctx)
         except SandboxUnavailableError:
@@ -194,6 +195,10 @@ class RewardRouter:
                 )
             raise
         return self._combine(key, resp, outcome)
+
+    def clear_cache(self) -> None:
+        """Forget the parsed ground truths (a benchmark of distinct rows measures the cold path with this)."""
+        self._cache.clear()
 
     def _truth(self, key: str, scorer: Scorer[Any], ground_truth: object, extras: Mapping[str, object]) -> Any:
         """Parsed ground truth, cached: in GRPO every prompt's ground truth is scored n times in a row."""

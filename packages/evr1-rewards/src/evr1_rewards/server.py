@@ -11,7 +11,16 @@ The stack OpenRLHF's own reward server uses, with what a training cluster needs 
 - batched scoring: one request scores its whole batch (`RewardRouter.score_batch`; code and math in parallel);
   requests that run subprocesses are scored on a thread so the event loop keeps serving;
 - every refusal answers a JSON body `{"error": reason}` (OpenRLHF logs the body when it retries) and is logged on
-  the `evr1_rewards.server` logger with the reason, the path and the client.
+  the `evr1_rewards.server` logger with the reason, the path and the client; malformed input of any shape or depth
+  is a 4xx with its reason, never a 500;
+- trust: with tokens (`tokens=`, `serve --token` / `EVR1_REWARDS_TOKEN`) every scoring request must present one
+  (`Authorization: Bearer T`, or `?token=T` in the URL, which is what OpenRLHF's `--reward.remote_url` can carry),
+  compared in constant time; binding a non-loopback address without a token is refused. A request's extras may
+  lower the sandbox limits (`timeout`, `memory_mb`, `max_tests`, `math_timeout`), never raise them above the
+  server's ceilings (`ServerLimits.ceilings`). Code answers take sandbox slots through a fair gate: the client
+  (its token, else its address) with the fewest slots in use goes first, so two clients that saturate the sandbox
+  delay a third one's answer by at most one answer's time limit; a client's queue and the whole queue are bounded,
+  and a request over them is answered 429 / 503 with `Retry-After`.
 
 Routes: `POST /get_reward` (any path but /health): OpenRLHF's `{"query", "prompts", "labels"}` -> `{"rewards",
 "scores", "extra_logs"}` (see `evr1_rewards.integrations.openrlhf`); `GET /health` -> `{"status": "ok"}`.
@@ -21,21 +30,36 @@ Importing this module needs nothing beyond the standard library; the server pack
 from __future__ import annotations
 
 import asyncio
+import hmac
+import ipaddress
 import json
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+import math
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import parse_qs
 
-from evr1_rewards.errors import MissingExtraError, RewardError
-from evr1_rewards.integrations.openrlhf import openrlhf_inputs, score_openrlhf
+from evr1_rewards.errors import MissingExtraError, RewardConfigError, RewardError
+from evr1_rewards.integrations.openrlhf import openrlhf_inputs, openrlhf_reply
 from evr1_rewards.registry import normalize_problem_type
 from evr1_rewards.router import RewardRouter
-from evr1_rewards.types import RewardInput
+from evr1_rewards.types import RewardInput, RewardResult
+from evr1_rewards.vocabulary import CODE
 
 log = logging.getLogger(__name__)
 
 _SLOW_TYPES = frozenset({"code", "math"})
+TOKEN_ENV = "EVR1_REWARDS_TOKEN"
+"""Environment variable with the server's token(s), comma-separated (preferred to `--token`: not in `ps`)."""
+
+DEFAULT_CEILINGS: Mapping[str, float] = {"timeout": 5.0, "memory_mb": 1024.0, "max_tests": 1000.0, "math_timeout": 5.0}
+"""Server-side ceilings on the limits a request's extras can set: the code scorer's CPU seconds per test, memory per
+program and tests per answer, the math scorer's worker timeout (the scorers' own defaults)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +81,134 @@ class ServerLimits:
     inline_body_bytes: int = 256 << 10
     """Larger bodies are parsed, scored and answered on a worker thread, so decoding a big JSON body never stalls the
     event loop (every other connection's requests) for seconds."""
+    ceilings: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_CEILINGS))
+    """The most each limit-setting extra may be (see DEFAULT_CEILINGS): a larger value is lowered to it."""
+    code_slots: int | None = None
+    """Code answers scored at once (default: the sandbox's workers); each holds a slot of the fair gate."""
+    client_queue: int = 256
+    """Code answers one client may have waiting or running; more is refused (429)."""
+    total_queue: int = 1024
+    """Code answers all clients together may have waiting or running; more is refused (503)."""
+
+
+def capped_extras(extras: Mapping[str, object], ceilings: Mapping[str, float]) -> dict[str, object]:
+    """`extras` with every limit lowered to its ceiling; an absent limit is set to the ceiling (the scorers' defaults
+    equal the default ceilings, and a lower ceiling must hold for requests that do not name the limit)."""
+    out = dict(extras)
+    for key, ceiling in ceilings.items():
+        v = out.get(key)
+        if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v > ceiling):
+            out[key] = ceiling
+    return out
+
+
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine can reach (127.0.0.0/8, ::1, `localhost`)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def server_tokens(cli_tokens: Sequence[str] = (), env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The tokens from the command line and `EVR1_REWARDS_TOKEN` (comma-separated), empty ones dropped."""
+    env = os.environ if env is None else env
+    found = [t.strip() for t in cli_tokens] + [t.strip() for t in env.get(TOKEN_ENV, "").split(",")]
+    return tuple(dict.fromkeys(t for t in found if t))
+
+
+def check_bind(host: str, tokens: Sequence[str]) -> None:
+    """RewardConfigError when `host` is reachable from other machines and no token protects the server."""
+    if not tokens and not is_loopback(host):
+        raise RewardConfigError(
+            f"binding {host} exposes the reward server (and its code sandbox) to the network: set a token with "
+            f"{TOKEN_ENV}=SECRET (or --token SECRET) and give clients the URL "
+            "http://HOST:PORT/get_reward?token=SECRET, or bind 127.0.0.1"
+        )
+
+
+class FairGate:
+    """Slots for code answers, shared fairly between clients: a free slot goes to the waiting client with the fewest
+    slots in use, among equals to the one served longest ago. Admission is bounded per client and in total.
+    """
+
+    def __init__(self, slots: int, client_queue: int, total_queue: int) -> None:
+        self.slots, self.client_queue, self.total_queue = max(1, slots), client_queue, total_queue
+        self._cond = threading.Condition()
+        self._free = self.slots
+        self._in_use: dict[str, int] = {}
+        self._admitted: dict[str, int] = {}
+        self._total = 0
+        self._waiters: list[tuple[int, str]] = []
+        self._ticket = 0
+        self._served: dict[str, int] = {}
+        self._grants = 0
+
+    def admit(self, client: str, n: int) -> str | None:
+        """Reserve `n` answers for `client`; None, or "client" / "server" when that queue is full (nothing reserved)."""
+        with self._cond:
+            if self._admitted.get(client, 0) + n > self.client_queue:
+                return "client"
+            if self._total + n > self.total_queue:
+                return "server"
+            self._admitted[client] = self._admitted.get(client, 0) + n
+            self._total += n
+            return None
+
+    def done(self, client: str, n: int = 1) -> None:
+        """Give back `n` admitted answers (scored, or never run)."""
+        with self._cond:
+            left = self._admitted.get(client, 0) - n
+            if left > 0:
+                self._admitted[client] = left
+            else:
+                self._admitted.pop(client, None)
+            self._total -= n
+
+    def _first(self) -> tuple[int, str]:
+        """Fewest slots in use, then the client served longest ago (round robin: a newcomer never waits behind a
+        client that was just served), then first come."""
+        return min(self._waiters, key=lambda w: (self._in_use.get(w[1], 0), self._served.get(w[1], -1), w[0]))
+
+    @contextmanager
+    def slot(self, client: str) -> Iterator[None]:
+        """Hold one slot while scoring one answer (blocks until this client's turn)."""
+        with self._cond:
+            self._ticket += 1
+            me = (self._ticket, client)
+            self._waiters.append(me)
+            while not (self._free > 0 and self._first() == me):
+                self._cond.wait()
+            self._waiters.remove(me)
+            self._grants += 1
+            if len(self._served) >= 4096:  # forget clients that hold and want nothing
+                busy = set(self._in_use) | {w[1] for w in self._waiters}
+                self._served = {k: v for k, v in self._served.items() if k in busy}
+            self._served[client] = self._grants
+            self._free -= 1
+            self._in_use[client] = self._in_use.get(client, 0) + 1
+            self._cond.notify_all()  # another slot may be free for the next waiter
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._free += 1
+                n = self._in_use[client] - 1
+                if n:
+                    self._in_use[client] = n
+                else:
+                    del self._in_use[client]
+                self._cond.notify_all()
 
 
 class _Reject(Exception):
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.headers = tuple(headers)
 
 
 async def _within(awaitable: Any, seconds: float) -> Any:
@@ -85,9 +230,16 @@ def require_serve_extra() -> None:
         raise MissingExtraError("evr1-rewards serve", "serve", e.name or "uvicorn") from None
 
 
-def create_app(router: RewardRouter, default_type: str | None = None, limits: ServerLimits | None = None) -> Any:
+def create_app(
+    router: RewardRouter,
+    default_type: str | None = None,
+    limits: ServerLimits | None = None,
+    *,
+    tokens: Sequence[str] = (),
+) -> Any:
     """The ASGI app: POSTs go straight to the scoring endpoint (the hot path, no routing or request objects), every
-    other request to a starlette `Router` (health, 404). Raises MissingExtraError without the `serve` extra."""
+    other request to a starlette `Router` (health, 404). With `tokens`, a POST must present one of them (401
+    otherwise). Raises MissingExtraError without the `serve` extra."""
     require_serve_extra()
     from starlette.requests import Request
     from starlette.responses import Response
@@ -96,7 +248,7 @@ def create_app(router: RewardRouter, default_type: str | None = None, limits: Se
     lim = limits or ServerLimits()
     if default_type:
         normalize_problem_type(default_type)
-    endpoint = _ScoreEndpoint(router, default_type, lim)
+    endpoint = _ScoreEndpoint(router, default_type, lim, tuple(tokens))
 
     async def health(request: Request) -> Response:
         return Response(json.dumps({"status": "ok"}), media_type="application/json")
@@ -134,32 +286,43 @@ class _ClientGone(Exception):
 class _ScoreEndpoint:
     """POST {"query", "prompts", "labels"} -> {"rewards", "scores", "extra_logs"}, as a plain ASGI callable."""
 
-    def __init__(self, router: RewardRouter, default_type: str | None, lim: ServerLimits) -> None:
+    def __init__(
+        self, router: RewardRouter, default_type: str | None, lim: ServerLimits, tokens: tuple[str, ...]
+    ) -> None:
         self.router, self.default_type, self.lim = router, default_type, lim
+        self.tokens = tuple(t.encode() for t in tokens)
+        self.gate = FairGate(lim.code_slots or _sandbox_workers(router), lim.client_queue, lim.total_queue)
+        ceiling = lim.ceilings.get("timeout", DEFAULT_CEILINGS["timeout"])
+        self.retry_after = str(max(1, math.ceil(2 * ceiling + 2)))
+        """One code answer's wall limit per test (the code scorer's): when a slot frees up again at the latest."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         try:
+            client = self.authorize(scope)
             body = await self.read_body(scope, receive)
             if len(body) > self.lim.inline_body_bytes:
                 from starlette.concurrency import run_in_threadpool
 
-                out = await run_in_threadpool(self.handle, body)
+                inputs = await run_in_threadpool(self.inputs, body)
             else:
-                queries, prompts, labels = self.parse(body, self.lim.max_samples)
-                inputs = openrlhf_inputs(queries, prompts, labels, self.default_type)
-
-                def run() -> dict[str, object]:
-                    return score_openrlhf(self.router, queries, prompts, labels, self.default_type, inputs)
-
-                if self.slow(inputs):
+                inputs = self.inputs(body)
+            admitted = self.admit(client, inputs)
+            try:
+                if len(body) > self.lim.inline_body_bytes:  # the reply is large too: encode it off the event loop
                     from starlette.concurrency import run_in_threadpool
 
-                    out = await run_in_threadpool(run)
+                    out: object = await run_in_threadpool(lambda: json.dumps(self.run(inputs, client)).encode())
+                elif self.slow(inputs):
+                    from starlette.concurrency import run_in_threadpool
+
+                    out = await run_in_threadpool(self.run, inputs, client)
                 else:
-                    out = run()
+                    out = self.run(inputs, client)
+            finally:
+                self.gate.done(client, admitted)
         except _Reject as e:
             _log_reject(scope, e.status, e.reason)
-            await _send_json(send, e.status, {"error": e.reason})
+            await _send_json(send, e.status, {"error": e.reason}, e.headers)
             return
         except _ClientGone:
             log.warning("evr1-rewards serve: client disconnected while sending %s", scope.get("path"))
@@ -168,17 +331,83 @@ class _ScoreEndpoint:
             _log_reject(scope, 400, str(e))
             await _send_json(send, 400, {"error": str(e)})
             return
+        except RecursionError:  # a ground truth or label nested deeper than any scorer reads
+            reason = "input nested too deeply to score (a label, ground truth or extras value)"
+            _log_reject(scope, 400, reason)
+            await _send_json(send, 400, {"error": reason})
+            return
         except Exception as e:  # a bug: answer with the reason, keep serving
             log.exception("evr1-rewards serve: scoring failed")
             await _send_json(send, 500, {"error": f"{type(e).__name__}: {e}"})
             return
-        await _send_json(send, 200, out)
+        await _send_json(send, 200, out)  # type: ignore[arg-type]
 
-    def handle(self, body: bytes) -> bytes:
-        """A large request, end to end on a worker thread: parse, score, encode the reply."""
+    def authorize(self, scope: Mapping[str, Any]) -> str:
+        """The client's fairness key (its token's index, else its address); 401 without a valid token."""
+        if not self.tokens:
+            client = scope.get("client")
+            return str(client[0]) if client else "?"
+        presented = b""
+        for name, value in scope["headers"]:
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
+                presented = value[7:].strip()
+        if not presented and scope.get("query_string"):
+            values = parse_qs(scope["query_string"].decode("latin-1")).get("token")
+            presented = values[-1].encode("latin-1", "replace") if values else b""
+        match = -1
+        for i, token in enumerate(self.tokens):  # every token compared, in constant time
+            if hmac.compare_digest(presented, token):
+                match = i
+        if match < 0:
+            raise _Reject(401, "a token is required: send 'Authorization: Bearer TOKEN' or POST to "
+                          "/get_reward?token=TOKEN", [(b"www-authenticate", b"Bearer")])  # fmt: skip
+        return f"token{match}"
+
+    def inputs(self, body: bytes) -> list[RewardInput]:
+        """The request's samples, with their limit-setting extras lowered to the server's ceilings."""
         queries, prompts, labels = self.parse(body, self.lim.max_samples)
-        inputs = openrlhf_inputs(queries, prompts, labels, self.default_type)
-        return json.dumps(score_openrlhf(self.router, queries, prompts, labels, self.default_type, inputs)).encode()
+        try:
+            inputs = openrlhf_inputs(queries, prompts, labels, self.default_type)
+        except RecursionError:
+            raise _Reject(400, "a label is nested too deeply") from None
+        return [replace(i, extras=capped_extras(i.extras or {}, self.lim.ceilings)) for i in inputs]
+
+    def admit(self, client: str, inputs: Sequence[RewardInput]) -> int:
+        """Reserve the request's code answers in the fair gate (429 / 503 with Retry-After when a queue is full)."""
+        n = sum(1 for i in inputs if _is_code(i))
+        if n:
+            full = self.gate.admit(client, n)
+            if full is not None:
+                headers = [(b"retry-after", self.retry_after.encode())]
+                if full == "client":
+                    raise _Reject(429, f"this client already has {self.lim.client_queue} code answers queued or "
+                                  "running: retry later", headers)  # fmt: skip
+                raise _Reject(503, f"the code sandbox queue is full ({self.lim.total_queue} answers): retry later",
+                              headers)  # fmt: skip
+        return n
+
+    def run(self, inputs: list[RewardInput], client: str) -> dict[str, object]:
+        """Score one request: code answers through the fair gate (in parallel), the rest as one batch."""
+        code = [i for i, inp in enumerate(inputs) if _is_code(inp)]
+        if not code:
+            return openrlhf_reply(self.router.score_batch(inputs))
+        results: list[RewardResult | None] = [None] * len(inputs)
+        is_code = set(code)
+        rest = [i for i in range(len(inputs)) if i not in is_code]
+
+        def gated(i: int) -> RewardResult:
+            with self.gate.slot(client):
+                return self.router.score(inputs[i])
+
+        # A pool per request, never a shared one: a shared pool's FIFO queue would make a newcomer's answer wait
+        # behind every queued answer of the saturating clients before it even reached the fair gate.
+        with ThreadPoolExecutor(max_workers=min(len(code), self.gate.slots), thread_name_prefix="evr1-code") as pool:
+            futures = [(i, pool.submit(gated, i)) for i in code]
+            for i, r in zip(rest, self.router.score_batch([inputs[i] for i in rest]), strict=True):
+                results[i] = r
+            for i, fut in futures:
+                results[i] = fut.result()
+        return openrlhf_reply([r for r in results if r is not None])
 
     async def read_body(self, scope: Mapping[str, Any], receive: Any) -> bytes:
         limit = self.lim.max_body_bytes
@@ -240,7 +469,7 @@ class _ScoreEndpoint:
                           "the batch (or raise serve --max-samples)")  # fmt: skip
         return data["query"], prompts if isinstance(prompts, list) else None, labels
 
-    def slow(self, inputs: list[RewardInput]) -> bool:
+    def slow(self, inputs: Sequence[RewardInput]) -> bool:
         """Batches that would hold the event loop (many samples, or code/math subprocesses) go to a thread."""
         if len(inputs) > self.lim.inline_samples:
             return True
@@ -253,10 +482,30 @@ class _ScoreEndpoint:
         return False
 
 
-async def _send_json(send: Any, status: int, payload: Mapping[str, object] | bytes) -> None:
+def _is_code(inp: RewardInput) -> bool:
+    try:
+        return normalize_problem_type(inp.problem_type) == CODE
+    except RewardError:
+        return False
+
+
+def _sandbox_workers(router: RewardRouter) -> int:
+    """How many programs the router's sandbox runs at once (1 when there is none: code is refused anyway)."""
+    from evr1_rewards.sandbox import SandboxUnavailableError, backend_for
+
+    try:
+        return max(1, int(getattr(backend_for(router.sandbox), "workers", 1)))
+    except SandboxUnavailableError:
+        return 1
+
+
+async def _send_json(
+    send: Any, status: int, payload: Mapping[str, object] | bytes, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})  # fmt: skip
     await send({"type": "http.response.body", "body": body})
 
 
@@ -343,9 +592,13 @@ def serve(
     limits: ServerLimits | None = None,
     *,
     log_level: str = "info",
+    tokens: Sequence[str] = (),
 ) -> None:
-    """Run the server until interrupted (MissingExtraError without the `serve` extra)."""
-    config = make_config(create_app(router, default_type, limits), host, port, limits, log_level=log_level)
+    """Run the server until interrupted (MissingExtraError without the `serve` extra; RewardConfigError for a
+    non-loopback `host` without `tokens`)."""
+    check_bind(host, tokens)
+    app = create_app(router, default_type, limits, tokens=tokens)
+    config = make_config(app, host, port, limits, log_level=log_level)
     import uvicorn
 
     uvicorn.Server(config).run()

@@ -170,6 +170,32 @@ def iou_1d(a: tuple[float, float], b: tuple[float, float]) -> float:
     return max(0.0, inter) / union if inter > 0 else 0.0
 
 
+MIN_PRECISION = 0.5
+"""Reward mode: a predicted span, box or mask earns its IoU only when at least this fraction of it lies on the gold.
+A constant oversized answer — the whole video, the whole frame — otherwise collects partial IoU on every question
+(0.12–0.22 for whole-frame boxes and whole-video spans); with the gate it earns 0 unless the gold fills at least half
+of it (and then it is a fair answer). Metric mode keeps the benchmarks' plain IoU."""
+
+
+def reward_iou_1d(pred: tuple[float, float], gold: tuple[float, float]) -> float:
+    """`iou_1d`, or 0 when less than MIN_PRECISION of the predicted span overlaps the gold."""
+    value = iou_1d(pred, gold)
+    length = pred[1] - pred[0]
+    if value == 0.0 or length <= 0.0:
+        return value
+    inter = min(pred[1], gold[1]) - max(pred[0], gold[0])
+    return value if inter >= MIN_PRECISION * length else 0.0
+
+
+def reward_iou_2d(pred: tuple[float, float, float, float], gold: tuple[float, float, float, float]) -> float:
+    """`iou_2d`, or 0 when less than MIN_PRECISION of the predicted box's area overlaps the gold box."""
+    value = iou_2d(pred, gold)
+    if value == 0.0:
+        return value
+    inter = (min(pred[2], gold[2]) - max(pred[0], gold[0])) * (min(pred[3], gold[3]) - max(pred[1], gold[1]))
+    return value if inter >= MIN_PRECISION * box_area(pred) else 0.0
+
+
 def box_area(b: tuple[float, float, float, float]) -> float:
     return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
 

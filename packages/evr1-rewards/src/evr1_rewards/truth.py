@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 
 from evr1_rewards.errors import GroundTruthError
-from evr1_rewards.extract import clean_payload
+from evr1_rewards.extract import clean_payload, fold_compat
 from evr1_rewards.text import normalize_text
 
 _PLACEHOLDER = re.compile(r"<\[PLHD[^\]]{0,200}\]>")
@@ -65,8 +65,9 @@ def unwrap(text: str) -> str:
     return s
 
 
-def truth_text(gt: object) -> str:
-    """Ground truth as text, unwrapped (see `unwrap`); numbers as written by Python (`repr` for floats)."""
+def truth_text(gt: object, *, fold: bool = True) -> str:
+    """Ground truth as text, unwrapped (see `unwrap`); numbers as written by Python (`repr` for floats). Compatibility
+    forms are folded as in responses (`fold_compat`), except with `fold=False` (code tests: expected output is exact)."""
     if gt is None:
         raise GroundTruthError("ground truth is missing (None)")
     if isinstance(gt, bytes):
@@ -75,7 +76,7 @@ def truth_text(gt: object) -> str:
         return repr(gt) if isinstance(gt, float) else str(gt)
     if not isinstance(gt, str):
         raise GroundTruthError(f"expected a string ground truth, got {type(gt).__name__}: {str(gt)[:80]!r}")
-    return unwrap(gt)
+    return unwrap(fold_compat(gt) if fold else gt)
 
 
 def truth_json(gt: object) -> object:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from evr1_rewards.errors import RewardError
 from evr1_rewards.router import RewardRouter
-from evr1_rewards.types import RewardInput
+from evr1_rewards.types import RewardInput, RewardResult
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,8 @@ def parse_label(label: object, default_type: str | None) -> tuple[str, object, d
             obj = json.loads(label)
         except ValueError:
             obj = label
+        except RecursionError:
+            raise RewardError("label JSON is nested too deeply") from None
     if isinstance(obj, Mapping) and "ground_truth" in obj:
         ptype = obj.get("problem_type") or default_type
         extras = obj.get("extras") or {}
@@ -102,7 +104,11 @@ def score_openrlhf(
     """The JSON reply for one OpenRLHF request."""
     if inputs is None:
         inputs = openrlhf_inputs(queries, prompts, labels, default_type)
-    results = router.score_batch(inputs)
+    return openrlhf_reply(router.score_batch(inputs))
+
+
+def openrlhf_reply(results: Sequence[RewardResult]) -> dict[str, object]:
+    """The JSON reply OpenRLHF reads, from the results of one request's samples (in order)."""
     rewards = [r.overall for r in results]
     return {
         "rewards": rewards,

@@ -14,15 +14,21 @@ _STATED = frozenset({"answer_tag", "boxed", "statement"})
 
 
 def first_parsed(
-    resp: Response, parse: Callable[[str], T | None], hedge: Callable[[str], bool] | None = None
+    resp: Response,
+    parse: Callable[[str], T | None],
+    hedge: Callable[[str], bool] | None = None,
+    rejects: Callable[[str, object], bool] | None = None,
 ) -> tuple[T | None, str, bool]:
     """Try the answer candidates in priority order: (value, source, parsed_from_primary_candidate). A stated answer
     (tag, box, "the answer is …") that `hedge`s — offers several answers — ends the search with no value: the text
-    around it must not supply the choice it refused to make."""
+    around it must not supply the choice it refused to make. So does an answer that `rejects` the value it names
+    ("not yes", "Response 2 is worse"; see `evr1_rewards.extract.rejected`)."""
     for i, cand in enumerate(resp.candidates()):
         if hedge is not None and cand.source in _STATED and hedge(cand.text):
             return None, cand.source, False
         value = parse(cand.text)
         if value is not None:
+            if rejects is not None and rejects(cand.text, value):
+                return None, cand.source, False
             return value, cand.source, i == 0
     return None, "none", False

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from evr1_rewards.coords import Box, Conventions, to_common
-from evr1_rewards.structured import as_box, frame_key, iou_2d
+from evr1_rewards.structured import as_box, frame_key, iou_2d, reward_iou_2d
 
 MAX_FRAMES = 100_000
 """A track with more keys than this is not an answer (it would only cost time)."""
@@ -28,9 +28,11 @@ def boxes_by_frame(v: object) -> dict[str, Box | None] | None:
 
 
 def union_mean_iou(
-    pred: Mapping[str, Box | None], gold: Mapping[str, Box], conv: Conventions
+    pred: Mapping[str, Box | None], gold: Mapping[str, Box], conv: Conventions, *, gated: bool = False
 ) -> tuple[float, int, int]:
-    """(Σ over shared keys of box IoU / |pred keys ∪ gold keys|, #shared, #union): missing and extra frames score 0."""
+    """(Σ over shared keys of box IoU / |pred keys ∪ gold keys|, #shared, #union): missing and extra frames score 0.
+    `gated` (reward mode): each frame's IoU is `reward_iou_2d` (a box mostly off the gold earns 0)."""
+    box_iou = reward_iou_2d if gated else iou_2d
     pred_conv, gt_conv, size = conv
     union = len(pred.keys() | gold.keys())
     if union == 0:
@@ -44,5 +46,5 @@ def union_mean_iou(
         p = pred[k]
         shared += 1
         if p is not None:
-            total += iou_2d(p if same else to_common(p, pred_conv, gt_conv, size), g)
+            total += box_iou(p if same else to_common(p, pred_conv, gt_conv, size), g)
     return total / union, shared, union

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 
 from evr1_rewards.errors import GroundTruthError
-from evr1_rewards.extract import Response, ascii_lower, clean_payload, tail
+from evr1_rewards.extract import Response, ascii_lower, clean_payload, rejected, tail
 from evr1_rewards.registry import register
 from evr1_rewards.scorers._common import first_parsed
 from evr1_rewards.truth import truth_text
@@ -50,6 +50,17 @@ def _cleaned_is_hedge(s: str) -> bool:
     return m is not None and _MAP[m.group(1)] != _MAP[m.group(2)]
 
 
+_TOKENS = {
+    "yes": re.compile(r"(?<![a-z0-9_])(?:yes|true)(?![a-z0-9_])"),
+    "no": re.compile(r"(?<![a-z0-9_])(?:no|false)(?![a-z0-9_])"),
+}
+
+
+def rejects_answer(text: str, value: object) -> bool:
+    """The answer negates the verdict it names: "not yes", "I can't say yes", "yes is wrong" (0, not that verdict)."""
+    return rejected(text, _TOKENS[str(value)])
+
+
 def parse_yes_no(text: str) -> str | None:
     """'yes' / 'no' from an answer, or None (also for a hedge, see `is_hedge`)."""
     s = clean_payload(tail(text, 4096)).strip().strip("。.!！*")
@@ -83,5 +94,5 @@ class Boolean:
         return truth
 
     def score(self, response: Response, truth: str, ctx: Context) -> Outcome:
-        pred, source, parsed = first_parsed(response, parse_yes_no, is_hedge)
+        pred, source, parsed = first_parsed(response, parse_yes_no, is_hedge, rejects_answer)
         return Outcome(1.0 if pred == truth else 0.0, parsed, {"pred": pred or "", "source": source})

@@ -107,7 +107,7 @@ def parse_tests(ground_truth: object) -> list[Test]:
     """Tests from any of the supported ground-truth shapes (see the module docstring)."""
     obj = ground_truth
     if isinstance(obj, (str, bytes)):
-        text = truth_text(obj)
+        text = truth_text(obj, fold=False)
         try:
             obj = json.loads(text)
         except ValueError:

@@ -1,8 +1,11 @@
 r"""Math: math-verify equivalence (gold first), with a hard timeout in a worker process; option letters → multiple choice.
 
 Fast path (no extra needed): a ground truth that is an option letter is scored as multiple choice; an answer and a
-ground truth that are both plain numbers are compared numerically. Anything else (LaTeX, expressions, sets) goes to
-`math_verify.verify(parse(gold), parse(answer))` in a persistent worker subprocess: math-verify's own timeouts use
+ground truth that are both plain numbers are compared numerically, and both plain numbers or numeric fractions
+(`-3/4`, `\frac{3}{4}`, `$\dfrac{3}{4}$`) exactly (`exact_number`; tested to agree with math-verify). A percentage is
+read as written (`300%` is 300). Anything else (LaTeX, expressions, sets) goes to
+`math_verify.verify(parse(gold), parse(answer))` in a persistent worker subprocess (each gold parsed once there; a
+verdict cached per (gold, span) here, since the answers of a GRPO group repeat): math-verify's own timeouts use
 signals (main thread only) and sympy can hang, so a call that overruns `extras["math_timeout"]` seconds (default 5)
 kills the worker and scores 0. Needs `pip install "evr1-rewards[math]"` for the non-fast path.
 
@@ -28,6 +31,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 from evr1_rewards.errors import MissingExtraError
 from evr1_rewards.extract import Response, clean_payload
@@ -48,6 +52,7 @@ SCAN_CHARS = 4096
 _OPENERS = ("{", "(", "[")
 _PLAIN_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d{1,40})(?:\.\d{1,40})?%?|[-+−]?\.\d{1,40}%?")
 _LETTER = re.compile(r"\(?([A-Ja-j])\)?\.?")
+_PERCENT = re.compile(r"\s*\\?%")
 
 _WORKER = r"""
 import json, sys
@@ -62,10 +67,16 @@ except Exception:
     pass
 sys.stdout.write("ready\n")
 sys.stdout.flush()
+golds = {}  # a GRPO group shares its gold: parse it once (bounded)
 for line in sys.stdin:
     try:
         req = json.loads(line)
-        g, p = _p(req["gold"]), _p(req["pred"])
+        g = golds.get(req["gold"])
+        if g is None:
+            if len(golds) >= 256:
+                golds.clear()
+            g = golds[req["gold"]] = _p(req["gold"])
+        p = _p(req["pred"])
         ok = bool(g) and bool(p) and bool(verify(g, p))
     except Exception:
         ok = False
@@ -137,7 +148,8 @@ class _Pool:
     def __init__(self) -> None:
         self.idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
 
-    def verify(self, gold: str, pred: str, timeout: float) -> bool:
+    def verify(self, gold: str, pred: str, timeout: float) -> bool | None:
+        """math-verify's verdict, or None when the worker overran `timeout` or died (it is replaced)."""
         try:
             worker = self.idle.get_nowait()
         except queue.Empty:
@@ -147,12 +159,63 @@ class _Pool:
         result = worker.ask(gold, pred, timeout)
         if result is None:
             self.idle.put(_Worker())  # replace the killed worker now, so it warms up while others score
-            return False
+            return None
         self.idle.put(worker)
         return result
 
 
 _POOL = _Pool()
+
+RESULT_CACHE_SIZE = 4096
+"""(gold, final-answer span) -> math-verify's verdict, kept in this process: the answers of a GRPO group often
+agree, and a verdict is a pure function of the two strings (a timeout is not cached)."""
+_RESULTS: dict[tuple[str, str], bool] = {}
+
+
+def _verify_cached(gold: str, span: str, timeout: float) -> bool:
+    key = (gold, span)
+    hit = _RESULTS.get(key)
+    if hit is not None:
+        return hit
+    verdict = _POOL.verify(gold, span, timeout)
+    if verdict is None:  # timed out: 0, and not remembered (a later call may have more time)
+        return False
+    if len(_RESULTS) >= RESULT_CACHE_SIZE:
+        _RESULTS.clear()
+    _RESULTS[key] = verdict
+    return verdict
+
+
+def clear_cache() -> None:
+    """Forget the cached verdicts (benchmarks of the cold path)."""
+    _RESULTS.clear()
+
+
+_EXACT = re.compile(
+    r"(?P<sign>[-+−]?)[ ]{0,2}(?:\\[dt]?frac\{[ ]{0,2}(?P<fn>\d{1,30})[ ]{0,2}\}\{[ ]{0,2}(?P<fd>\d{1,30})[ ]{0,2}\}"
+    r"|(?P<n>\d{1,30}(?:\.\d{1,30})?|\.\d{1,30})(?:[ ]{0,2}/[ ]{0,2}(?P<d>\d{1,30}))?)"
+)
+
+
+def exact_number(text: str) -> Fraction | None:
+    r"""The exact value of an answer that is one plain number or numeric fraction (`0.75`, `-3/4`, `rac{3}{4}`,
+    `$\dfrac{3}{4}$`), else None. These are compared here, exactly: no math-verify call is needed for them."""
+    t = text.strip()
+    if t[:1] == "$" and t[-1:] == "$":
+        t = t.strip("$").strip()
+    elif t.startswith("\\(") and t.endswith("\\)"):
+        t = t[2:-2].strip()
+    m = _EXACT.fullmatch(t)
+    if m is None:
+        return None
+    if m.group("fn") is not None:
+        num, den = Fraction(m.group("fn")), Fraction(m.group("fd"))
+    else:
+        num, den = Fraction(m.group("n")), Fraction(m.group("d") or 1)
+    if den == 0:
+        return None
+    v = num / den
+    return -v if m.group("sign") in ("-", "−") else v
 
 
 def math_verify_available() -> bool:
@@ -447,6 +510,11 @@ class Math:
             return Outcome(1.0 if ok else 0.0, True, {"source": cand.source, "verifier": "number"})
         if _same_text(pred, gold):  # the gold as written: equal without asking sympy (even if sympy would choke)
             return Outcome(1.0, True, {"source": cand.source, "verifier": "text"})
+        g_exact = exact_number(gold) if len(gold) <= 128 else None
+        if g_exact is not None and len(pred) <= 128:
+            p_exact = exact_number(pred)
+            if p_exact is not None:
+                return Outcome(1.0 if p_exact == g_exact else 0.0, True, {"source": cand.source, "verifier": "exact"})
         span, why = final_answer_span(pred)
         if span is not None and unevaluated(span, gold):
             span, why = None, "unevaluated"
@@ -454,5 +522,7 @@ class Math:
             return Outcome(0.0, False, {"source": cand.source, "rejected": why})
         if not math_verify_available():
             raise MissingExtraError("the 'math' scorer (non-numeric answers)", "math", "math_verify")
-        ok = _POOL.verify(gold, span, timeout)
+        # A percentage is read as written (`300%` is 300), as by every numeric type: math-verify alone would also
+        # accept it as 3, and `3 %` as both 3 and 0.03 - one answer right for two golds.
+        ok = _verify_cached(_PERCENT.sub("", gold), _PERCENT.sub("", span), timeout)
         return Outcome(1.0 if ok else 0.0, True, {"source": cand.source, "verifier": "math_verify"})

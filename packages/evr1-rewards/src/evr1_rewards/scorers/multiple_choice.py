@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from evr1_rewards.errors import GroundTruthError
-from evr1_rewards.extract import Response, clean_payload, tail
+from evr1_rewards.extract import Response, clean_payload, rejected, tail
 from evr1_rewards.registry import register
 from evr1_rewards.truth import truth_text
 from evr1_rewards.types import Context, Outcome
@@ -137,12 +137,42 @@ def _stated_letter(s: str, letters: str) -> str | None:
     return letter
 
 
+_QUANTIFIED = re.compile(
+    r"(?i:(?:(?:it|this|that|the\s+answer)\s+(?:is|could\s+be|might\s+be|must\s+be|can\s+be)\s+|could\s+be\s+|might\s+be\s+"
+    r"|maybe\s+|possibly\s+)?(?:(?:one|any|all|each|either|some|several)\s+of(?:\s+(?:them|these|those|the\s+(?:options|"
+    r"choices|above|following)))?|(?:it\s+)?could\s+be|might\s+be)[\s:,\-]{1,4})"
+)
+"""A quantifier in front of a list of options: "one of A, B, C, D", "any of A/B", "all of them: A, B", "could be A or B"."""
+
+
 def is_hedge(text: str) -> bool:
-    """The answer only lists several options ("A or B", "B, C", "(B)(C)", "A/B/C/D"), choosing none."""
+    """The answer only lists several options ("A or B", "B, C", "(B)(C)", "A/B/C/D", "one of A, B, C, D", "could
+    be A or B"), or ends with the options one per line: it chooses none."""
     s = text.strip().replace("**", "")
+    if lists_options(s):
+        return True
+    q = _QUANTIFIED.match(s)
+    if q is not None:
+        s = s[q.end() :]
     if len(s) > 96 or (h := _HEDGE.fullmatch(s)) is None:
         return False
     return len({c.upper() for c in re.findall(r"(?<![A-Za-z])[A-Ja-j](?![A-Za-z])", h.group())}) > 1
+
+
+def lists_options(text: str) -> bool:
+    """The text ends with two or more lines that are each just a different option letter ("A\nB\nC\nD", "- (A)\n-
+    (B)", after a header such as "The options are:"): a list, not a choice."""
+    if "\n" not in text:
+        return False
+    letters: list[str] = []
+    for line in reversed(tail(text, SCAN_CHARS).splitlines()):
+        if not line.strip():
+            continue
+        m = _BARE_LINE.fullmatch(line)
+        if m is None:
+            break
+        letters.append(m.group(1).upper())
+    return len(set(letters)) > 1
 
 
 def extract_letter(text: str, choices: Choices, *, stated: bool = False) -> str | None:
@@ -207,6 +237,17 @@ def extract_letter(text: str, choices: Choices, *, stated: bool = False) -> str 
     return None
 
 
+_LETTER_TOKENS = {
+    c: re.compile(rf"(?<![A-Za-z0-9'’])(?:[\(\[（]\s?[{c}{c.lower()}]\s?[\)\]）]|{c})(?![A-Za-z0-9'’])")
+    for c in DEFAULT_LETTERS + "KLMNOPQRSTUVWXYZ"
+}
+
+
+def rejects_letter(text: str, letter: str) -> bool:
+    """The answer rejects the option it names: "not B", "B is wrong", "I would not choose B" (0, not B)."""
+    return rejected(text, _LETTER_TOKENS[letter], lower=False)
+
+
 @register(MULTIPLE_CHOICE, answer_format="the option letter")
 class MultipleChoice:
     """Option-letter match; letters restricted to the options; never reads 'a'/'I' in prose as an option."""
@@ -235,10 +276,16 @@ class MultipleChoice:
 
     def score(self, response: Response, truth: tuple[str, Choices], ctx: Context) -> Outcome:
         gold, choices = truth
+        tag = response.answer_tag
+        if lists_options(tag if tag is not None else response.text[response.region()[0] :]):
+            # "Answer:\nA\nB\nC\nD": the statement would take its first line; the answer is the whole list
+            return Outcome(0.0, False, {"pred": "", "source": "answer_tag" if tag else "text", "hedge": True})
         for i, cand in enumerate(response.candidates()):
             if cand.source in _STATED_SOURCES and is_hedge(clean_payload(cand.text)):
                 return Outcome(0.0, False, {"pred": "", "source": cand.source, "hedge": True})
             pred = extract_letter(cand.text, choices, stated=cand.source in _STATED_SOURCES)
+            if pred is not None and rejects_letter(cand.text, pred):
+                return Outcome(0.0, False, {"pred": "", "source": cand.source, "rejected": pred})
             if pred is not None:
                 return Outcome(1.0 if pred == gold else 0.0, i == 0, {"pred": pred, "source": cand.source})
         return Outcome(0.0, False, {"pred": "", "source": "none"})

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 
 from evr1_rewards.errors import GroundTruthError
-from evr1_rewards.extract import Response, clean_payload
+from evr1_rewards.extract import Response, clean_payload, rejected
 from evr1_rewards.numbers import Number, close, parse_number
 from evr1_rewards.registry import register
 from evr1_rewards.scorers._common import first_parsed
@@ -53,6 +53,14 @@ def parse_answer_number(text: str) -> Number | None:
     return None if is_hedge(text) else parse_number(clean_payload(text))
 
 
+_LAST_NUMBER = re.compile(r"[-+−]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s{0,2}%?")
+
+
+def rejects_number(text: str, value: object) -> bool:
+    """The answer negates the last number it writes: "not 42", "The answer is not 42" (0, not 42)."""
+    return rejected(text, _LAST_NUMBER, last_only=True)
+
+
 def _decimals(ground_truth: object) -> int:
     """Decimal places written in the ground truth ("0.33" -> 2), used to accept answers rounded to that precision."""
     m = _DECIMAL.fullmatch(clean_payload(truth_text(ground_truth)).strip().rstrip("%").strip())
@@ -91,11 +99,11 @@ class Numerical:
 
     def score(self, response: Response, truth: NumericalTruth, ctx: Context) -> Outcome:
         gold, rel, abs_, decimals = truth
-        pred, source, parsed = first_parsed(response, parse_answer_number, is_hedge)
+        pred, source, parsed = first_parsed(response, parse_answer_number, is_hedge, rejects_number)
         if pred is None:
             return Outcome(0.0, False, {"source": source})
         ok = close(pred, gold, rel_tol=rel, abs_tol=abs_)
         if not ok and decimals >= MIN_ROUNDING_DECIMALS:
             # The ground truth is written to `decimals` places: an answer that rounds to it is correct ("1/3" ~ "0.33").
-            ok = any(round(p, decimals) == round(g, decimals) for p in pred.candidates() for g in gold.candidates())
+            ok = round(pred.value, decimals) == round(gold.value, decimals)
         return Outcome(1.0 if ok else 0.0, parsed, {"pred": pred.value, "source": source})

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 
 from evr1_rewards.errors import GroundTruthError
-from evr1_rewards.extract import Response, ascii_lower, clean_payload, tail
+from evr1_rewards.extract import Response, ascii_lower, clean_payload, rejected, tail
 from evr1_rewards.registry import register
 from evr1_rewards.scorers._common import first_parsed
 from evr1_rewards.truth import truth_text
@@ -49,6 +49,17 @@ def parse_label(text: str) -> str | None:
 
 
 _TEXT = {"1": "Response 1", "2": "Response 2", "tie": "Tie"}
+_TOKENS = {
+    v: re.compile(
+        rf"(?:response|answer|output)[ \t]{{0,2}}(?:#[ \t]?)?(?:{v}|{ab})(?![a-z0-9])|(?<![a-z]){nth}(?![a-z])"
+    )
+    for v, ab, nth in (("1", "a", "first"), ("2", "b", "second"))
+} | {"tie": re.compile(r"(?<![a-z])(?:tie|equal|same|both|draw)(?![a-z])")}
+
+
+def rejects_answer(text: str, label: object) -> bool:
+    """The answer rejects the response it names: "Response 2 is worse", "not Response 1" (0, not that label)."""
+    return rejected(text, _TOKENS[str(label)])
 
 
 @register(PREFERENCE, answer_format='"Response 1", "Response 2" or "Tie"')
@@ -68,5 +79,5 @@ class Preference:
         return _TEXT[truth]
 
     def score(self, response: Response, truth: str, ctx: Context) -> Outcome:
-        pred, source, parsed = first_parsed(response, parse_label)
+        pred, source, parsed = first_parsed(response, parse_label, rejects=rejects_answer)
         return Outcome(1.0 if pred == truth else 0.0, parsed, {"pred": pred or "", "source": source})

@@ -14,7 +14,13 @@ from evr1_rewards.extract import Response
 from evr1_rewards.numbers import Number
 from evr1_rewards.registry import register
 from evr1_rewards.scorers._common import first_parsed
-from evr1_rewards.scorers.numerical import format_number, is_hedge, parse_answer_number, parse_truth_number
+from evr1_rewards.scorers.numerical import (
+    format_number,
+    is_hedge,
+    parse_answer_number,
+    parse_truth_number,
+    rejects_number,
+)
 from evr1_rewards.truth import extra_bool
 from evr1_rewards.types import Context, Outcome
 from evr1_rewards.vocabulary import REGRESSION
@@ -55,9 +61,8 @@ class Regression:
 
     def score(self, response: Response, truth: tuple[Number, bool], ctx: Context) -> Outcome:
         gold, official = truth
-        pred, source, parsed = first_parsed(response, parse_answer_number, is_hedge)
+        pred, source, parsed = first_parsed(response, parse_answer_number, is_hedge, rejects_number)
         if pred is None:
             return Outcome(0.0, False, {"source": source})
-        g = gold.value / 100.0 if gold.percent and not pred.percent else gold.value
-        acc = mean_relative_accuracy(pred.value, g, official=official and ctx.mode == "metric")
+        acc = mean_relative_accuracy(pred.value, gold.value, official=official and ctx.mode == "metric")
         return Outcome(acc, parsed, {"pred": pred.value, "source": source})

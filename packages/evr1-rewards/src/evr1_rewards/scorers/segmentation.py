@@ -3,7 +3,9 @@
 Ground truth: `{"size": [h, w], "counts": [...] | "<compressed>"}` (COCO RLE) or `{"size": [h, w], "polygons":
 [[x1, y1, x2, y2, …], …]}`. Predictions: the same shapes (size defaults to the ground truth's), `{"polygon": [[x, y],
 …]}`, or SAM-style prompts `{"boxes": [x1, y1, x2, y2], "positive_points": [[x, y], …], "negative_points": [...]}`
-scored 0.5·IoU(box, mask's box) + 0.25·(positive points inside the mask) + 0.25·(negative points outside).
+scored 0.5·IoU(box, mask's box) + 0.25·(positive points inside the mask) + 0.25·(negative points outside) in metric
+mode; in reward mode IoU(box)·(0.5 + 0.25·pos + 0.25·neg), and a box or mask less than half on the gold earns 0
+(`structured.MIN_PRECISION`), so a constant prompt (whole-frame box, centre and corner points) earns nothing.
 Coordinates follow extras box conventions (`box_format`, …) with the mask size as the image size.
 `evr1_rewards.masks.j_and_f` gives DAVIS-style J&F for evaluation.
 """
@@ -15,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from evr1_rewards.coords import Conventions, conventions, to_common
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
-from evr1_rewards.masks import Mask, from_polygons, from_rle, iou
+from evr1_rewards.masks import Mask, from_polygons, from_rle, iou, reward_iou
 from evr1_rewards.registry import register
-from evr1_rewards.structured import as_box, as_float, find_json, iou_2d
+from evr1_rewards.structured import as_box, as_float, find_json, iou_2d, reward_iou_2d
 from evr1_rewards.truth import truth_json
 from evr1_rewards.types import Context, Outcome
 from evr1_rewards.vocabulary import SEGMENTATION
@@ -113,6 +115,7 @@ class Segmentation:
     def score(self, response: Response, truth: tuple[Mask, Conventions], ctx: Context) -> Outcome:
         gold, conv = truth
         pred_conv, gt_conv, size = conv
+        reward = ctx.mode == "reward"
         for i, cand in enumerate(response.candidates()):
             obj = find_json(cand.text, want=dict)
             if obj is None:
@@ -133,17 +136,20 @@ class Segmentation:
             if mask is not None:
                 if (mask.h, mask.w) != (gold.h, gold.w):
                     return Outcome(0.0, False, {"source": cand.source, "size_mismatch": True})
-                value = iou(mask, gold) if gold.bits or mask.bits else 1.0
+                value = (reward_iou if reward else iou)(mask, gold) if gold.bits or mask.bits else 1.0
                 return Outcome(value, i == 0, {"source": cand.source, "iou": value})
             box = as_box(obj)
             if box is None:
                 continue
             gbox = gold.bbox()
-            box_iou = iou_2d(box, gbox) if gbox else 0.0
+            box_iou = ((reward_iou_2d if reward else iou_2d)(box, gbox)) if gbox else 0.0
             pos, neg = _points(obj, POS_KEYS), _points(obj, NEG_KEYS)  # type: ignore[arg-type]
             pos_s = sum(gold.contains(x, y) for x, y in pos) / len(pos) if pos else 0.0
             neg_s = sum(not gold.contains(x, y) for x, y in neg) / len(neg) if neg else 0.0
-            acc = 0.5 * box_iou + 0.25 * pos_s + 0.25 * neg_s
+            if reward:  # points refine a box: credited in proportion to the box's IoU, never on their own
+                acc = box_iou * (0.5 + 0.25 * pos_s + 0.25 * neg_s)
+            else:
+                acc = 0.5 * box_iou + 0.25 * pos_s + 0.25 * neg_s
             return Outcome(acc, i == 0, {"source": cand.source, "box_iou": box_iou, "pos": pos_s, "neg": neg_s})
         return Outcome(0.0, False, {"source": "none"})
 

@@ -1,4 +1,5 @@
-"""Spatial grounding: IoU of one [x1, y1, x2, y2] box, in the coordinate convention given by extras (see coords)."""
+"""Spatial grounding: IoU of one [x1, y1, x2, y2] box, in the coordinate convention given by extras (see coords).
+Reward mode: a box less than half on the gold box earns 0 (`structured.MIN_PRECISION`: no credit for the whole frame)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from evr1_rewards.coords import Box, Conventions, conventions, to_common
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
 from evr1_rewards.registry import register
-from evr1_rewards.structured import as_box, box_from_prose, find_json, iou_2d
+from evr1_rewards.structured import as_box, box_from_prose, find_json, iou_2d, reward_iou_2d
 from evr1_rewards.truth import truth_json
 from evr1_rewards.types import Context, Outcome
 from evr1_rewards.vocabulary import SPATIAL_GROUNDING
@@ -62,5 +63,6 @@ class SpatialGrounding:
             if not valid_box(box):
                 return Outcome(0.0, False, {"source": cand.source, "degenerate": True})
             box = to_common(box, pred_conv, gt_conv, size)
-            return Outcome(iou_2d(box, gold), i == 0, {"source": cand.source, "pred": list(box)})
+            value = (reward_iou_2d if ctx.mode == "reward" else iou_2d)(box, gold)
+            return Outcome(value, i == 0, {"source": cand.source, "pred": list(box)})
         return Outcome(0.0, False, {"source": "none"})

@@ -16,7 +16,7 @@ from evr1_rewards.extract import Response
 from evr1_rewards.registry import register
 from evr1_rewards.scorers._tracks import boxes_by_frame, union_mean_iou
 from evr1_rewards.scorers.temporal_grounding import Span, order_span, span_of
-from evr1_rewards.structured import find_json, iou_1d, span_from_prose
+from evr1_rewards.structured import find_json, iou_1d, reward_iou_1d, span_from_prose
 from evr1_rewards.truth import truth_json
 from evr1_rewards.types import Context, Outcome
 from evr1_rewards.vocabulary import SPATIOTEMPORAL_GROUNDING
@@ -75,11 +75,11 @@ class SpatioTemporalGrounding:
             ordered = order_span(span, ctx.mode)
             if ordered is None:
                 return Outcome(0.0, False, {"source": cand.source, "reversed": True})
-            tiou = iou_1d(ordered, gold_span)
+            tiou = (reward_iou_1d if ctx.mode == "reward" else iou_1d)(ordered, gold_span)
             if not gold_boxes:
                 return Outcome(tiou, i == 0, {"source": cand.source, "tiou": tiou})
             pred_boxes = (boxes_by_frame(obj.get("boxes", {})) if isinstance(obj, Mapping) else None) or {}
-            viou, shared, _union = union_mean_iou(pred_boxes, gold_boxes, conv)
+            viou, shared, _union = union_mean_iou(pred_boxes, gold_boxes, conv, gated=ctx.mode == "reward")
             acc = T_WEIGHT * tiou + (1.0 - T_WEIGHT) * viou
             parsed = i == 0 and bool(pred_boxes)
             return Outcome(acc, parsed, {"source": cand.source, "tiou": tiou, "viou": viou, "shared": shared})

@@ -1,6 +1,7 @@
 """Temporal grounding: IoU of [start, end] spans, from `{"time": [s, e]}` JSON or spans in prose.
 
 A reversed predicted span is a format error (0) in reward mode and swapped in metric mode (lmms-eval behaviour).
+Reward mode: a span less than half on the gold earns 0 (`structured.MIN_PRECISION`: no credit for the whole video).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
 from evr1_rewards.registry import register
-from evr1_rewards.structured import as_span, find_json, iou_1d, span_from_prose
+from evr1_rewards.structured import as_span, find_json, iou_1d, reward_iou_1d, span_from_prose
 from evr1_rewards.truth import truth_json
 from evr1_rewards.types import Context, Outcome
 from evr1_rewards.vocabulary import TEMPORAL_GROUNDING
@@ -88,5 +89,6 @@ class TemporalGrounding:
             ordered = order_span(span, ctx.mode)
             if ordered is None:
                 return Outcome(0.0, False, {"source": cand.source, "reversed": True})
-            return Outcome(iou_1d(ordered, truth), i == 0, {"source": cand.source, "pred": list(ordered)})
+            value = (reward_iou_1d if ctx.mode == "reward" else iou_1d)(ordered, truth)
+            return Outcome(value, i == 0, {"source": cand.source, "pred": list(ordered)})
         return Outcome(0.0, False, {"source": "none"})

@@ -49,6 +49,6 @@ class Tracking:
             pred = boxes_by_frame(obj) if obj is not None else None
             if pred is None:
                 continue
-            miou, shared, union = union_mean_iou(pred, gold, conv)
+            miou, shared, union = union_mean_iou(pred, gold, conv, gated=ctx.mode == "reward")
             return Outcome(miou, i == 0 and bool(pred), {"source": cand.source, "shared": shared, "union": union})
         return Outcome(0.0, False, {"source": "none"})
