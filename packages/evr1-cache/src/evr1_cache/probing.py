@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache.errors import MediaError
+from evr1_cache.paths import open_container
 from evr1_cache.sources import media_file
 
 #: Frame-time jitter (fraction of the median frame interval) still treated as a constant frame rate.
@@ -94,11 +95,9 @@ class _Header:
 
 def probe(path: str | os.PathLike[str], *, exact: bool = False) -> VideoInfo:
     """Measure `path` (see module docstring); `exact=True` decodes every frame to time it (slower, authoritative)."""
-    import av
-
     p = media_file(path)
     try:
-        with av.open(str(p)) as container:
+        with open_container(p) as container:
             header = _stream_header(p, container)
             stream = container.streams.video[0]
             if exact:
@@ -214,9 +213,7 @@ def _frame_time(frame: object, last: float | None) -> float | None:
 
 def _first_frame(p: Path, width: int, height: int) -> tuple[int, int, int]:
     """(rotation, coded width, coded height) from the first decoded frame (the stream header's size as fallback)."""
-    import av
-
-    with av.open(str(p)) as container:
+    with open_container(p) as container:
         for frame in container.decode(video=0):
             return int(frame.rotation or 0) % 360, int(frame.width), int(frame.height)
     return 0, width, height

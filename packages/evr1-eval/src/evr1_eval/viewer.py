@@ -35,6 +35,8 @@ class Sources:
     annotations_dir: Path | None = None
     media_root: Path | None = None
     cache_dir: Path | None = None
+    #: the run was given `--allow-outside-media`: its media may lie outside the annotations' folder / media root
+    allow_outside_media: bool = False
 
 
 def add_html_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +94,8 @@ def recorded_sources(settings: Mapping[str, Any]) -> Sources:
                 found[flag] = Path(str(argv[i + 1]))
             elif isinstance(token, str) and token.startswith(flag + "="):
                 found[flag] = Path(token.split("=", 1)[1])
-    return Sources(found.get("--annotations-dir"), found.get("--media-root"), found.get("--cache-dir"))
+    outside = "--allow-outside-media" in argv
+    return Sources(found.get("--annotations-dir"), found.get("--media-root"), found.get("--cache-dir"), outside)
 
 
 def _settings(bench_dir: Path, problems: list[str]) -> dict[str, Any]:
@@ -156,6 +159,7 @@ def _bench_samples(
         given.annotations_dir or recorded.annotations_dir,
         given.media_root or recorded.media_root,
         given.cache_dir or recorded.cache_dir,
+        recorded.allow_outside_media,
     )
     bench_name = rows[0].benchmark
     by_id = _load_samples(bench_name, sources, fingerprint, problems)
@@ -188,7 +192,10 @@ def _load_samples(
     from evr1_eval.jobs import load_job
 
     try:
-        job = load_job(get_benchmark(bench_name), sources.annotations_dir, sources.media_root)
+        job = load_job(
+            get_benchmark(bench_name), sources.annotations_dir, sources.media_root,
+            allow_outside_media=sources.allow_outside_media,
+        )  # fmt: skip
     except (OSError, KeyError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         problems.append(f"{bench_name}: annotations not loaded ({message}); prompts and frames are not shown")

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evr1_cache import add_media_path_args
+
 EXAMPLE = """examples:
   evr1-eval run --model Qwen/Qwen3-VL-8B-Instruct --benchmarks videomme,mvbench \\
       --annotations-dir data/eval --media-root data/videos --cache-dir cache/ --out runs/qwen3vl-8b
@@ -62,7 +64,10 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--benchmarks", required=True, help="comma-separated benchmark names (see `evr1-eval list`)")
     p.add_argument("--annotations-dir", required=True, type=Path, help="folder holding <benchmark>.json(l)")
-    p.add_argument("--media-root", type=Path, default=None, help="folder the annotations' media paths are relative to")
+    p.add_argument(
+        "--media-root", type=Path, default=None, help="folder the annotations' media paths are relative to and stay in"
+    )
+    add_media_path_args(p)
     p.add_argument("--out", required=True, type=Path, help="run folder (one sub-folder per benchmark)")
     p.add_argument("--backend", default="vllm", help="vllm (default), hf, openai")
     p.add_argument("--cache-dir", type=Path, default=None, help="evr1-cache folder (see `evr1-eval precompute`)")
@@ -220,7 +225,10 @@ def load_jobs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     overrides = sampling_overrides(benches[0].sampling, parse_overrides(args.sampling), model)
     jobs = []
     for bench in benches:
-        job = load_job(bench, args.annotations_dir, args.media_root, settings.protocol)
+        job = load_job(
+            bench, args.annotations_dir, args.media_root, settings.protocol,
+            allow_outside_media=args.allow_outside_media,
+        )  # fmt: skip
         job = dataclasses.replace(
             job, sampling_overrides=sampling_overrides(bench.sampling, settings.sampling_for(bench.name), model)
         )

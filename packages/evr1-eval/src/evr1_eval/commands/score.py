@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from evr1_eval.scoring import Prediction, judge_rows, openai_judge, read_predictions, score_samples, unknown_ids
 
     bench = get_benchmark(args.benchmark)
-    loaded = bench.load(args.annotations, args.media_root)
+    loaded = bench.load(args.annotations, args.media_root, allow_outside_media=True)  # scoring reads no media
     if loaded.errors:
         print(f"evr1-eval score: {len(loaded.errors)} annotation row(s) could not be loaded "
               f"({len(loaded.samples)} loaded); first reasons:", file=sys.stderr)  # fmt: skip
