@@ -48,6 +48,8 @@ class MediaPaths:
 
     base: Path
     root: Path | None
+    #: how the user opts out, named in each refusal (a config key where the dataset is read from a config)
+    opt_out: str = ALLOW_OUTSIDE_FLAG
 
     @classmethod
     def for_dataset(
@@ -58,10 +60,12 @@ class MediaPaths:
                               allow_outside=allow_outside)  # fmt: skip
 
     @classmethod
-    def for_folder(cls, folder: str | os.PathLike[str], *, allow_outside: bool) -> MediaPaths:
+    def for_folder(
+        cls, folder: str | os.PathLike[str], *, allow_outside: bool, opt_out: str = ALLOW_OUTSIDE_FLAG
+    ) -> MediaPaths:
         """Relative to `folder` and confined to it unless `allow_outside`."""
         base = Path(os.path.abspath(folder))
-        return cls(base=base, root=None if allow_outside else base)
+        return cls(base=base, root=None if allow_outside else base, opt_out=opt_out)
 
     def resolve(self, media: str, where: str = "") -> str:
         """The absolute path of a row's media string; MediaPathError (naming `where`, the path and the flag) if it is
@@ -91,7 +95,7 @@ class MediaPaths:
                 raise MediaPathError(
                     f"{prefix}{path}",
                     f"resolves to {real}, outside the media folder {root}",
-                    f"fix the row, pass --media-root, or {ALLOW_OUTSIDE_FLAG} to read media anywhere",
+                    f"fix the row, choose the media root, or pass {self.opt_out} to read media anywhere",
                 )
         return path
 
