@@ -34,6 +34,8 @@ FFMPEG_PROTOCOLS = "file"
 #: Demuxers that read further files or URLs named inside the media file: never opened.
 INDIRECT_FORMATS = frozenset({"hls", "applehttp", "concat", "dash", "imf", "ffmetadata", "tee", "mpd"})
 
+#: Streams of one file whose probing decode is bounded by the decode budget (files hold a handful).
+_PROBED_STREAMS = 64
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -122,7 +124,17 @@ def open_container(path: str | os.PathLike[str]) -> InputContainer:
     """`av.open` of a local media file, restricted to the `file` protocol and to self-contained formats."""
     import av
 
-    container = av.open(ffmpeg_input(path), options={"protocol_whitelist": FFMPEG_PROTOCOLS})
+    from evr1_cache.budget import codec_options
+
+    # the decoder options go to the stream probing too: FFmpeg decodes a first frame there to learn the stream's
+    # parameters, and would allocate a frame of any size (`_PROBED_STREAMS`: streams of a file that get them)
+    container = av.open(
+        ffmpeg_input(path),
+        options={"protocol_whitelist": FFMPEG_PROTOCOLS},
+        stream_options=[codec_options()] * _PROBED_STREAMS,
+    )
+    for stream in container.streams.video:  # the decode budget, enforced by the decoder itself (evr1_cache.budget)
+        stream.codec_context.options = codec_options()
     names = set(str(container.format.name).split(","))
     if names & INDIRECT_FORMATS:
         container.close()

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.budget import check_frame, decode_threads
 from evr1_cache.errors import MediaError
 from evr1_cache.paths import open_container
 from evr1_cache.sources import media_file
@@ -99,6 +100,7 @@ def probe(path: str | os.PathLike[str], *, exact: bool = False) -> VideoInfo:
     try:
         with open_container(p) as container:
             header = _stream_header(p, container)
+            check_frame(str(p), header.width, header.height)  # before any frame is decoded
             stream = container.streams.video[0]
             if exact:
                 times, rotation, width, height = _decoded_times(container, stream, header)
@@ -147,6 +149,7 @@ def _packet_times(container: Any, stream: Any, header: _Header) -> tuple[list[fl
 def _decoded_times(container: Any, stream: Any, header: _Header) -> tuple[list[float], int, int, int]:
     """(times, rotation, width, height) from the decoder's own output, FFmpeg's best-effort timestamp rule."""
     stream.thread_type = "AUTO"
+    stream.codec_context.thread_count = decode_threads(0, header.width, header.height)
     times: list[float] = []
     rotation, width, height = 0, header.width, header.height
     last: float | None = None

@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evr1_cache.budget import codec_options, decode_threads
 from evr1_cache.decoders import FrameSink, register, rotate
 from evr1_cache.errors import DecodeMismatch
 from evr1_cache.paths import FFMPEG_PROTOCOLS, ffmpeg_input
@@ -60,7 +61,8 @@ class FFmpegCLIDecoder:
         stream = ffmpeg.input(
             ffmpeg_input(info.path),
             noautorotate=None,
-            threads=threads,
+            threads=decode_threads(threads, info.width, info.height),
+            **codec_options(),
             flags="+bitexact",
             protocol_whitelist=FFMPEG_PROTOCOLS,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evr1_cache.budget import decode_threads
 from evr1_cache.decoders import FrameSink, register, rotate
 from evr1_cache.errors import DecodeMismatch
 from evr1_cache.paths import open_container
@@ -47,7 +48,7 @@ class PyAVDecoder:
         with open_container(info.path) as container:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
-            stream.codec_context.thread_count = threads
+            stream.codec_context.thread_count = decode_threads(threads, info.width, info.height)
             _bitexact(stream.codec_context)
             cursor = 0
             for frame in container.decode(stream):
