@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
@@ -101,6 +102,24 @@ def collect_run(run_dir: Path) -> RunReport:
     return RunReport(run_dir.name or str(run_dir), str(run_dir), summaries, settings, tuple(problems), manifests)
 
 
+#: Characters with a meaning in Markdown (an underscore only outside a word), backslash-escaped in `md_text` (`<`, `>` and `&` become HTML entities).
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")  # `m_avg` keeps its `_`
+_URL = re.compile(r"https?://[^\s<>]+")
+
+
+def md_text(value: object) -> str:
+    """`value` as literal text in Markdown: one line, no markup, no HTML (a run named `<script>` or `| x |` shows as
+    written). Every value from a run folder, a manifest or the command line passes here before it reaches report.md."""
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _md_reference(ref: str) -> str:
+    """A benchmark's reference: an autolink when it is one URL, else literal text."""
+    return f"<{ref}>" if _URL.fullmatch(ref) else md_text(ref)
+
+
 def _unique_names(runs: Sequence[RunReport]) -> list[str]:
     names: list[str] = []
     for run in runs:
@@ -141,12 +160,12 @@ def markdown_table(runs: Sequence[RunReport]) -> str:
     """Benchmarks as rows, runs as columns: the official primary metric (the headline) and the evr1 accuracy."""
     names = _unique_names(runs)
     benches = sorted({b for run in runs for b in run.summaries})
-    header = "| benchmark | metric | " + " | ".join(names) + " |"
+    header = "| benchmark | metric | " + " | ".join(md_text(n) for n in names) + " |"
     lines = [header, "|" + "---|" * (len(names) + 2)]
     for bench in benches:
         primary = next(run.summaries[bench].primary for run in runs if bench in run.summaries)
         cells = [_cell(run.summaries.get(bench)) for run in runs]
-        lines.append(f"| {bench} | {primary} | " + " | ".join(cells) + " |")
+        lines.append(f"| {md_text(bench)} | {md_text(primary)} | " + " | ".join(md_text(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -186,14 +205,14 @@ def _delta_markdown(delta: Mapping[str, Any]) -> str:
     lines = [
         "## Video-MMMU Δknowledge",
         "",
-        f"Adaptation accuracy without the video ({delta['baseline']}): "
+        f"Adaptation accuracy without the video ({md_text(delta['baseline'])}): "
         + ("n/a" if before is None else f"{before:.1f}")
         + ". Δknowledge = (after - before) / (100 - before) x 100.",
         "",
         "| run | Δknowledge (%) |",
         "|---|---|",
-        *(f"| {n} | {'n/a' if v is None else f'{v:+.1f}'} |" for n, v in delta["runs"].items()),
-        *(f"\n{note}" for note in delta["notes"]),
+        *(f"| {md_text(n)} | {'n/a' if v is None else f'{v:+.1f}'} |" for n, v in delta["runs"].items()),
+        *(f"\n{md_text(note)}" for note in delta["notes"]),
     ]
     return "\n".join(lines) + "\n"
 
@@ -242,7 +261,7 @@ def manifests_markdown(runs: Sequence[RunReport]) -> str:
     lines = ["## Run settings (manifest.json)", ""]
     for name, run in zip(_unique_names(runs), runs, strict=True):
         for bench in sorted(run.summaries):
-            lines.append(f"- {name} / {bench}: {_manifest_line(run.manifests.get(bench))}")
+            lines.append(f"- {md_text(name)} / {md_text(bench)}: {md_text(_manifest_line(run.manifests.get(bench)))}")
     return "\n".join(lines) + "\n"
 
 
@@ -375,7 +394,7 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
     out_dir.mkdir(parents=True, exist_ok=True)
     table = markdown_table(runs)
     notes = [
-        f"- {name} / {b}: {n}"
+        f"- {md_text(name)} / {md_text(b)}: {md_text(n)}"
         for name, run in zip(_unique_names(runs), runs, strict=True)
         for b, s in sorted(run.summaries.items())
         for n in s.notes
@@ -383,7 +402,9 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
     md = "# evr1-eval report\n\n"
     warnings = settings_warnings(runs)
     if warnings:
-        md += "**Warning: the compared runs used different settings**\n\n" + "\n".join(f"- {w}" for w in warnings)
+        md += "**Warning: the compared runs used different settings**\n\n" + "\n".join(
+            f"- {md_text(w)}" for w in warnings
+        )
         md += "\n\n"
     md += (
         "Cells: the official protocol's primary metric (the benchmark's own scoring, headline) · evr1: evr1-rewards' "
@@ -392,7 +413,11 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
     md += "\n" + manifests_markdown(runs)
     refs = sorted({(b, s.reference) for run in runs for b, s in run.summaries.items() if s.reference})
     if refs:
-        md += "\n## Official references\n\n" + "\n".join(f"- {b}: {ref}" for b, ref in refs) + "\n"
+        md += (
+            "\n## Official references\n\n"
+            + "\n".join(f"- {md_text(b)}: {_md_reference(ref)}" for b, ref in refs)
+            + "\n"
+        )
     md += "\n## Notes\n\n" + "\n".join(notes) + "\n" if notes else ""
     delta = delta_knowledge(runs)
     if delta:
