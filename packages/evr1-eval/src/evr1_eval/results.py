@@ -17,11 +17,12 @@ import dataclasses
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from evr1_eval.types import BenchmarkSummary, ScoredSample
+from evr1_eval.types import BenchmarkSummary, Sample, ScoredSample
 
 RESULTS_GLOB = "results*.jsonl"
 SCHEMA_VERSION = 1
@@ -35,6 +36,13 @@ def shard_suffix(rank: int, world_size: int) -> str:
     if world_size < 1 or not 0 <= rank < world_size:
         raise ValueError(f"need 0 <= rank < world_size, got rank={rank} world_size={world_size}")
     return "" if world_size == 1 else f".rank{rank}-of-{world_size}"
+
+
+def select(samples: Sequence[Sample], *, limit: int | None, rank: int, world_size: int) -> list[Sample]:
+    """The samples rank `rank` evaluates: the first `limit`, then every `world_size`-th from `rank` (ranks are
+    disjoint and complete); what its results file holds once it has finished."""
+    chosen = list(samples[:limit] if limit is not None else samples)
+    return chosen[rank::world_size]
 
 
 def results_path(bench_dir: Path, rank: int = 0, world_size: int = 1) -> Path:
@@ -188,3 +196,36 @@ def dedupe_ids(ids: Iterable[str]) -> list[str]:
             dups.append(i)
         seen.add(i)
     return dups
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """Where a run's annotations, media and frames are (given on the command line, else read from the run's record)."""
+
+    annotations_dir: Path | None = None
+    media_root: Path | None = None
+    cache_dir: Path | None = None
+    #: the run was given `--allow-outside-media`: its media may lie outside the annotations' folder / media root
+    allow_outside_media: bool = False
+
+
+def recorded_sources(settings: Mapping[str, Any]) -> Sources:
+    """The `--annotations-dir`, `--media-root` and `--cache-dir` of the `run` command recorded in run.json (its
+    `sources`, else read off the recorded command line)."""
+    sources = (settings.get("info") or {}).get("sources")
+    if isinstance(sources, Mapping):
+        paths = [sources.get(k) for k in ("annotations_dir", "media_root", "cache_dir")]
+        found_paths = [Path(p) if isinstance(p, str) else None for p in paths]
+        return Sources(*found_paths, allow_outside_media=bool(sources.get("allow_outside_media")))
+    argv = (settings.get("info") or {}).get("command") or []
+    if not isinstance(argv, list):
+        return Sources()
+    found: dict[str, Path] = {}
+    for i, token in enumerate(argv):
+        for flag in ("--annotations-dir", "--media-root", "--cache-dir"):
+            if token == flag and i + 1 < len(argv):
+                found[flag] = Path(str(argv[i + 1]))
+            elif isinstance(token, str) and token.startswith(flag + "="):
+                found[flag] = Path(token.split("=", 1)[1])
+    outside = "--allow-outside-media" in argv
+    return Sources(found.get("--annotations-dir"), found.get("--media-root"), found.get("--cache-dir"), outside)

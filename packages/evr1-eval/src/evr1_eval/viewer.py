@@ -14,9 +14,10 @@ import argparse
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from evr1_eval.results import Sources, recorded_sources
 
 if TYPE_CHECKING:
     from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord, SiteResult
@@ -26,17 +27,6 @@ if TYPE_CHECKING:
 TASK_GROUPS = ("task", "task_type", "question_type", "category", "dimension", "subject", "domain")
 #: A row counts as correct when its metric reaches this (1/0 metrics: 1; partial credit: at least half).
 CORRECT_AT = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class Sources:
-    """Where a run's annotations, media and frames are (given on the command line, else read from the run's record)."""
-
-    annotations_dir: Path | None = None
-    media_root: Path | None = None
-    cache_dir: Path | None = None
-    #: the run was given `--allow-outside-media`: its media may lie outside the annotations' folder / media root
-    allow_outside_media: bool = False
 
 
 def add_html_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,22 +70,6 @@ def write_html(runs: Sequence[RunRecord], out_dir: Path, *, title: str = "evr1-e
     from evr1_cache.viewer import write_site
 
     return write_site(runs, out_dir, title=title)
-
-
-def recorded_sources(settings: Mapping[str, Any]) -> Sources:
-    """The `--annotations-dir`, `--media-root` and `--cache-dir` of the `run` command recorded in run.json."""
-    argv = (settings.get("info") or {}).get("command") or []
-    if not isinstance(argv, list):
-        return Sources()
-    found: dict[str, Path] = {}
-    for i, token in enumerate(argv):
-        for flag in ("--annotations-dir", "--media-root", "--cache-dir"):
-            if token == flag and i + 1 < len(argv):
-                found[flag] = Path(str(argv[i + 1]))
-            elif isinstance(token, str) and token.startswith(flag + "="):
-                found[flag] = Path(token.split("=", 1)[1])
-    outside = "--allow-outside-media" in argv
-    return Sources(found.get("--annotations-dir"), found.get("--media-root"), found.get("--cache-dir"), outside)
 
 
 def _settings(bench_dir: Path, problems: list[str]) -> dict[str, Any]:

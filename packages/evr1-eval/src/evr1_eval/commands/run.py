@@ -305,6 +305,13 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
         progress=not args.no_progress,
         info={
             "command": sys.argv,
+            # where the samples came from, for `report` to re-score the rows (evr1_eval.results.recorded_sources)
+            "sources": {
+                "annotations_dir": str(Path(args.annotations_dir).absolute()),
+                "media_root": None if args.media_root is None else str(Path(args.media_root).absolute()),
+                "cache_dir": None if args.cache_dir is None else str(Path(args.cache_dir).absolute()),
+                "allow_outside_media": bool(args.allow_outside_media),
+            },
             "backend_config": repr(backend_config(args, settings)),
             **({"from_train": _trained_info(settings.trained)} if settings.trained is not None else {}),
         },
@@ -344,6 +351,21 @@ def warn_differences(trained: Any, lines: list[str]) -> None:
         print(f"  {line}", file=sys.stderr)
 
 
+def _verified(res: Any) -> bool:
+    """No problem in the rows a resume kept, and the finished results verify (when checked: single machine)."""
+    return not res.resume_problems and (res.verification is None or res.verification.ok)
+
+
+def _report_verification(res: Any) -> None:
+    """ "verified N/N", or every problem found in the stored rows (before the resume, and after the run)."""
+    for problem in res.resume_problems:
+        print(f"warning: {res.benchmark} (stored before this run): {problem}", file=sys.stderr)
+    if res.verification is not None:
+        for problem in res.verification.problems:
+            print(f"warning: {res.benchmark}: {problem}", file=sys.stderr)
+        print(res.verification.line())
+
+
 def run(args: argparse.Namespace) -> int:
     from evr1_eval.backends import BackendError, check_backend
     from evr1_eval.results import SettingsMismatch
@@ -381,7 +403,11 @@ def run(args: argparse.Namespace) -> int:
             f"{res.benchmark}: {res.selected} selected, {res.skipped} already done, {res.ran} run, "
             f"{res.errors} errors{metric}  -> {res.out_dir}"
         )
+        _report_verification(res)
     failed = sum(len(job.load_errors) for job in jobs)
+    if any(not _verified(res) for res in results):
+        print("evr1-eval run: stored results NOT verified (problems above); exit 1", file=sys.stderr)
+        return 1
     if failed:
         files = sorted(str(f) for f in Path(args.out).glob("*/load_errors*.json"))
         where = f" (see above and {', '.join(files)})" if files else " (see above)"
