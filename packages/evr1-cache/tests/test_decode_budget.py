@@ -34,9 +34,7 @@ def test_a_frame_over_the_budget_is_refused_by_the_probe_and_the_build(
         probe(clip)
     (tmp_path / "d.jsonl").write_text(json.dumps({"videos": ["clip.mp4"]}) + "\n")
     report = build_cache(tmp_path / "d.jsonl", tmp_path / "c", SPEC, ImageSpec(), progress=False)
-    assert (
-        report.failed == 1
-    )
+    assert report.failed == 1
     assert (
         "decode budget"
         in "".join(report.errors) + (tmp_path / "c").joinpath("errors.rank-00000-of-00001.txt").read_text()

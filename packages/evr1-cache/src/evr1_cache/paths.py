@@ -69,7 +69,7 @@ class MediaPaths:
         base = Path(os.path.abspath(folder))
         return cls(base=base, root=None if allow_outside else base, opt_out=opt_out)
 
-    def resolve(self, media: str, where: str = "") -> str:
+    def resolve(self, media: object, where: str = "") -> str:
         """The absolute path of a row's media string; MediaPathError (naming `where`, the path and the flag) if it is
         remote, outside the confinement folder or not a path."""
         prefix = f"{where}: " if where else ""
@@ -131,7 +131,7 @@ def open_container(path: str | os.PathLike[str]) -> InputContainer:
     container = av.open(
         ffmpeg_input(path),
         options={"protocol_whitelist": FFMPEG_PROTOCOLS},
-        stream_options=[codec_options()] * _PROBED_STREAMS,
+        stream_options=[codec_options()] * _PROBED_STREAMS,  # type: ignore[list-item]  # PyAV's stub says str
     )
     for stream in container.streams.video:  # the decode budget, enforced by the decoder itself (evr1_cache.budget)
         stream.codec_context.options = codec_options()

@@ -84,6 +84,20 @@ def _summary_from_json(data: Mapping[str, Any]) -> BenchmarkSummary:
     return BenchmarkSummary(**{k: v for k, v in data.items() if k in names})
 
 
+def _benchmark_of(bench_dir: Path, rows: Sequence[Any]) -> str:
+    """The benchmark a folder holds: its manifest's (the run's record), else the folder's name when it is one, else
+    what its first row says (rows are checked against it: a row claiming another benchmark is flagged)."""
+    from evr1_eval import manifest
+    from evr1_eval.benchmarks import get_benchmark
+
+    recorded = (manifest.read(bench_dir) or {}).get("benchmark")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    with contextlib.suppress(KeyError):
+        return get_benchmark(bench_dir.name).name
+    return rows[0].benchmark if rows else bench_dir.name
+
+
 def run_annotations(bench: Benchmark, bench_dir: Path, given: Sources | None = None) -> Annotations | str:
     """The annotations a run of `bench` was evaluated on (run.json's recorded command, or `given`) and the ids it
     selected (manifest.json's limit and world size), or why they cannot be loaded."""
@@ -91,36 +105,36 @@ def run_annotations(bench: Benchmark, bench_dir: Path, given: Sources | None = N
     from evr1_eval.jobs import file_digest, load_job
     from evr1_eval.results import Sources, recorded_sources, select
 
-    settings: Mapping[str, Any] = {}
+    settings: dict[str, Any] = {}
     for run_json in sorted(bench_dir.glob("run*.json")):
         with contextlib.suppress(OSError, ValueError):
-            settings = json.loads(run_json.read_text("utf-8"))
+            loaded = json.loads(run_json.read_text("utf-8"))
+            settings = loaded if isinstance(loaded, dict) else {}
         break
-    recorded = recorded_sources(settings if isinstance(settings, Mapping) else {})
+    recorded = recorded_sources(settings)
     record = manifest.read(bench_dir) or {}
     given = given or Sources()
     folder = given.annotations_dir or recorded.annotations_dir
-    scored_file = (record.get("sources") or {}).get("annotations_file")  # written by `evr1-eval score`
-    if folder is None and not isinstance(scored_file, str):
-        return "no annotations recorded or given: rows cannot be re-scored (pass --annotations-dir)"
+    scored = (record.get("sources") or {}).get("annotations_file")  # written by `evr1-eval score`
     try:
         if folder is not None:
             job = load_job(bench, folder, given.media_root or recorded.media_root, allow_outside_media=True)
-            samples, source = job.samples, job.source
+            samples, source = list(job.samples), str(job.source or "")
+        elif isinstance(scored, str):
+            samples = list(bench.load(Path(scored), allow_outside_media=True).samples)
+            source = file_digest(Path(scored))
         else:
-            samples, source = (
-                bench.load(Path(scored_file), allow_outside_media=True).samples,
-                file_digest(Path(scored_file)),
-            )
+            return "no annotations recorded or given: rows cannot be re-scored (pass --annotations-dir)"
     except (OSError, KeyError, ValueError) as exc:
         return f"annotations not loaded ({exc}): rows cannot be re-scored"
-    fingerprint = dict(settings.get("fingerprint") or {}) if isinstance(settings, Mapping) else {}
-    digest = fingerprint.get("annotations") or (record.get("annotations") or {}).get("digest")
+    digest = dict(settings.get("fingerprint") or {}).get("annotations") or (record.get("annotations") or {}).get(
+        "digest"
+    )
     note = None
     if digest and source and digest != source:
         note = "the annotation file changed since the run: rows are checked against today's file"
-    world = record.get("world_size") if isinstance(record.get("world_size"), int) else 1
-    limit = record.get("limit") if isinstance(record.get("limit"), int) else None
+    world = record["world_size"] if isinstance(record.get("world_size"), int) else 1
+    limit = record["limit"] if isinstance(record.get("limit"), int) else None
     chosen = (s.id for r in range(max(1, world)) for s in select(samples, limit=limit, rank=r, world_size=world))
     return Annotations({s.id: s for s in samples}, frozenset(chosen), note)
 
@@ -142,7 +156,7 @@ def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
     problems: list[str] = []
     for bench_dir in _bench_dirs(run_dir):
         rows = load_rows(bench_dir) if any(bench_dir.glob("results*.jsonl")) else []
-        name = rows[0].benchmark if rows else bench_dir.name
+        name = _benchmark_of(bench_dir, rows)
         try:
             bench = get_benchmark(name)
         except KeyError as exc:

@@ -214,9 +214,11 @@ def recorded_sources(settings: Mapping[str, Any]) -> Sources:
     `sources`, else read off the recorded command line)."""
     sources = (settings.get("info") or {}).get("sources")
     if isinstance(sources, Mapping):
-        paths = [sources.get(k) for k in ("annotations_dir", "media_root", "cache_dir")]
-        found_paths = [Path(p) if isinstance(p, str) else None for p in paths]
-        return Sources(*found_paths, allow_outside_media=bool(sources.get("allow_outside_media")))
+        annotations, media, cache = (
+            Path(p) if isinstance(p, str) else None
+            for p in (sources.get("annotations_dir"), sources.get("media_root"), sources.get("cache_dir"))
+        )
+        return Sources(annotations, media, cache, bool(sources.get("allow_outside_media")))
     argv = (settings.get("info") or {}).get("command") or []
     if not isinstance(argv, list):
         return Sources()
