@@ -133,6 +133,13 @@ def _duplicate_id(run: Path) -> None:
     _write(run, [*rows, {**wrong, "score": 1.0, "evr1_score": 1.0, "response": "B"}])
 
 
+def _wrong_types(run: Path) -> None:
+    rows = _lines(run)
+    rows[0]["score"] = "1.0"  # before: a traceback in the aggregation
+    rows[1]["groups"] = ["not", "an", "object"]
+    _write(run, rows)
+
+
 def _model_renamed(run: Path) -> None:
     path = run / "mvbench" / "manifest.json"
     manifest = json.loads(path.read_text())
@@ -151,6 +158,7 @@ ATTACKS: dict[str, tuple[Callable[[Path], None], str]] = {
     "a row of another benchmark": (_other_benchmark, "a row of benchmark 'videomme'"),
     "an id written twice": (_duplicate_id, "written again"),
     "the model renamed in manifest.json": (_model_renamed, "names model 'a-much-better-model'"),
+    "fields of the wrong type": (_wrong_types, "score '1.0' is not a number"),
 }
 
 

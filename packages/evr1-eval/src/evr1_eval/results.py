@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -61,6 +62,32 @@ def row_from_dict(data: Mapping[str, Any]) -> ScoredSample:
     """Rebuild a row; unknown keys (written by a newer version) are ignored, missing optional ones default."""
     names = {f.name for f in dataclasses.fields(ScoredSample)}
     return ScoredSample(**{k: v for k, v in data.items() if k in names})
+
+
+def row_problem(row: ScoredSample) -> str | None:
+    """Why a row read from disk is not a well-formed ScoredSample (a field of the wrong type, a score that is not a
+    finite number in [0, 1]), or None. Such a row is left out of every aggregation and named by `evr1_eval.verify`."""
+    texts = {"id": row.id, "benchmark": row.benchmark, "problem_type": row.problem_type}
+    for name, value in texts.items():
+        if not isinstance(value, str):
+            return f"`{name}` is a {type(value).__name__}, not text"
+    for name, value in {"response": row.response, "extracted": row.extracted, "error": row.error}.items():
+        if value is not None and not isinstance(value, str):
+            return f"`{name}` is a {type(value).__name__}, not text"
+    if not isinstance(row.groups, Mapping) or not all(isinstance(v, str) for v in row.groups.values()):
+        return "`groups` is not an object of texts"
+    if not isinstance(row.details, Mapping) or not isinstance(row.needs_judge, bool):
+        return (
+            "`details` is not an object" if not isinstance(row.details, Mapping) else "`needs_judge` is not a boolean"
+        )
+    for name, score in (("score", row.score), ("evr1_score", row.evr1_score)):
+        if score is None and name == "evr1_score":
+            continue
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            return f"{name} {score!r} is not a number"
+        if not 0.0 <= float(score) <= 1.0:
+            return f"{name} {score!r} is outside [0, 1]"
+    return None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -117,11 +144,13 @@ def iter_rows(path: Path) -> Iterator[ScoredSample]:
 
 
 def load_rows(bench_dir: Path) -> list[ScoredSample]:
-    """Every row of every results file in a benchmark folder (all ranks), one per id: the last written wins."""
+    """Every well-formed row of every results file in a benchmark folder (all ranks), one per id: the last written
+    wins."""
     rows: dict[str, ScoredSample] = {}
     for path in sorted(Path(bench_dir).glob(RESULTS_GLOB)):
         for row in iter_rows(path):
-            rows[row.id] = row
+            if row_problem(row) is None:  # a malformed row is never aggregated (evr1_eval.verify names it)
+                rows[row.id] = row
     return list(rows.values())
 
 

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evr1_eval.results import RESULTS_GLOB, row_from_dict
+from evr1_eval.results import RESULTS_GLOB, row_from_dict, row_problem
 
 if TYPE_CHECKING:
     from evr1_eval.benchmarks.base import Benchmark
@@ -129,16 +128,6 @@ def _read_lines(path: Path) -> tuple[list[tuple[int, ScoredSample]], list[str]]:
     return rows, problems
 
 
-def _score_problem(where: str, name: str, value: object, optional: bool) -> str | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return f"{where}: {name} {value!r} is not a number"
-    if not 0.0 <= float(value) <= 1.0:
-        return f"{where}: {name} {value!r} is outside [0, 1]"
-    return None
-
-
 def _differs(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return (a is None) != (b is None)
@@ -226,11 +215,10 @@ def verify_rows(
     ok: dict[str, bool] = {}
     seen: dict[str, tuple[str, ScoredSample]] = {}
     for where, row in rows:
-        bad = [p for p in (
-            f"{where}: a row of benchmark {row.benchmark!r}" if row.benchmark != bench.name else None,
-            _score_problem(where, "score", row.score, optional=False),
-            _score_problem(where, "evr1_score", row.evr1_score, optional=True),
-        ) if p]  # fmt: skip
+        malformed = row_problem(row)
+        bad = [f"{where}: {malformed}"] if malformed else []
+        if row.benchmark != bench.name:
+            bad.append(f"{where}: a row of benchmark {row.benchmark!r}")
         earlier = seen.get(row.id)
         if earlier is not None and earlier[1].error is None:
             bad.append(f"{where}: id {row.id!r} written again (first at {earlier[0]}); only error rows are retried")
@@ -238,7 +226,7 @@ def verify_rows(
         sample = annotations.samples.get(row.id) if annotations is not None else None
         if annotations is not None and sample is None:
             bad.append(f"{where}: id {row.id!r} is not in the annotations")
-        if sample is not None and not bad:
+        if sample is not None and not bad:  # a well-formed row of this benchmark: its scores re-computed
             official, evr1, what = _rescore(bench, sample, row, response_filter, judged)
             if official is not None and _differs(official, row.score):
                 bad.append(f"{where}: id {row.id!r} stored score {row.score!r}, {what} score {official!r}")
