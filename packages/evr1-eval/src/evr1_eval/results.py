@@ -66,21 +66,22 @@ def row_from_dict(data: Mapping[str, Any]) -> ScoredSample:
 
 def row_problem(row: ScoredSample) -> str | None:
     """Why a row read from disk is not a well-formed ScoredSample (a field of the wrong type, a score that is not a
-    finite number in [0, 1]), or None. Such a row is left out of every aggregation and named by `evr1_eval.verify`."""
-    texts = {"id": row.id, "benchmark": row.benchmark, "problem_type": row.problem_type}
-    for name, value in texts.items():
-        if not isinstance(value, str):
+    finite number in [0, 1]), or None. Such a row is left out of every aggregation and named by `evr1_eval.verify`.
+    (Rows are rebuilt from JSON without type checks: the field values are looked at as the objects they are.)"""
+    values: dict[str, object] = {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
+    for name in ("id", "benchmark", "problem_type", "response", "extracted", "error"):
+        value = values[name]
+        if not isinstance(value, str) and (value is not None or name in ("id", "benchmark", "problem_type")):
             return f"`{name}` is a {type(value).__name__}, not text"
-    for name, value in {"response": row.response, "extracted": row.extracted, "error": row.error}.items():
-        if value is not None and not isinstance(value, str):
-            return f"`{name}` is a {type(value).__name__}, not text"
-    if not isinstance(row.groups, Mapping) or not all(isinstance(v, str) for v in row.groups.values()):
+    groups, details = values["groups"], values["details"]
+    if not isinstance(groups, Mapping) or not all(isinstance(v, str) for v in groups.values()):
         return "`groups` is not an object of texts"
-    if not isinstance(row.details, Mapping) or not isinstance(row.needs_judge, bool):
-        return (
-            "`details` is not an object" if not isinstance(row.details, Mapping) else "`needs_judge` is not a boolean"
-        )
-    for name, score in (("score", row.score), ("evr1_score", row.evr1_score)):
+    if not isinstance(details, Mapping):
+        return "`details` is not an object"
+    if not isinstance(values["needs_judge"], bool):
+        return "`needs_judge` is not a boolean"
+    for name in ("score", "evr1_score"):
+        score = values[name]
         if score is None and name == "evr1_score":
             continue
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
