@@ -109,6 +109,7 @@ def test_escapes_are_refused_by_default_naming_line_path_and_flag(
     assert all("outside the media folder" in x and ALLOW_OUTSIDE_FLAG in x for x in failed)
     out_rows = [json.loads(x) for x in (data / "c" / "d.evr1.jsonl").read_text().splitlines()]
     assert [r["video_cache"][0] is not None for r in out_rows] == [True, False, False, False, True, False]
+    assert [r["videos"][0] for r in out_rows][1:4] == [str(secret), "../elsewhere/secret.mp4", "link-out.mp4"]
     # the explicit opt-out reads them all
     args = ["build", str(data / "d.jsonl"), "--out", str(data / "c2"), *SPEC_ARGS, "--no-progress"]
     assert main([*args, ALLOW_OUTSIDE_FLAG]) == 0

@@ -404,6 +404,9 @@ def _rebase_media(row: dict[str, Any], media: dict[Kind, tuple[str, ...]], base:
                     rebased.append(item)
                     continue
                 resolved_path = next(resolved[kind])
+                if not os.path.isabs(resolved_path):  # refused before it was resolved (keyed by its row): as written
+                    rebased.append(item)
+                    continue
                 try:
                     new = os.path.relpath(resolved_path, base)
                 except ValueError:  # another drive (Windows) or an unusable path: keep it as written
