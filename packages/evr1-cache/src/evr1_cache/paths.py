@@ -127,12 +127,16 @@ def open_container(path: str | os.PathLike[str]) -> InputContainer:
     from evr1_cache.budget import codec_options
 
     # the decoder options go to the stream probing too: FFmpeg decodes a first frame there to learn the stream's
-    # parameters, and would allocate a frame of any size (`_PROBED_STREAMS`: streams of a file that get them)
-    container = av.open(
-        ffmpeg_input(path),
-        options={"protocol_whitelist": FFMPEG_PROTOCOLS},
-        stream_options=[codec_options()] * _PROBED_STREAMS,  # type: ignore[list-item]  # PyAV's stub says str
-    )
+    # parameters, and would allocate a frame of any size (`_PROBED_STREAMS`: streams of a file that get them);
+    # formats that expose no stream before probing (MPEG program streams) refuse per-stream options: opened without
+    # them, their probing decode is bounded by the codec's own size limits, and `check_frame` follows at once
+    url, options = ffmpeg_input(path), {"protocol_whitelist": FFMPEG_PROTOCOLS}
+    try:
+        container = av.open(url, options=options, stream_options=[codec_options()] * _PROBED_STREAMS)  # type: ignore[list-item]  # PyAV's stub says str
+    except ValueError as exc:
+        if "stream_options" not in str(exc):
+            raise
+        container = av.open(url, options=options)
     for stream in container.streams.video:  # the decode budget, enforced by the decoder itself (evr1_cache.budget)
         stream.codec_context.options = codec_options()
     names = set(str(container.format.name).split(","))
