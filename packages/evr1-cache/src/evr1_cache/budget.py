@@ -7,8 +7,8 @@ stream over the budget is refused there, with the numbers and the fix, and the d
 Frames under the budget decode exactly as before: the budget never changes a pixel, it only refuses.
 
 - a frame: at most `MAX_FRAME_PIXELS` (8192 x 8192: every real video format, 8K included);
-- a video: the frames the spec keeps, at their decoded size, at most `MAX_VIDEO_BYTES`, and its resized frames (the
-  spec's pixel limits) too, whatever the spec says;
+- a video: the array of its kept, resized frames (the spec's frame count and pixel limits) at most `MAX_VIDEO_BYTES`,
+  whatever the spec says (decoded frames are resized one chunk at a time, never all held);
 - decoder threads: FFmpeg holds one frame per thread, so large frames get fewer threads (`decode_threads`).
 """
 
@@ -20,7 +20,7 @@ from evr1_cache.errors import MediaError
 
 #: Hard cap on the pixels of one decoded frame (8192 x 8192 = 64 Mi pixels, 192 MiB in RGB).
 MAX_FRAME_PIXELS = 8192 * 8192
-#: Hard cap on the RGB bytes of the frames one video keeps, at decoded size and after resizing (each, not summed).
+#: Hard cap on the RGB bytes of one video's kept frames after resizing (the array allocated for the whole video).
 MAX_VIDEO_BYTES = 4 << 30
 #: Decoded bytes (YUV, about 1.5 per pixel, one frame per thread) the decoder threads may hold together.
 THREAD_FRAME_BYTES = 1 << 30
@@ -38,18 +38,19 @@ def check_frame(path: str, width: int, height: int) -> None:
 
 
 def check_video(path: str, width: int, height: int, kept: int, out_height: int, out_width: int) -> None:
-    """MediaError unless `kept` frames of `width` x `height` RGB, and the same count resized to `out_height` x
-    `out_width`, each fit `MAX_VIDEO_BYTES`."""
+    """MediaError unless a `width` x `height` frame fits the frame budget and the `kept` frames resized to `out_height`
+    x `out_width` (the array that is allocated for the whole video) fit `MAX_VIDEO_BYTES`. The decoded frames
+    themselves are never all held: each is resized as it arrives, and at most one chunk per resize thread waits
+    (`resampling.ResizeStream`), so their count does not matter, their size does."""
     check_frame(path, width, height)
-    for what, (h, w) in (("decoded", (height, width)), ("resized", (out_height, out_width))):
-        size = kept * h * w * 3
-        if size > MAX_VIDEO_BYTES:
-            raise MediaError(
-                path,
-                f"{kept} frames of {w}x{h} ({what}) take {size / 2**30:.1f} GiB, over the decode budget of "
-                f"{MAX_VIDEO_BYTES / 2**30:.0f} GiB per video (evr1_cache.budget)",
-                "lower the frame count or pixel limits of the spec, or downscale the video",
-            )
+    size = kept * out_height * out_width * 3
+    if size > MAX_VIDEO_BYTES:
+        raise MediaError(
+            path,
+            f"{kept} frames of {out_width}x{out_height} take {size / 2**30:.1f} GiB, over the decode budget of "
+            f"{MAX_VIDEO_BYTES / 2**30:.0f} GiB per video (evr1_cache.budget)",
+            "lower the frame count or pixel limits of the spec",
+        )
 
 
 def decode_threads(threads: int, width: int, height: int) -> int:
