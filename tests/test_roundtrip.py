@@ -96,7 +96,7 @@ def _evaluate(root: Path, backend: str, *extra: str) -> tuple[dict[str, Any], st
     shutil.rmtree(out, ignore_errors=True)
     proc = _run(
         [_bin("evr1-eval"), "run", "--from-train", str(root / "run"), "--backend", backend,
-         "--benchmarks", "evr1_data", "--annotations-dir", str(root / "heldout"),
+         "--benchmarks", "evr1_data", "--annotations-dir", str(root / "heldout"), "--media-root", str(root / "run" / "data"),
          "--cache-dir", str(root / "run" / "cache"), "--out", str(out), "--no-progress", *extra],
         cwd=root,
     )  # fmt: skip

@@ -56,7 +56,10 @@ def test_device_pipe_directory_socket_and_nul_rows_are_row_errors(
     rows += [{"images": [p]} if p.endswith(".png") else {"videos": [p]} for p in cases]
     data = write_rows(tmp_path / "d.jsonl", rows)
     try:
-        rc = main(["build", str(data), "--out", str(tmp_path / "c"), *SPEC_ARGS, "--no-progress"])
+        # opted out of confinement (/dev/zero is outside): each kind of file is still refused for what it is
+        rc = main(
+            ["build", str(data), "--out", str(tmp_path / "c"), *SPEC_ARGS, "--no-progress", "--allow-outside-media"]
+        )
     finally:
         sock.close()
     assert rc == 1
@@ -196,7 +199,7 @@ def test_every_kind_of_temp_leftover_is_counted_and_cleaned(tmp_path: Path, good
     assert verify_cache(cache).ok
 
 
-def test_media_root_containment_is_opt_in_and_refuses_escapes(
+def test_media_root_containment_is_the_default_and_refuses_escapes(
     tmp_path: Path, good: Path, spec: SamplingSpec, image_spec: ImageSpec, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "root"
@@ -212,17 +215,21 @@ def test_media_root_containment_is_opt_in_and_refuses_escapes(
     ]
     (tmp_path / "meta").mkdir()
     data = write_rows(tmp_path / "meta" / "d.jsonl", rows)
-    free = build_cache(data, tmp_path / "c1", spec, image_spec, media_root=root, progress=False)
-    assert free.ok  # without --confine, paths may leave the media root (the default: nothing changes for users)
-    args = ["build", str(data), "--out", str(tmp_path / "c2"), "--media-root", str(root), "--confine", *SPEC_ARGS]
+    free = build_cache(
+        data, tmp_path / "c1", spec, image_spec, media_root=root, progress=False, allow_outside_media=True
+    )
+    assert free.ok  # the explicit opt-out reads media anywhere
+    args = ["build", str(data), "--out", str(tmp_path / "c2"), "--media-root", str(root), *SPEC_ARGS]
     assert main([*args, "--no-progress"]) == 1
     failed = [x for x in capsys.readouterr().err.splitlines() if x.startswith("FAILED ")]
-    assert len(failed) == 2  # "../good.mp4" and the absolute path are one file: one error line, two rows
-    assert all("outside --media-root" in x for x in failed)
+    assert len(failed) == 3  # one per row: each names its line
+    assert all("outside the media folder" in x and "--allow-outside-media" in x for x in failed)
+    assert [any(f"d.jsonl line {n}:" in x for x in failed) for n in (2, 3, 4)] == [True] * 3
     assert any("link-out.mp4" in x for x in failed)
     rows_out = [json.loads(x) for x in (tmp_path / "c2" / "d.evr1.jsonl").read_text().splitlines()]
     assert [r["video_cache"][0] is not None for r in rows_out] == [True, False, False, False, True]
-    assert main(["build", str(data), "--out", str(tmp_path / "c3"), "--confine", "--no-progress"]) == 2
+    # without --media-root the data file's folder is the root: every video here lies outside it
+    assert main(["build", str(data), "--out", str(tmp_path / "c3"), *SPEC_ARGS, "--no-progress"]) == 1
 
 
 def test_a_malformed_line_is_a_row_error_and_every_other_row_is_built(

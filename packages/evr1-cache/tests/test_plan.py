@@ -211,7 +211,8 @@ def test_build_plan_resamples_to_fit(data: Path, tmp_path: Path, capsys: pytest.
     # build --plan again on the built dataset re-decides from the configured spec (the old override is ignored)
     rc = main(["build", str(out_dir / "train.evr1.jsonl"), "--out", str(tmp_path / "again"), "--no-progress",
                "--family", "qwen2_5_vl", *flags, "--plan", "--max-prompt-length",
-               str(plans[1].total), "--output-data", str(tmp_path / "again.jsonl")])  # fmt: skip
+               str(plans[1].total), "--output-data", str(tmp_path / "again.jsonl"),
+               "--allow-outside-media"])  # fmt: skip  # the built dataset's media lie outside the cache folder
     assert rc == 0
     assert [PLAN_COLUMN in json.loads(x) for x in (tmp_path / "again.jsonl").read_text().splitlines()] == [False] * 4
 

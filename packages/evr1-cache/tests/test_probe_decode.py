@@ -75,7 +75,7 @@ def test_real_videos_cached_frames_equal_independent_decode(
     assert len(real_videos) == 6
     data = tmp_path / "real.jsonl"
     data.write_text("".join(json.dumps({"videos": [str(p)], "problem": p.name}) + "\n" for p in real_videos))
-    report = build_cache(data, tmp_path / "cache", spec, ImageSpec(), progress=False)
+    report = build_cache(data, tmp_path / "cache", spec, ImageSpec(), progress=False, allow_outside_media=True)
     assert report.ok
     assert report.built == 6
     reader = CacheReader(tmp_path / "cache")
@@ -138,7 +138,7 @@ def test_awkward_real_containers_build_and_verify(
 
     data = tmp_path / "awkward.jsonl"
     data.write_text("".join(json.dumps({"videos": [str(p)]}) + "\n" for p in awkward_videos.values()))
-    report = build_cache(data, tmp_path / "cache", spec, ImageSpec(), progress=False)
+    report = build_cache(data, tmp_path / "cache", spec, ImageSpec(), progress=False, allow_outside_media=True)
     assert report.ok, report.errors
     assert report.built == len(awkward_videos)
     assert verify_cache(tmp_path / "cache").ok

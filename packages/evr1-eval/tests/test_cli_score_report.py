@@ -217,8 +217,11 @@ def test_report_compares_runs_and_merges_shards(tmp_path: Path, capsys: pytest.C
     judged = _bench_rows("videoreasonbench", [0, 0], needs_judge=True)
     _write_run(rl, "videoreasonbench", judged)
     out = tmp_path / "report"
-    assert main(["report", str(base), str(rl), "--out", str(out), "--chart", "stdlib"]) == 0
+    # hand-written rows: no manifest, no annotations to re-score them against: the report is written, marked as not
+    # verified, and the exit code says so
+    assert main(["report", str(base), str(rl), "--out", str(out), "--chart", "stdlib"]) == 1
     captured = capsys.readouterr()
+    assert "results NOT verified" in captured.err
     table = (out / "report.md").read_text()
     assert "| lvbench | accuracy | 25.0 · evr1 25.0 | 75.0 · evr1 75.0 |" in table
     # M-Avg over MLVU dev's 7 tasks (lmms-eval): (100 + 0) / 7, not the item mean 25 (evr1 reports that)

@@ -77,7 +77,7 @@ def test_charades_think_wrapper_with_placeholder_token_is_unwrapped(tmp_path: Pa
     result = get_benchmark("charades_sta").load(write_json(tmp_path / "c.json", [row]), None)
     assert result.errors == []
     assert json.loads(result.samples[0].ground_truth) == {"time": [12.5, 20.0]}
-    assert result.samples[0].videos == ("AO8RW.mp4",)
+    assert result.samples[0].videos == (str(tmp_path / "AO8RW.mp4"),)  # relative to the annotations' folder
 
 
 def test_ids_fall_back_to_own_id_field_then_position(tmp_path: Path) -> None:
@@ -218,7 +218,7 @@ def test_official_mc_layouts(tmp_path: Path) -> None:
     result = get_benchmark("longvideobench").load(write_json(tmp_path / "o.json", rows), Path("root"))
     assert [(s.id, s.ground_truth) for s in result.samples] == [("lvb1", "C"), ("1", "B"), ("001-2", "D")]
     assert result.samples[0].groups == {"duration_group": "600", "category": "T3O"}
-    assert result.samples[2].videos == (str(Path("root") / "fFjv93ACGo8.mp4"),)
+    assert result.samples[2].videos == (str(Path("root").absolute() / "fFjv93ACGo8.mp4"),)
     assert "neither an option letter nor an option text" in result.errors[0].reason
 
 
@@ -245,14 +245,14 @@ def test_vsibench_official_layout_and_charades_txt(tmp_path: Path) -> None:
     ]
     vsi = get_benchmark("vsibench").load(write_json(tmp_path / "v.json", rows), None)
     assert [(s.problem_type, s.ground_truth, s.videos[0], s.groups["task"]) for s in vsi.samples] == [
-        ("regression", "4", "scannet/scene0001_00.mp4", "object_counting"),
-        ("multiple_choice", "B", "arkitscenes/41069025.mp4", "route_planning"),
+        ("regression", "4", str(tmp_path / "scannet/scene0001_00.mp4"), "object_counting"),
+        ("multiple_choice", "B", str(tmp_path / "arkitscenes/41069025.mp4"), "route_planning"),
     ]
     txt = tmp_path / "charades_sta_test.txt"
     txt.write_text("3MSZA 24.3 30.4##person turn a light on.\nbroken line\n")
     ch = get_benchmark("charades_sta").load(txt, None)
     assert json.loads(ch.samples[0].ground_truth) == {"time": [24.3, 30.4]}
-    assert ch.samples[0].videos == ("3MSZA.mp4",)
+    assert ch.samples[0].videos == (str(tmp_path / "3MSZA.mp4"),)
     assert "VIDEOID START END##sentence" in ch.errors[0].reason
 
 
@@ -307,7 +307,7 @@ def test_ovobench_forward_truths_and_videommmu_image(tmp_path: Path) -> None:
     assert [(s.problem_type, s.ground_truth) for s in ovo.samples] == [("numerical", "3"), ("boolean", "yes"),
                                                                       ("boolean", "no")]  # fmt: skip
     mmmu = get_benchmark("videommmu").load(write_json(tmp_path / "vm.json", [mc_row(1, image_path="img/1.png")]), None)
-    assert mmmu.samples[0].images == ("img/1.png",)
+    assert mmmu.samples[0].images == (str(tmp_path / "img/1.png"),)
     assert "image for this question is at the end of the video" in mmmu.samples[0].prompt
 
 

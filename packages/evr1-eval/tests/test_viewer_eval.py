@@ -114,17 +114,20 @@ def test_report_html_shows_the_cached_frames_and_both_runs(runs: Path, tmp_path:
 
 
 def test_report_html_reads_the_recorded_command_and_reports_problems(runs: Path, tmp_path: Path, capsys) -> None:
-    # the runs were started in-process, so run.json recorded no usable command line: without the paths the site
-    # still shows responses and scores, and says what is missing
+    # a run.json of an older evr1-eval, started in-process, records neither its sources nor a usable command line:
+    # without the paths the site still shows responses and scores, and says what is missing (the edited run.json,
+    # and rows that cannot be re-scored, leave the results unverified: exit 1)
+    run_json = runs / "base" / "mvbench" / "run.json"
+    saved = run_json.read_text()
+    data = json.loads(saved)
+    del data["info"]["sources"]
+    run_json.write_text(json.dumps(data))
     site = tmp_path / "bare"
-    assert _report(runs, site) == 0
+    assert _report(runs, site) == 1
     err = capsys.readouterr().err
     assert "no annotations recorded or given" in err
     assert _index(site, "base")["total"] == N
     # a run whose recorded command names the folders needs no flags
-    run_json = runs / "base" / "mvbench" / "run.json"
-    saved = run_json.read_text()
-    data = json.loads(saved)
     data["info"]["command"] = ["evr1-eval", "run", "--annotations-dir", str(runs / "ann"),
                                f"--media-root={runs / 'media'}", "--cache-dir", str(runs / "cache")]  # fmt: skip
     run_json.write_text(json.dumps(data))
@@ -134,7 +137,7 @@ def test_report_html_reads_the_recorded_command_and_reports_problems(runs: Path,
         ann.write_text(original.replace("What is shown in clip 1?", "Edited question?"))
         site2 = tmp_path / "recorded"
         assert main(["report", str(runs / "base"), "--out", str(runs / "rep2"), "--chart", "none", "--html",
-                     str(site2)]) == 0  # fmt: skip
+                     str(site2)]) == 1  # fmt: skip  # the annotations and run.json changed since the run
         err = capsys.readouterr().err
         assert "annotation file changed since the run" in err
         card = next(c for c in _cards(site2, "base") if 'data-key="mvbench/p1"' in c)

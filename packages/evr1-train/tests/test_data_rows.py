@@ -101,8 +101,8 @@ def test_cache_only_miss_names_the_row_and_the_fix(video_data: dict, make_opts, 
     with pytest.raises(MediaMissError, match=r"row new7: video .*new\.mp4.*run `evr1-cache build`"):
         row_to_inputs(row, make_opts(video_source="cache_only"))
     # prefer_cache: decode and warn, frames identical to a decode-mode load
-    warm = row_to_inputs(row, make_opts(video_source="prefer_cache"))
-    dec = row_to_inputs(row, make_opts(video_source="decode", cache_dir=None))
+    warm = row_to_inputs(row, make_opts(video_source="prefer_cache", media_root=str(tmp_path)))
+    dec = row_to_inputs(row, make_opts(video_source="decode", cache_dir=None, media_root=str(tmp_path)))
     assert np.array_equal(warm.videos[0][0], dec.videos[0][0])
     assert warm.videos[0][1] == dec.videos[0][1]
 
@@ -137,3 +137,19 @@ def test_options_validation(budgets) -> None:
     with pytest.raises(ValueError, match=r"unknown data.evr1 keys \['fpss'\]"):
         DataOptions.from_mapping({"fpss": 2, "video_source": "decode"})
     assert DataOptions.from_mapping({"video_source": "decode", "image": budgets[1]}).image_spec().max_pixels == 12544
+
+
+def test_media_outside_the_media_root_are_refused_unless_allowed(make_opts, tmp_path) -> None:
+    """Attack: a row naming a video outside the dataset's folder (absolute, `../`, a `file:` decoy) is read from disk
+    only inside `data.evr1.media_root`; the refusal names the row and the opt-out key."""
+    from evr1_cache.testing import make_synthetic_video
+
+    root = tmp_path / "data"
+    secret = make_synthetic_video(tmp_path / "elsewhere" / "secret.mp4", n_frames=8, fps=8.0, size=(64, 64))
+    for path in (str(secret), "../elsewhere/secret.mp4"):
+        row = {"problem_id": "out1", "problem": "What?", "answer": "x", "videos": [path]}
+        opts = make_opts(video_source="decode", cache_dir=None, media_root=str(root))
+        with pytest.raises(MediaMissError, match=r"row out1: .*outside the media folder.*allow_outside_media=true"):
+            row_to_inputs(row, opts)
+    allowed = make_opts(video_source="decode", cache_dir=None, media_root=str(root), allow_outside_media=True)
+    assert row_to_inputs(row, allowed).videos[0][0].shape[0] > 0

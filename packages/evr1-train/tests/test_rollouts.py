@@ -263,3 +263,49 @@ def test_verl_fields_become_one_record_per_group(tmp_path: Path, make_opts: Any)
     assert g0[0]["reward"]["overall"] == 1.0
     assert g0[0]["extracted"] == "B"
     assert groups[0]["ground_truth"] == "B"
+
+
+def _malformed(good: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(what is wrong, the record): each of the shapes that made `evr1-train view` fail as a whole before."""
+
+    def response(**change: Any) -> dict[str, Any]:
+        return {**good, "responses": [{**good["responses"][0], **change}]}
+
+    media = {"kind": "video", "path": "x.mp4", "frames_from": "decoded"}
+    return [
+        ("step 'x'", {**good, "step": "x"}),
+        ("step as a list", {**good, "step": [1]}),
+        ("reward as a list", response(reward=[1.0, 0.0])),
+        ("details as a string", response(details="oops")),
+        ("text as a list", response(text=["<answer>B</answer>"])),
+        ("responses as a string", {**good, "responses": "none"}),
+        ("media as an object", {**good, "media": media}),
+        ("frame_indices as text", {**good, "media": [{**media, "frame_indices": "0,1"}]}),
+        ("a negative frame index", {**good, "media": [{**media, "frame_indices": [0, -3]}]}),
+        ("timestamps not numbers", {**good, "media": [{**media, "frame_indices": [0], "timestamps": ["t"]}]}),
+    ]
+
+
+def test_view_skips_each_malformed_record_names_and_counts_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run = tmp_path / "run"
+    w = RolloutDumpWriter(run / "rollouts", DumpConfig(enable=True, every_n_steps=1), engine="local")
+    w.start(1)
+    w.write_step(1, [_group(0), _group(1)])
+    good = json.loads((run / "rollouts" / "step-000001.jsonl").read_text().splitlines()[0])
+    bad = _malformed(good)
+    with (run / "rollouts" / "step-000001.jsonl").open("a") as fh:
+        fh.writelines(json.dumps(record) + "\n" for _, record in bad)
+    (run / "metrics.jsonl").write_text(json.dumps({"step": "x", "val/accuracy": 0.5}) + "\n")  # an unplottable row
+    record = train_run_record(run)
+    assert len(record.samples) == 2  # the two good records
+    skipped = [p for p in record.problems if "malformed record" in p]
+    assert len(skipped) == len(bad)
+    for line, (what, _) in enumerate(bad, start=3):  # each named by its file and line
+        assert any(p.startswith(f"step-000001.jsonl:{line}: ") for p in skipped), what
+    assert record.summary["malformed records skipped"] == len(bad)
+    capsys.readouterr()
+    assert main([str(run), "--out", str(tmp_path / "site")]) == 0  # before: exit 2 or a traceback in 7 of 9 cases
+    err = capsys.readouterr().err
+    assert err.count("malformed record") == len(bad)
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "malformed records skipped" in page

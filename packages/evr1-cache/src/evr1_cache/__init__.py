@@ -9,6 +9,7 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 - reading: `CacheReader` -> `CacheEntry` (frames + `VideoMeta`/`ImageMeta` + spec key + `Source`), `CacheMiss`,
   `CorruptEntry`; `CacheReader.ensure` writes through
 - building: `build_cache` -> `BuildReport`; `EntryJob` / `EntryResult`; `verify_cache` -> `VerifyReport`
+- media paths: `MediaPaths` (resolve and confine a row's media path), `MediaPathError`, `add_media_path_args`
 - media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
 - datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `DatasetError`
 - the prompt record (`evr1_cache.prompt_record`, stdlib): `PromptRecord` (the exact prompt a model was sent and its
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
     from evr1_cache.image import load_image
     from evr1_cache.mrope import reference_rope_index, use_reference_mrope
+    from evr1_cache.paths import ALLOW_OUTSIDE_FLAG, MediaPathError, MediaPaths, add_media_path_args
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.reader import CacheReader
     from evr1_cache.resampling import ResizeStream, register_resampler, resample
@@ -68,6 +70,10 @@ _LAZY = {
     "CorruptEntry": "evr1_cache.errors",
     "MediaError": "evr1_cache.errors",
     "load_image": "evr1_cache.image",
+    "ALLOW_OUTSIDE_FLAG": "evr1_cache.paths",
+    "MediaPathError": "evr1_cache.paths",
+    "MediaPaths": "evr1_cache.paths",
+    "add_media_path_args": "evr1_cache.paths",
     "reference_rope_index": "evr1_cache.mrope",
     "use_reference_mrope": "evr1_cache.mrope",
     "VideoInfo": "evr1_cache.probing",
@@ -81,6 +87,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "ALLOW_OUTSIDE_FLAG",
     "BOOKKEEPING_COLUMNS",
     "IMAGE_RESIZE",
     "RESIZE_RULES",
@@ -97,6 +104,8 @@ __all__ = [
     "ImageMeta",
     "ImageSpec",
     "MediaError",
+    "MediaPathError",
+    "MediaPaths",
     "PromptRecord",
     "PromptRecordError",
     "ResizeRule",
@@ -109,6 +118,7 @@ __all__ = [
     "VideoInfo",
     "VideoMeta",
     "__version__",
+    "add_media_path_args",
     "build_cache",
     "decode_video",
     "get_resize_rule",

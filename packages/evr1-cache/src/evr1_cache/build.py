@@ -1,8 +1,8 @@
 """`build_cache`: cache every video and image of every row of a dataset file, resumably, shardable without coordination.
 
 Flow, one function per step: `plan_jobs` reads the rows (`evr1_cache.dataset`: one malformed line is one row error)
-and resolves every media path (relative to the data file or `media_root`; with `confine=True` a path escaping
-`media_root` is refused) into one `EntryJob` per distinct content (a video used by many rows is decoded once) ->
+and resolves every media path (`evr1_cache.paths.MediaPaths`: relative to the data file or `media_root`, and confined
+to that folder unless `allow_outside_media`) into one `EntryJob` per distinct content (a video used by many rows is decoded once) ->
 `shard` keeps the jobs of this `rank` (hash of the entry key modulo `world_size`: any launcher, no coordination) ->
 `select` skips entries already built, after checking each one's header and size (a damaged entry is rebuilt) ->
 `execute` builds the rest (`workers` processes; each `EntryResult` is appended to this rank's index JSONL) ->
@@ -27,6 +27,7 @@ from typing import Any, Literal
 from evr1_cache.atomic import atomic_open, is_temp
 from evr1_cache.dataset import Row, read_dataset
 from evr1_cache.errors import CorruptEntry, MediaError
+from evr1_cache.paths import MediaPaths
 from evr1_cache.spec import ImageSpec, SamplingSpec
 from evr1_cache.store import entry_key, entry_relpath, frames_layout, read_header
 
@@ -120,27 +121,6 @@ def media_of(row: dict[str, Any], keys: Sequence[str]) -> list[str]:
     return out
 
 
-def resolve(media: str, data_file: Path, media_root: Path | None, *, confine: bool = False) -> str:
-    """The absolute path of a row's media path; with `confine`, MediaError unless it resolves inside `media_root`
-    (symlinks followed, so neither `../` nor a link can leave it)."""
-    if "\0" in media:
-        raise MediaError(repr(media), "the path contains a NUL byte", "fix the media path in the dataset row")
-    if media.startswith("file://"):
-        media = media[len("file://") :]
-    p = Path(media).expanduser()
-    if not p.is_absolute():
-        p = (media_root if media_root is not None else data_file.parent) / p
-    path = os.path.abspath(str(p))
-    if confine:
-        if media_root is None:
-            raise ValueError("confine=True needs a media_root (--media-root) to confine media paths to")
-        root = os.path.realpath(media_root)
-        real = os.path.realpath(path)
-        if os.path.commonpath([root, real]) != root:
-            raise MediaError(path, f"resolves to {real}, outside --media-root {root}", "fix the row or the media root")
-    return path
-
-
 def owner(key: str, world_size: int) -> int:
     """The rank that builds `key`: stable across machines and runs, needs no coordination."""
     return int(key[:8], 16) % world_size
@@ -152,15 +132,14 @@ def plan_jobs(
     image_spec: ImageSpec,
     *,
     media_root: str | os.PathLike[str] | None = None,
-    confine: bool = False,
+    allow_outside_media: bool = False,
 ) -> Plan:
-    """Read the dataset and turn its media into jobs (content-addressed: two paths with the same bytes share one)."""
+    """Read the dataset and turn its media into jobs (content-addressed: two paths with the same bytes share one);
+    media paths are resolved and confined by `MediaPaths` (a refused path is a failed row naming its line)."""
     from evr1_cache.sources import media_file, source_identity
 
     data_path = Path(data_file)
-    root = Path(media_root) if media_root is not None else None
-    if confine and root is None:
-        raise ValueError("confine=True needs a media_root (--media-root) to confine media paths to")
+    paths_rule = MediaPaths.for_dataset(data_path, media_root, allow_outside=allow_outside_media)
     dataset = read_dataset(data_path)
     errors: dict[str, str] = {}
     jobs: dict[str, EntryJob] = {}
@@ -176,7 +155,7 @@ def plan_jobs(
             paths: list[str] = []
             for media in media_of(row.data, keys):
                 try:
-                    path = resolve(media, data_path, root, confine=confine)
+                    path = paths_rule.resolve(media, f"{data_path.name} line {row.line}")
                 except MediaError as exc:
                     path = exc.path
                     errors.setdefault(path, str(exc))
@@ -279,7 +258,7 @@ def build_cache(
     image_spec: ImageSpec,
     *,
     media_root: str | os.PathLike[str] | None = None,
-    confine: bool = False,
+    allow_outside_media: bool = False,
     decoder: str = "auto",
     workers: int = 1,
     rank: int = 0,
@@ -296,7 +275,7 @@ def build_cache(
         raise ValueError(f"workers must be >= 1, got {workers}")
     t0 = time.perf_counter()
     out = Path(out_dir)
-    plan = plan_jobs(data_file, spec, image_spec, media_root=media_root, confine=confine)
+    plan = plan_jobs(data_file, spec, image_spec, media_root=media_root, allow_outside_media=allow_outside_media)
     out.mkdir(parents=True, exist_ok=True)
     mine, errors = shard(plan, rank, world_size)
     todo, skipped, rebuilt = select(mine, out)
@@ -425,6 +404,9 @@ def _rebase_media(row: dict[str, Any], media: dict[Kind, tuple[str, ...]], base:
                     rebased.append(item)
                     continue
                 resolved_path = next(resolved[kind])
+                if not os.path.isabs(resolved_path):  # refused before it was resolved (keyed by its row): as written
+                    rebased.append(item)
+                    continue
                 try:
                     new = os.path.relpath(resolved_path, base)
                 except ValueError:  # another drive (Windows) or an unusable path: keep it as written

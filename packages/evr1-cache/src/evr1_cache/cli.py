@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.paths import add_media_path_args
 from evr1_cache.plan.cli import PLAN_EXAMPLES, add_plan_args
 
 EXAMPLES = """examples:
@@ -78,11 +79,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("data", help="dataset file: .json, .jsonl or .parquet (EasyVideoR1 schema: videos/images lists)")
     b.add_argument("--out", required=True, help="cache directory")
     b.add_argument("--media-root", help="base for relative media paths (default: the data file's folder)")
-    b.add_argument(
-        "--confine",
-        action="store_true",
-        help="refuse media paths that resolve outside --media-root (absolute paths, ../, symlinks out of it)",
-    )
+    add_media_path_args(b)
     b.add_argument("--output-data", help="output dataset path (default: OUT/<data stem>.evr1.jsonl)")
     b.add_argument("--decoder", default="auto", help="auto | pyav | ffmpeg")
     b.add_argument("--workers", type=int, default=1, help="decoding processes on this machine")
@@ -101,6 +98,7 @@ def parser() -> argparse.ArgumentParser:
     )
     pl.add_argument("data", help="dataset file (.json, .jsonl, .parquet): raw rows or the dataset `build` wrote")
     pl.add_argument("--media-root", help="base for relative media paths (default: the data file's folder)")
+    add_media_path_args(pl)
     _spec_args(pl)
     add_plan_args(pl)
 
@@ -153,7 +151,7 @@ def _build(args: argparse.Namespace) -> int:
         spec,
         image_spec,
         media_root=args.media_root,
-        confine=args.confine,
+        allow_outside_media=args.allow_outside_media,
         decoder=args.decoder,
         workers=args.workers,
         rank=args.rank,

@@ -10,6 +10,7 @@ import inspect
 import os
 from typing import TYPE_CHECKING
 
+from evr1_cache.budget import check_video
 from evr1_cache.decoders import Decoder, get_decoder
 from evr1_cache.errors import DecodeMismatch, MediaError
 from evr1_cache.probing import VideoInfo, probe
@@ -58,6 +59,7 @@ def decode_video(
         indices, h, w = plan(info, spec)
         positions = info.positions(indices)
         distinct = sorted(set(positions))
+        check_video(info.path, info.width, info.height, len(distinct), h, w)  # before a frame is allocated
         with ResizeStream(len(distinct), h, w, spec.resize, threads=threads) as stream:
             try:
                 if _takes_sink(dec):

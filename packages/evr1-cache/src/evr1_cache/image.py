@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from evr1_cache.budget import check_frame
 from evr1_cache.errors import MediaError
 from evr1_cache.sources import media_file
 from evr1_cache.spec import ImageSpec, resized_image_hw
@@ -23,6 +24,7 @@ def load_image(path: str | os.PathLike[str], image_spec: ImageSpec) -> np.ndarra
     p = media_file(path)
     try:
         with Image.open(p) as img:
+            check_frame(str(p), *img.size)  # the header's size, before the pixels are decoded
             img.load()
             rgb = _to_rgb(img)
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:

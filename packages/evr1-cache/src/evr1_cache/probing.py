@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.budget import check_frame, decode_threads
 from evr1_cache.errors import MediaError
+from evr1_cache.paths import open_container
 from evr1_cache.sources import media_file
 
 #: Frame-time jitter (fraction of the median frame interval) still treated as a constant frame rate.
@@ -94,12 +96,11 @@ class _Header:
 
 def probe(path: str | os.PathLike[str], *, exact: bool = False) -> VideoInfo:
     """Measure `path` (see module docstring); `exact=True` decodes every frame to time it (slower, authoritative)."""
-    import av
-
     p = media_file(path)
     try:
-        with av.open(str(p)) as container:
+        with open_container(p) as container:
             header = _stream_header(p, container)
+            check_frame(str(p), header.width, header.height)  # before any frame is decoded
             stream = container.streams.video[0]
             if exact:
                 times, rotation, width, height = _decoded_times(container, stream, header)
@@ -148,6 +149,7 @@ def _packet_times(container: Any, stream: Any, header: _Header) -> tuple[list[fl
 def _decoded_times(container: Any, stream: Any, header: _Header) -> tuple[list[float], int, int, int]:
     """(times, rotation, width, height) from the decoder's own output, FFmpeg's best-effort timestamp rule."""
     stream.thread_type = "AUTO"
+    stream.codec_context.thread_count = decode_threads(0, header.width, header.height)
     times: list[float] = []
     rotation, width, height = 0, header.width, header.height
     last: float | None = None
@@ -214,9 +216,7 @@ def _frame_time(frame: object, last: float | None) -> float | None:
 
 def _first_frame(p: Path, width: int, height: int) -> tuple[int, int, int]:
     """(rotation, coded width, coded height) from the first decoded frame (the stream header's size as fallback)."""
-    import av
-
-    with av.open(str(p)) as container:
+    with open_container(p) as container:
         for frame in container.decode(video=0):
             return int(frame.rotation or 0) % 360, int(frame.width), int(frame.height)
     return 0, width, height

@@ -499,6 +499,13 @@ class ResizeStream:
             self._out[at : at + len(chunk)] = fn(chunk, height, width, 1)
 
         self._futures.append(self._pool.submit(work))
+        # backpressure: at most one waiting chunk per thread, so a decoder faster than the resize never piles up
+        # decoded frames (evr1_cache.budget bounds the size of each)
+        live = [f for f in self._futures if not f.done()]
+        if len(live) > self._threads:
+            from concurrent.futures import wait
+
+            wait(live[: len(live) - self._threads])
 
     def result(self) -> np.ndarray:
         """Every frame resized, in the order added; raises what a resize raised, or ValueError if frames are missing."""

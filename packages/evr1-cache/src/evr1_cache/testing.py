@@ -137,6 +137,37 @@ def make_synthetic_image(path: str | os.PathLike[str], size: tuple[int, int] = (
     return out
 
 
+def make_decode_bomb(path: str | os.PathLike[str], side: int = 16000, frames: int = 2) -> Path:
+    """A tiny H.264 file (about 0.75 MB at 16000) of `frames` black `side` x `side` frames: decoding it naively takes
+    gigabytes (each frame is 0.75 GiB in RGB). Encoding it takes the ffmpeg CLI seconds and a few GB once."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    source = f"color=c=black:s={side}x{side}:r=1,format=yuv420p"
+    _ffmpeg(
+        ["-f", "lavfi", "-i", source, "-frames:v", str(frames), "-c:v", "libx264", "-preset", "ultrafast", str(out)]
+    )
+    return out
+
+
+#: Runs argv[1:] as a child and prints its peak resident memory in KiB (Linux `ru_maxrss`); see `peak_rss_kib`.
+_PEAK_WRAPPER = (
+    "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+    "sys.stderr.write(r.stdout + r.stderr); print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
+def peak_rss_kib(argv: Sequence[str], timeout: float = 600) -> tuple[int, int, str]:
+    """(exit code, peak resident memory in KiB, output) of the command `argv`, measured in a fresh wrapper process so
+    that nothing the caller ran before counts (`ru_maxrss` of RUSAGE_CHILDREN is a maximum over every waited child)."""
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _PEAK_WRAPPER, *argv], capture_output=True, text=True, timeout=timeout, check=True
+    )
+    code, kib = proc.stdout.split()[-2:]
+    return int(code), int(kib), proc.stderr
+
+
 def _ffmpeg(args: list[str]) -> None:
     exe = shutil.which("ffmpeg")
     if exe is None:

@@ -107,15 +107,23 @@ def image_spec_for(spec: Any, overrides: Mapping[str, Any] | None = None) -> Any
     return ImageSpec(**{**base, **dict(overrides or {})})
 
 
-def load_job(bench: Any, annotations_dir: Path, media_root: Path | None, protocol: Any = None) -> Any:
+def load_job(
+    bench: Any,
+    annotations_dir: Path,
+    media_root: Path | None,
+    protocol: Any = None,
+    *,
+    allow_outside_media: bool = False,
+) -> Any:
     """Load every sample of one benchmark into a runner `Job` (bad rows are kept as load errors, not dropped), with
-    prompts for `protocol` (a `ProtocolSettings`; default: the official protocol)."""
+    prompts for `protocol` (a `ProtocolSettings`; default: the official protocol); media paths outside `media_root`
+    (default: the annotations' folder) are load errors unless `allow_outside_media`."""
     from evr1_eval.protocol import ProtocolSettings
     from evr1_eval.runner import Job
 
     protocol = protocol or ProtocolSettings()
     path = find_annotations(annotations_dir, [bench.name, *getattr(bench, "aliases", ())])
-    loaded = bench.load(path, media_root, protocol=protocol)
+    loaded = bench.load(path, media_root, protocol=protocol, allow_outside_media=allow_outside_media)
     return Job(
         benchmark=bench,
         samples=loaded.samples,

@@ -10,22 +10,35 @@ numbers. The chart uses matplotlib when the `report` extra is installed (every b
 included; a missing result is marked "n/a"); without it a small built-in PNG writer draws the same grouped bars
 without text — a zero result as a short dark stub on the axis, a missing one as nothing — and the command says how to
 get labels.
+
+Every number is checked before it is shown (evr1_eval.verify): each stored response is re-scored offline with the
+benchmark's scorer and the rows checked against the annotations and the run's record; report.md and the terminal say
+"verified N/N" per benchmark, or name every problem, and `evr1-eval report` then exits non-zero.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
+import re
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evr1_eval.types import BenchmarkSummary
+from evr1_eval.verify import Annotations, Verification, verify_benchmark
 
+if TYPE_CHECKING:
+    from evr1_eval.benchmarks.base import Benchmark
+    from evr1_eval.results import Sources
+
+#: Problems listed per benchmark in report.md (all of them are printed and in summary.json).
+SHOWN_PROBLEMS = 20
 PALETTE = ((31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75))
 
 
@@ -38,6 +51,13 @@ class RunReport:
     problems: tuple[str, ...] = ()
     #: benchmark -> the manifest.json written beside its results (None for runs written before manifests existed).
     manifests: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    #: benchmark -> its stored rows re-scored and checked against the annotations and the run's record.
+    verifications: Mapping[str, Verification] = field(default_factory=dict)
+
+    @property
+    def verified(self) -> bool:
+        """Every benchmark of the run verified (a report of unverified numbers exits non-zero)."""
+        return all(v.ok for v in self.verifications.values())
 
 
 def _is_bench_summary(path: Path) -> bool:
@@ -64,8 +84,64 @@ def _summary_from_json(data: Mapping[str, Any]) -> BenchmarkSummary:
     return BenchmarkSummary(**{k: v for k, v in data.items() if k in names})
 
 
-def collect_run(run_dir: Path) -> RunReport:
-    """Every benchmark of one run folder (or one benchmark folder), re-aggregated from its rows."""
+def _benchmark_of(bench_dir: Path, rows: Sequence[Any]) -> str:
+    """The benchmark a folder holds: its manifest's (the run's record), else the folder's name when it is one, else
+    what its first row says (rows are checked against it: a row claiming another benchmark is flagged)."""
+    from evr1_eval import manifest
+    from evr1_eval.benchmarks import get_benchmark
+
+    recorded = (manifest.read(bench_dir) or {}).get("benchmark")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    with contextlib.suppress(KeyError):
+        return get_benchmark(bench_dir.name).name
+    return rows[0].benchmark if rows else bench_dir.name
+
+
+def run_annotations(bench: Benchmark, bench_dir: Path, given: Sources | None = None) -> Annotations | str:
+    """The annotations a run of `bench` was evaluated on (run.json's recorded command, or `given`) and the ids it
+    selected (manifest.json's limit and world size), or why they cannot be loaded."""
+    from evr1_eval import manifest
+    from evr1_eval.jobs import file_digest, load_job
+    from evr1_eval.results import Sources, recorded_sources, select
+
+    settings: dict[str, Any] = {}
+    for run_json in sorted(bench_dir.glob("run*.json")):
+        with contextlib.suppress(OSError, ValueError):
+            loaded = json.loads(run_json.read_text("utf-8"))
+            settings = loaded if isinstance(loaded, dict) else {}
+        break
+    recorded = recorded_sources(settings)
+    record = manifest.read(bench_dir) or {}
+    given = given or Sources()
+    folder = given.annotations_dir or recorded.annotations_dir
+    scored = (record.get("sources") or {}).get("annotations_file")  # written by `evr1-eval score`
+    try:
+        if folder is not None:
+            job = load_job(bench, folder, given.media_root or recorded.media_root, allow_outside_media=True)
+            samples, source = list(job.samples), str(job.source or "")
+        elif isinstance(scored, str):
+            samples = list(bench.load(Path(scored), allow_outside_media=True).samples)
+            source = file_digest(Path(scored))
+        else:
+            return "no annotations recorded or given: rows cannot be re-scored (pass --annotations-dir)"
+    except (OSError, KeyError, ValueError) as exc:
+        return f"annotations not loaded ({exc}): rows cannot be re-scored"
+    digest = dict(settings.get("fingerprint") or {}).get("annotations") or (record.get("annotations") or {}).get(
+        "digest"
+    )
+    note = None
+    if digest and source and digest != source:
+        note = "the annotation file changed since the run: rows are checked against today's file"
+    world = record["world_size"] if isinstance(record.get("world_size"), int) else 1
+    limit = record["limit"] if isinstance(record.get("limit"), int) else None
+    chosen = (s.id for r in range(max(1, world)) for s in select(samples, limit=limit, rank=r, world_size=world))
+    return Annotations({s.id: s for s in samples}, frozenset(chosen), note)
+
+
+def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
+    """Every benchmark of one run folder (or one benchmark folder), re-aggregated from its rows, which are verified
+    (evr1_eval.verify) against the annotations the run recorded (or `given`)."""
     from evr1_eval import manifest
     from evr1_eval.benchmarks import get_benchmark
     from evr1_eval.results import load_rows
@@ -76,10 +152,11 @@ def collect_run(run_dir: Path) -> RunReport:
     summaries: dict[str, BenchmarkSummary] = {}
     settings: dict[str, Any] = {}
     manifests: dict[str, Mapping[str, Any] | None] = {}
+    verifications: dict[str, Verification] = {}
     problems: list[str] = []
     for bench_dir in _bench_dirs(run_dir):
         rows = load_rows(bench_dir) if any(bench_dir.glob("results*.jsonl")) else []
-        name = rows[0].benchmark if rows else bench_dir.name
+        name = _benchmark_of(bench_dir, rows)
         try:
             bench = get_benchmark(name)
         except KeyError as exc:
@@ -90,6 +167,9 @@ def collect_run(run_dir: Path) -> RunReport:
         else:
             summaries[bench.name] = _summary_from_json(json.loads((bench_dir / "summary.json").read_text("utf-8")))
         manifests[bench.name] = manifest.read(bench_dir)
+        found = verify_benchmark(bench_dir, bench, run_annotations(bench, bench_dir, given))
+        verifications[bench.name] = found
+        problems += [f"{bench.name}: {p}" for p in found.problems]
         for run_json in sorted(bench_dir.glob("run*.json")):
             try:
                 settings[bench.name] = json.loads(run_json.read_text("utf-8"))
@@ -98,7 +178,26 @@ def collect_run(run_dir: Path) -> RunReport:
             break
     if not summaries:
         problems.append(f"{run_dir}: no benchmark results found (expected <benchmark>/results.jsonl)")
-    return RunReport(run_dir.name or str(run_dir), str(run_dir), summaries, settings, tuple(problems), manifests)
+    name = run_dir.name or str(run_dir)
+    return RunReport(name, str(run_dir), summaries, settings, tuple(problems), manifests, verifications)
+
+
+#: Characters with a meaning in Markdown (an underscore only outside a word), backslash-escaped in `md_text` (`<`, `>` and `&` become HTML entities).
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")  # `m_avg` keeps its `_`
+_URL = re.compile(r"https?://[^\s<>]+")
+
+
+def md_text(value: object) -> str:
+    """`value` as literal text in Markdown: one line, no markup, no HTML (a run named `<script>` or `| x |` shows as
+    written). Every value from a run folder, a manifest or the command line passes here before it reaches report.md."""
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _md_reference(ref: str) -> str:
+    """A benchmark's reference: an autolink when it is one URL, else literal text."""
+    return f"<{ref}>" if _URL.fullmatch(ref) else md_text(ref)
 
 
 def _unique_names(runs: Sequence[RunReport]) -> list[str]:
@@ -141,12 +240,12 @@ def markdown_table(runs: Sequence[RunReport]) -> str:
     """Benchmarks as rows, runs as columns: the official primary metric (the headline) and the evr1 accuracy."""
     names = _unique_names(runs)
     benches = sorted({b for run in runs for b in run.summaries})
-    header = "| benchmark | metric | " + " | ".join(names) + " |"
+    header = "| benchmark | metric | " + " | ".join(md_text(n) for n in names) + " |"
     lines = [header, "|" + "---|" * (len(names) + 2)]
     for bench in benches:
         primary = next(run.summaries[bench].primary for run in runs if bench in run.summaries)
         cells = [_cell(run.summaries.get(bench)) for run in runs]
-        lines.append(f"| {bench} | {primary} | " + " | ".join(cells) + " |")
+        lines.append(f"| {md_text(bench)} | {md_text(primary)} | " + " | ".join(md_text(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -186,14 +285,14 @@ def _delta_markdown(delta: Mapping[str, Any]) -> str:
     lines = [
         "## Video-MMMU Δknowledge",
         "",
-        f"Adaptation accuracy without the video ({delta['baseline']}): "
+        f"Adaptation accuracy without the video ({md_text(delta['baseline'])}): "
         + ("n/a" if before is None else f"{before:.1f}")
         + ". Δknowledge = (after - before) / (100 - before) x 100.",
         "",
         "| run | Δknowledge (%) |",
         "|---|---|",
-        *(f"| {n} | {'n/a' if v is None else f'{v:+.1f}'} |" for n, v in delta["runs"].items()),
-        *(f"\n{note}" for note in delta["notes"]),
+        *(f"| {md_text(n)} | {'n/a' if v is None else f'{v:+.1f}'} |" for n, v in delta["runs"].items()),
+        *(f"\n{md_text(note)}" for note in delta["notes"]),
     ]
     return "\n".join(lines) + "\n"
 
@@ -238,11 +337,26 @@ def _manifest_line(record: Mapping[str, Any] | None) -> str:
     )
 
 
+def verification_markdown(runs: Sequence[RunReport]) -> str:
+    """Per run and benchmark "verified N/N", or a warning naming every problem (evr1_eval.verify)."""
+    lines: list[str] = []
+    for name, run in zip(_unique_names(runs), runs, strict=True):
+        for _bench, found in sorted(run.verifications.items()):
+            lines.append(f"- {md_text(name)} / {md_text(found.line())}")
+            lines += [f"  - {md_text(p)}" for p in found.problems[:SHOWN_PROBLEMS]]
+            if len(found.problems) > SHOWN_PROBLEMS:
+                lines.append(f"  - ... and {len(found.problems) - SHOWN_PROBLEMS} more")
+    if not lines:
+        return ""
+    head = "## Verification\n\n" if all(r.verified for r in runs) else "## Verification: **results NOT verified**\n\n"
+    return head + "\n".join(lines) + "\n\n"
+
+
 def manifests_markdown(runs: Sequence[RunReport]) -> str:
     lines = ["## Run settings (manifest.json)", ""]
     for name, run in zip(_unique_names(runs), runs, strict=True):
         for bench in sorted(run.summaries):
-            lines.append(f"- {name} / {bench}: {_manifest_line(run.manifests.get(bench))}")
+            lines.append(f"- {md_text(name)} / {md_text(bench)}: {md_text(_manifest_line(run.manifests.get(bench)))}")
     return "\n".join(lines) + "\n"
 
 
@@ -259,6 +373,10 @@ def summary_json(runs: Sequence[RunReport]) -> dict[str, Any]:
                 "settings": dict(run.settings),
                 "manifests": dict(sorted(run.manifests.items())),
                 "problems": list(run.problems),
+                "verified": {
+                    b: {"verified": v.verified, "total": v.total, "ok": v.ok}
+                    for b, v in sorted(run.verifications.items())
+                },
             }
             for name, run in zip(_unique_names(runs), runs, strict=True)
         ],
@@ -375,15 +493,17 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
     out_dir.mkdir(parents=True, exist_ok=True)
     table = markdown_table(runs)
     notes = [
-        f"- {name} / {b}: {n}"
+        f"- {md_text(name)} / {md_text(b)}: {md_text(n)}"
         for name, run in zip(_unique_names(runs), runs, strict=True)
         for b, s in sorted(run.summaries.items())
         for n in s.notes
     ]
-    md = "# evr1-eval report\n\n"
+    md = "# evr1-eval report\n\n" + verification_markdown(runs)
     warnings = settings_warnings(runs)
     if warnings:
-        md += "**Warning: the compared runs used different settings**\n\n" + "\n".join(f"- {w}" for w in warnings)
+        md += "**Warning: the compared runs used different settings**\n\n" + "\n".join(
+            f"- {md_text(w)}" for w in warnings
+        )
         md += "\n\n"
     md += (
         "Cells: the official protocol's primary metric (the benchmark's own scoring, headline) · evr1: evr1-rewards' "
@@ -392,7 +512,11 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
     md += "\n" + manifests_markdown(runs)
     refs = sorted({(b, s.reference) for run in runs for b, s in run.summaries.items() if s.reference})
     if refs:
-        md += "\n## Official references\n\n" + "\n".join(f"- {b}: {ref}" for b, ref in refs) + "\n"
+        md += (
+            "\n## Official references\n\n"
+            + "\n".join(f"- {md_text(b)}: {_md_reference(ref)}" for b, ref in refs)
+            + "\n"
+        )
     md += "\n## Notes\n\n" + "\n".join(notes) + "\n" if notes else ""
     delta = delta_knowledge(runs)
     if delta:

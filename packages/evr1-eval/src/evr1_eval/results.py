@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from evr1_eval.types import BenchmarkSummary, ScoredSample
+from evr1_eval.types import BenchmarkSummary, Sample, ScoredSample
 
 RESULTS_GLOB = "results*.jsonl"
 SCHEMA_VERSION = 1
@@ -35,6 +37,13 @@ def shard_suffix(rank: int, world_size: int) -> str:
     if world_size < 1 or not 0 <= rank < world_size:
         raise ValueError(f"need 0 <= rank < world_size, got rank={rank} world_size={world_size}")
     return "" if world_size == 1 else f".rank{rank}-of-{world_size}"
+
+
+def select(samples: Sequence[Sample], *, limit: int | None, rank: int, world_size: int) -> list[Sample]:
+    """The samples rank `rank` evaluates: the first `limit`, then every `world_size`-th from `rank` (ranks are
+    disjoint and complete); what its results file holds once it has finished."""
+    chosen = list(samples[:limit] if limit is not None else samples)
+    return chosen[rank::world_size]
 
 
 def results_path(bench_dir: Path, rank: int = 0, world_size: int = 1) -> Path:
@@ -53,6 +62,33 @@ def row_from_dict(data: Mapping[str, Any]) -> ScoredSample:
     """Rebuild a row; unknown keys (written by a newer version) are ignored, missing optional ones default."""
     names = {f.name for f in dataclasses.fields(ScoredSample)}
     return ScoredSample(**{k: v for k, v in data.items() if k in names})
+
+
+def row_problem(row: ScoredSample) -> str | None:
+    """Why a row read from disk is not a well-formed ScoredSample (a field of the wrong type, a score that is not a
+    finite number in [0, 1]), or None. Such a row is left out of every aggregation and named by `evr1_eval.verify`.
+    (Rows are rebuilt from JSON without type checks: the field values are looked at as the objects they are.)"""
+    values: dict[str, object] = {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
+    for name in ("id", "benchmark", "problem_type", "response", "extracted", "error"):
+        value = values[name]
+        if not isinstance(value, str) and (value is not None or name in ("id", "benchmark", "problem_type")):
+            return f"`{name}` is a {type(value).__name__}, not text"
+    groups, details = values["groups"], values["details"]
+    if not isinstance(groups, Mapping) or not all(isinstance(v, str) for v in groups.values()):
+        return "`groups` is not an object of texts"
+    if not isinstance(details, Mapping):
+        return "`details` is not an object"
+    if not isinstance(values["needs_judge"], bool):
+        return "`needs_judge` is not a boolean"
+    for name in ("score", "evr1_score"):
+        score = values[name]
+        if score is None and name == "evr1_score":
+            continue
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            return f"{name} {score!r} is not a number"
+        if not 0.0 <= float(score) <= 1.0:
+            return f"{name} {score!r} is outside [0, 1]"
+    return None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -109,11 +145,13 @@ def iter_rows(path: Path) -> Iterator[ScoredSample]:
 
 
 def load_rows(bench_dir: Path) -> list[ScoredSample]:
-    """Every row of every results file in a benchmark folder (all ranks), one per id: the last written wins."""
+    """Every well-formed row of every results file in a benchmark folder (all ranks), one per id: the last written
+    wins."""
     rows: dict[str, ScoredSample] = {}
     for path in sorted(Path(bench_dir).glob(RESULTS_GLOB)):
         for row in iter_rows(path):
-            rows[row.id] = row
+            if row_problem(row) is None:  # a malformed row is never aggregated (evr1_eval.verify names it)
+                rows[row.id] = row
     return list(rows.values())
 
 
@@ -188,3 +226,38 @@ def dedupe_ids(ids: Iterable[str]) -> list[str]:
             dups.append(i)
         seen.add(i)
     return dups
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """Where a run's annotations, media and frames are (given on the command line, else read from the run's record)."""
+
+    annotations_dir: Path | None = None
+    media_root: Path | None = None
+    cache_dir: Path | None = None
+    #: the run was given `--allow-outside-media`: its media may lie outside the annotations' folder / media root
+    allow_outside_media: bool = False
+
+
+def recorded_sources(settings: Mapping[str, Any]) -> Sources:
+    """The `--annotations-dir`, `--media-root` and `--cache-dir` of the `run` command recorded in run.json (its
+    `sources`, else read off the recorded command line)."""
+    sources = (settings.get("info") or {}).get("sources")
+    if isinstance(sources, Mapping):
+        annotations, media, cache = (
+            Path(p) if isinstance(p, str) else None
+            for p in (sources.get("annotations_dir"), sources.get("media_root"), sources.get("cache_dir"))
+        )
+        return Sources(annotations, media, cache, bool(sources.get("allow_outside_media")))
+    argv = (settings.get("info") or {}).get("command") or []
+    if not isinstance(argv, list):
+        return Sources()
+    found: dict[str, Path] = {}
+    for i, token in enumerate(argv):
+        for flag in ("--annotations-dir", "--media-root", "--cache-dir"):
+            if token == flag and i + 1 < len(argv):
+                found[flag] = Path(str(argv[i + 1]))
+            elif isinstance(token, str) and token.startswith(flag + "="):
+                found[flag] = Path(token.split("=", 1)[1])
+    outside = "--allow-outside-media" in argv
+    return Sources(found.get("--annotations-dir"), found.get("--media-root"), found.get("--cache-dir"), outside)

@@ -30,18 +30,23 @@ from evr1_eval.media import Media, MediaLoader, spec_key
 from evr1_eval.presets.registry import ResponseFilter, apply_response_filter
 from evr1_eval.progress import Progress
 from evr1_eval.results import (
+    RESULTS_GLOB,
     ResultsStore,
     check_settings,
     dedupe_ids,
     results_path,
+    select,
     settings_path,
     shard_suffix,
     write_json_atomic,
     write_summary,
 )
 from evr1_eval.types import BenchmarkSummary, Judge, Reference, Sample, ScoredSample
+from evr1_eval.verify import Annotations, Verification, record_writing, record_written, verify_benchmark
 
 log = logging.getLogger(__name__)
+#: Problems a resume check logs one by one (all of them are in the run's result).
+SHOWN_PROBLEMS = 20
 
 
 class BenchmarkLike(Protocol):
@@ -140,12 +145,10 @@ class JobResult:
     ran: int
     errors: int  # error rows written in this run
     summary: BenchmarkSummary | None
-
-
-def select(samples: Sequence[Sample], *, limit: int | None, rank: int, world_size: int) -> list[Sample]:
-    """The first `limit` samples, then every `world_size`-th starting at `rank` (ranks are disjoint and complete)."""
-    chosen = list(samples[:limit] if limit is not None else samples)
-    return chosen[rank::world_size]
+    #: The stored rows re-scored and checked (evr1_eval.verify): before a resume and after the run (single machine).
+    verification: Verification | None = None
+    #: What the check before a resume found in the rows already on disk (each also in `verification` when run).
+    resume_problems: tuple[str, ...] = ()
 
 
 def sampling_for(bench: BenchmarkLike, overrides: Mapping[str, Any]) -> Any:
@@ -177,6 +180,7 @@ class _State:
     skipped: int
     ran: int = 0
     errors: int = 0
+    resume_problems: tuple[str, ...] = ()
 
 
 class Runner:
@@ -237,6 +241,7 @@ class Runner:
             **dict(c.info),
         }
         fingerprint = self.fingerprint(job, spec)
+        resumed = self._check_stored(job, out_dir)  # before run.json and manifest.json are rewritten
         check_settings(settings_path(out_dir, c.rank, c.world_size), fingerprint, info)
         counts = {"rows_loaded": len(job.samples), "load_errors": len(job.load_errors)}
         record = manifest.build(
@@ -246,7 +251,10 @@ class Runner:
             annotations=counts,
             extra={"command": c.info.get("command"), "limit": c.limit, "world_size": c.world_size},
         )
-        write_json_atomic(out_dir / manifest.MANIFEST, record)
+        previous = manifest.read(out_dir) or {}
+        kept = {k: previous[k] for k in ("files", "writing") if k in previous}  # other ranks' records, and ours
+        write_json_atomic(out_dir / manifest.MANIFEST, {**record, **kept})
+        record_writing(out_dir, self._own_files(out_dir))
         if job.load_errors:
             write_json_atomic(
                 out_dir / f"load_errors{shard_suffix(c.rank, c.world_size)}.json",
@@ -260,8 +268,33 @@ class Runner:
         chosen = select(job.samples, limit=c.limit, rank=c.rank, world_size=c.world_size)
         pending = [s for s in chosen if s.id not in done]
         return _State(
-            job=job, spec=spec, out_dir=out_dir, store=store, pending=pending, skipped=len(chosen) - len(pending)
+            job=job,
+            spec=spec,
+            out_dir=out_dir,
+            store=store,
+            pending=pending,
+            skipped=len(chosen) - len(pending),
+            resume_problems=resumed,
         )
+
+    def _own_files(self, out_dir: Path) -> list[str]:
+        """The files of `out_dir` this rank writes (recorded with their hashes in manifest.json when it finishes)."""
+        c = self.config
+        suffix = shard_suffix(c.rank, c.world_size)
+        names = [results_path(out_dir, c.rank, c.world_size).name, settings_path(out_dir, c.rank, c.world_size).name]
+        names.append(f"load_errors{suffix}.json")
+        return names + (["summary.json"] if c.world_size == 1 else [])
+
+    def _check_stored(self, job: Job, out_dir: Path) -> tuple[str, ...]:
+        """Re-score the rows a resume keeps (evr1_eval.verify): a stored score that differs, another benchmark's
+        rows, unknown ids, a results file changed since the run recorded it are named (and fail the run's exit)."""
+        if not any(out_dir.glob(RESULTS_GLOB)):
+            return ()
+        samples = Annotations({s.id: s for s in job.samples}, None)
+        found = verify_benchmark(out_dir, job.benchmark, annotations=samples, resume=True)  # type: ignore[arg-type]
+        for problem in found.problems[:SHOWN_PROBLEMS]:
+            log.warning("%s (resume): %s", job.benchmark.name, problem)
+        return found.problems
 
     # -- one sample ---------------------------------------------------------------------------------------------
     async def _score(self, bench: BenchmarkLike, sample: Sample, text: str) -> ScoredSample:
@@ -386,6 +419,12 @@ class Runner:
                 log.error("%s: aggregation failed (%s); rows are in %s", st.job.benchmark.name, exc, st.store.path)
             else:
                 write_summary(st.out_dir / "summary.json", summary, {"rows": len(rows)})
+        record_written(st.out_dir, self._own_files(st.out_dir))
+        verification = None
+        if c.world_size == 1:  # each rank's files are verified by `report` once all are written
+            chosen = select(st.job.samples, limit=c.limit, rank=c.rank, world_size=c.world_size)
+            samples = Annotations({s.id: s for s in st.job.samples}, frozenset(s.id for s in chosen))
+            verification = verify_benchmark(st.out_dir, st.job.benchmark, annotations=samples)  # type: ignore[arg-type]
         return JobResult(
             benchmark=st.job.benchmark.name,
             out_dir=st.out_dir,
@@ -394,6 +433,8 @@ class Runner:
             ran=st.ran,
             errors=st.errors,
             summary=summary,
+            verification=verification,
+            resume_problems=st.resume_problems,
         )
 
 

@@ -37,7 +37,8 @@ class PredictionFile:
 
 
 def read_predictions(path: Path) -> PredictionFile:
-    """Read `{"id", "response"}` JSONL rows (`"error"` marks a failed sample); a later row for an id wins."""
+    """Read `{"id", "response"}` JSONL rows (`"error"` marks a failed sample); a later row for an id wins (and a
+    repeated id is a problem: `score` exits non-zero)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"predictions file {path} does not exist")
@@ -61,6 +62,8 @@ def read_predictions(path: Path) -> PredictionFile:
             continue
         if response is None and not error:
             error = "prediction has no response"
+        if str(row["id"]) in preds:
+            problems.append(f"{path.name} line {lineno}: id {str(row['id'])!r} repeated; this later row is used")
         preds[str(row["id"])] = Prediction(str(row["id"]), response, None if not error else str(error))
     return PredictionFile(preds, problems)
 

@@ -15,9 +15,10 @@ import argparse
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from evr1_eval.results import Sources, recorded_sources
 
 if TYPE_CHECKING:
     from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord, SiteResult
@@ -29,15 +30,6 @@ TASK_GROUPS = ("task", "task_type", "question_type", "category", "dimension", "s
 CORRECT_AT = 0.5
 #: What a run's headline tile averages (the viewer's tables count verdicts instead, `score >= CORRECT_AT`).
 METRIC_LABEL = "the benchmark's metric over per-sample scores (partial credit such as IoU counts as its value)"
-
-
-@dataclass(frozen=True, slots=True)
-class Sources:
-    """Where a run's annotations, media and frames are (given on the command line, else read from the run's record)."""
-
-    annotations_dir: Path | None = None
-    media_root: Path | None = None
-    cache_dir: Path | None = None
 
 
 def add_html_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,21 +73,6 @@ def write_html(runs: Sequence[RunRecord], out_dir: Path, *, title: str = "evr1-e
     from evr1_cache.viewer import write_site
 
     return write_site(runs, out_dir, title=title)
-
-
-def recorded_sources(settings: Mapping[str, Any]) -> Sources:
-    """The `--annotations-dir`, `--media-root` and `--cache-dir` of the `run` command recorded in run.json."""
-    argv = (settings.get("info") or {}).get("command") or []
-    if not isinstance(argv, list):
-        return Sources()
-    found: dict[str, Path] = {}
-    for i, token in enumerate(argv):
-        for flag in ("--annotations-dir", "--media-root", "--cache-dir"):
-            if token == flag and i + 1 < len(argv):
-                found[flag] = Path(str(argv[i + 1]))
-            elif isinstance(token, str) and token.startswith(flag + "="):
-                found[flag] = Path(token.split("=", 1)[1])
-    return Sources(found.get("--annotations-dir"), found.get("--media-root"), found.get("--cache-dir"))
 
 
 def _settings(bench_dir: Path, problems: list[str]) -> dict[str, Any]:
@@ -159,6 +136,7 @@ def _bench_samples(
         given.annotations_dir or recorded.annotations_dir,
         given.media_root or recorded.media_root,
         given.cache_dir or recorded.cache_dir,
+        recorded.allow_outside_media,
     )
     bench_name = rows[0].benchmark
     by_id = _load_samples(bench_name, sources, fingerprint, problems)
@@ -191,7 +169,10 @@ def _load_samples(
     from evr1_eval.jobs import load_job
 
     try:
-        job = load_job(get_benchmark(bench_name), sources.annotations_dir, sources.media_root)
+        job = load_job(
+            get_benchmark(bench_name), sources.annotations_dir, sources.media_root,
+            allow_outside_media=sources.allow_outside_media,
+        )  # fmt: skip
     except (OSError, KeyError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         problems.append(f"{bench_name}: annotations not loaded ({message}); prompts and frames are not shown")

@@ -49,6 +49,9 @@ class ExportReport:
     kinds: dict[str, int]
     cache_dir: str | None
     failed: list[str] = field(default_factory=list)
+    #: where the trainer read the media (data.evr1.media_root): the exported rows' media lie there, evr1-eval's
+    #: `--media-root` (media outside the annotations' folder are refused without it)
+    media_root: str | None = None
 
 
 def run_folder(path: str | Path) -> Path:
@@ -186,7 +189,7 @@ def export_heldout(run: str | Path, out: str | Path, split: str = "heldout") -> 
     target = _target(out)
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_text(target, "".join(lines))
-    return ExportReport(target, len(lines), dict(sorted(kinds.items())), opts.cache_dir, failed)
+    return ExportReport(target, len(lines), dict(sorted(kinds.items())), opts.cache_dir, failed, opts.media_root)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -210,6 +213,7 @@ def main(argv: Sequence[str]) -> int:
     shown = ", ".join(f"{k} {n}" for k, n in report.kinds.items())
     print(f"wrote {report.rows} rows ({shown}) to {report.path}")
     cache = f" --cache-dir {report.cache_dir}" if report.cache_dir else ""
+    cache += f" --media-root {report.media_root}" if report.media_root else ""
     print(
         "evaluate them as trained:\n"
         f"  evr1-eval run --from-train {args.run} --backend hf --benchmarks {EVAL_BENCHMARK} "

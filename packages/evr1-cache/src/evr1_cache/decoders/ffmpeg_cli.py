@@ -17,8 +17,10 @@ import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evr1_cache.budget import codec_options, decode_threads
 from evr1_cache.decoders import FrameSink, register, rotate
 from evr1_cache.errors import DecodeMismatch
+from evr1_cache.paths import FFMPEG_PROTOCOLS, ffmpeg_input
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,7 +58,14 @@ class FFmpegCLIDecoder:
         expr = "+".join(f"eq(n,{p})" for p in wanted)
         rot = info.rotation in (90, 270)
         cw, ch = (info.height, info.width) if rot else (info.width, info.height)
-        stream = ffmpeg.input(info.path, noautorotate=None, threads=threads, flags="+bitexact")
+        stream = ffmpeg.input(
+            ffmpeg_input(info.path),
+            noautorotate=None,
+            threads=decode_threads(threads, info.width, info.height),
+            **codec_options(),
+            flags="+bitexact",
+            protocol_whitelist=FFMPEG_PROTOCOLS,
+        )
         stream = stream.video.filter("select", expr)
         cmd = stream.output("pipe:", format="rawvideo", pix_fmt="rgb24", fps_mode="passthrough").compile()
         cmd = [cmd[0], "-nostdin", "-hide_banner", "-v", "verbose", *cmd[1:]]

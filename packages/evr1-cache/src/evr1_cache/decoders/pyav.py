@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evr1_cache.budget import decode_threads
 from evr1_cache.decoders import FrameSink, register, rotate
 from evr1_cache.errors import DecodeMismatch
+from evr1_cache.paths import open_container
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,7 +37,6 @@ class PyAVDecoder:
     def decode(
         self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0, sink: FrameSink | None = None
     ) -> list[np.ndarray]:
-        import av
         from av.video.reformatter import VideoReformatter
 
         wanted = sorted(set(positions))
@@ -44,10 +45,10 @@ class PyAVDecoder:
         # one converter for every kept frame (a frame's own `to_ndarray(format=)` sets up a new swscale context and
         # its threads each time); one slice thread: the conversion runs beside the decoder's own threads
         rgb = VideoReformatter()
-        with av.open(info.path) as container:
+        with open_container(info.path) as container:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
-            stream.codec_context.thread_count = threads
+            stream.codec_context.thread_count = decode_threads(threads, info.width, info.height)
             _bitexact(stream.codec_context)
             cursor = 0
             for frame in container.decode(stream):

@@ -54,6 +54,7 @@ def build_planned(args: argparse.Namespace) -> int:
             specs[key],
             image_spec,
             media_root=media_root,
+            allow_outside_media=args.allow_outside_media,
             decoder=args.decoder,
             workers=args.workers,
             rank=args.rank,

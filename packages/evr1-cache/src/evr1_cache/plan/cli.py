@@ -106,6 +106,7 @@ def run_plan(
         prompt_key=args.prompt_key,
         data_file=data_file,
         media_root=args.media_root,
+        allow_outside_media=getattr(args, "allow_outside_media", False),
     )
     return family, spec, image_spec, counter, rows, messages, plans
 

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from evr1_cache.errors import MediaError
 from evr1_cache.families import ModelFamily, get_family
+from evr1_cache.paths import MediaPaths
 from evr1_cache.spec import ImageSpec, SamplingSpec
 
 __all__ = [
@@ -263,21 +265,41 @@ def row_media(
     *,
     data_file: str | os.PathLike[str] | None = None,
     media_root: str | os.PathLike[str] | None = None,
+    allow_outside_media: bool = False,
 ) -> tuple[list[MediaPlan], list[MediaPlan]]:
-    """(videos, images) of a row in order, planned under the specs (the row's `video_cache` metadata when present)."""
-    from evr1_cache.build import IMAGE_KEYS, VIDEO_KEYS, media_of, resolve
+    """(videos, images) of a row in order, planned under the specs (the row's `video_cache` metadata when present);
+    a file that must be probed is read only inside the dataset's folder or `media_root` (`MediaPaths`)."""
+    from evr1_cache.build import IMAGE_KEYS, VIDEO_KEYS, media_of
 
     base = Path(data_file) if data_file is not None else Path("row.jsonl")
-    root = Path(media_root) if media_root is not None else None
-    videos = [resolve(m, base, root) for m in media_of(dict(row), VIDEO_KEYS)]
-    images = [resolve(m, base, root) for m in media_of(dict(row), IMAGE_KEYS)]
+    rule = MediaPaths.for_dataset(base, media_root, allow_outside=allow_outside_media)
+    anywhere = MediaPaths(rule.base, None)  # a row's recorded metadata is planned without reading its file
+    videos = [anywhere.resolve(m) for m in media_of(dict(row), VIDEO_KEYS)]
+    images = [anywhere.resolve(m) for m in media_of(dict(row), IMAGE_KEYS)]
     vrefs, irefs = _refs(row, "video_cache", len(videos)), _refs(row, "image_cache", len(images))
-    vplans = [plan_video(p, family, spec, _meta_of(r)) for p, r in zip(videos, vrefs, strict=True)]
+    vplans = [
+        _refused(rule, "video", p, _meta_of(r)) or plan_video(p, family, spec, _meta_of(r))
+        for p, r in zip(videos, vrefs, strict=True)
+    ]
     iplans = [
-        plan_image(p, family, image_spec, _meta_of(r), bool(r and f"/{image_spec.key()}/" in f"/{r.get('file', '')}"))
+        _refused(rule, "image", p, _meta_of(r))
+        or plan_image(
+            p, family, image_spec, _meta_of(r), bool(r and f"/{image_spec.key()}/" in f"/{r.get('file', '')}")
+        )
         for p, r in zip(images, irefs, strict=True)
     ]
     return vplans, iplans
+
+
+def _refused(rule: MediaPaths, kind: str, path: str, meta: Mapping[str, Any] | None) -> MediaPlan | None:
+    """An error plan when `path` would have to be read (no recorded metadata) but lies outside `rule`'s folder."""
+    if meta is not None:
+        return None
+    try:
+        rule.resolve(path)
+    except MediaError as exc:
+        return MediaPlan(kind, path, source="error", error=str(exc))
+    return None
 
 
 def _text_parts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -349,6 +371,7 @@ def plan_rows(
     prompt_key: str = "problem",
     data_file: str | os.PathLike[str] | None = None,
     media_root: str | os.PathLike[str] | None = None,
+    allow_outside_media: bool = False,
 ) -> list[RowPlan]:
     """A `RowPlan` per row (a broken row gets `error`, never an exception). `messages(row)` renders a row as the
     trainer does (default: `default_messages`); media paths resolve like `evr1-cache build` resolves them. A row that
@@ -363,7 +386,15 @@ def plan_rows(
         try:
             msgs = messages(row) if messages is not None else default_messages(row, prompt_key)
             spec = row_video_spec(row, video_spec, row_id(row, i))
-            videos, images = row_media(row, fam, spec, image_spec, data_file=data_file, media_root=media_root)
+            videos, images = row_media(
+                row,
+                fam,
+                spec,
+                image_spec,
+                data_file=data_file,
+                media_root=media_root,
+                allow_outside_media=allow_outside_media,
+            )
         except Exception as exc:
             out.append(RowPlan(i, row_id(row, i), 0, 0, 0, False, error=f"{type(exc).__name__}: {exc}"))
             continue

@@ -109,11 +109,18 @@ class Benchmark:
 
     # -- loading and prompting ---------------------------------------------------------------------------------
     def load(
-        self, annotations: Path, media_root: Path | None = None, *, protocol: ProtocolSettings | None = None
+        self,
+        annotations: Path,
+        media_root: Path | None = None,
+        *,
+        protocol: ProtocolSettings | None = None,
+        allow_outside_media: bool = False,
     ) -> LoadResult:
         """Parse every row of `annotations` (JSON list, JSONL, {"data": [...]}, an official nested document, or a folder
-        of such files) with prompts for `protocol` (default: official); bad rows are reported, not dropped."""
-        return load_samples(self, Path(annotations), None if media_root is None else Path(media_root), protocol)
+        of such files) with prompts for `protocol` (default: official); bad rows are reported, not dropped. Media
+        paths must stay inside `media_root` (default: the annotations' folder) unless `allow_outside_media`."""
+        root = None if media_root is None else Path(media_root)
+        return load_samples(self, Path(annotations), root, protocol, allow_outside_media=allow_outside_media)
 
     def prompt_for(self, view: RowView, doc: Mapping[str, Any] | None, protocol: ProtocolSettings) -> str:
         """The user text for one parsed row under `protocol` (applied at load time: `sample.prompt`)."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from evr1_cache import MediaError, MediaPaths
 from evr1_eval.benchmarks.prompts import direct_prompt
 from evr1_eval.protocol import ProtocolSettings
 from evr1_eval.types import LoadError, LoadResult, Sample
@@ -190,11 +191,10 @@ def _first(row: Mapping[str, Any], keys: Sequence[str]) -> Any:
     return None
 
 
-def _resolve(path: Any, media_root: Path | None) -> str:
+def _resolve(path: Any, media: MediaPaths) -> str:
     if not isinstance(path, str) or not path.strip():
         raise ValueError(f"media path must be a non-empty string, got {str(path)[:80]}")
-    p = Path(path.strip())
-    return str(p if media_root is None or p.is_absolute() else media_root / p)
+    return media.resolve(path)
 
 
 def video_folders(row: Mapping[str, Any]) -> list[str]:
@@ -258,19 +258,19 @@ def _question(bench: Benchmark, row: Mapping[str, Any]) -> str:
     return _MEDIA_TOKEN.sub("", question).strip()
 
 
-def _paths(value: Any, media_root: Path | None) -> tuple[str, ...]:
+def _paths(value: Any, media: MediaPaths) -> tuple[str, ...]:
     if value is None:
         return ()
-    return tuple(_resolve(v, media_root) for v in (value if isinstance(value, list) else [value]))
+    return tuple(_resolve(v, media) for v in (value if isinstance(value, list) else [value]))
 
 
 def _media(
-    row: Mapping[str, Any], media_root: Path | None, needs_video: bool = True
+    row: Mapping[str, Any], media: MediaPaths, needs_video: bool = True
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     video = _first(row, _VIDEO_KEYS)
     if video is None and needs_video:
         raise ValueError("missing video path (`path`)")
-    return _paths(video, media_root), _paths(_first(row, _IMAGE_KEYS), media_root)
+    return _paths(video, media), _paths(_first(row, _IMAGE_KEYS), media)
 
 
 def _groups(bench: Benchmark, row: Mapping[str, Any]) -> dict[str, str]:
@@ -287,8 +287,9 @@ def _groups(bench: Benchmark, row: Mapping[str, Any]) -> dict[str, str]:
     return groups
 
 
-def parse_row(bench: Benchmark, row: Mapping[str, Any], position: int | str, media_root: Path | None) -> RowView:
-    """Everything of one row that does not depend on the protocol; raises ValueError naming what is wrong."""
+def parse_row(bench: Benchmark, row: Mapping[str, Any], position: int | str, media: MediaPaths) -> RowView:
+    """Everything of one row that does not depend on the protocol; raises ValueError naming what is wrong (a
+    MediaPathError for a media path outside the data folder: evr1_cache.paths)."""
     problem_type = _problem_type(bench, row)
     question = _question(bench, row)
     options = _options(row.get("options"))
@@ -301,7 +302,7 @@ def parse_row(bench: Benchmark, row: Mapping[str, Any], position: int | str, med
         raise ValueError("empty ground truth (`solution`)")
     extras = {"options": [f"{k}. {t}" for k, t in options]} if options else None
     truth = parse_ground_truth(problem_type, raw, extras).text
-    videos, images = _media(row, media_root, bench.needs_video)
+    videos, images = _media(row, media, bench.needs_video)
     return RowView(
         row=row,
         sample_id=_sample_id(bench, row, position),
@@ -391,21 +392,28 @@ def _annotation_rows(bench: Benchmark, annotations: Path) -> Iterator[tuple[Path
             yield file, position, raw, parse_error
 
 
-def _one_row(
-    bench: Benchmark, raw: Any, label: int | str, media_root: Path | None, protocol: ProtocolSettings
-) -> Sample:
+def _one_row(bench: Benchmark, raw: Any, label: int | str, media: MediaPaths, protocol: ProtocolSettings) -> Sample:
     row = raw
     if (not isinstance(row, Mapping) or "problem" not in row) and bench.adapter is not None:
         row = bench.adapter(row)
     if not isinstance(row, Mapping):
         raise ValueError(f"expected a JSON object, got {type(row).__name__}")
-    return build_sample(bench, parse_row(bench, row, label, media_root), protocol)
+    return build_sample(bench, parse_row(bench, row, label, media), protocol)
 
 
 def load_samples(
-    bench: Benchmark, annotations: Path, media_root: Path | None, protocol: ProtocolSettings | None = None
+    bench: Benchmark,
+    annotations: Path,
+    media_root: Path | None,
+    protocol: ProtocolSettings | None = None,
+    *,
+    allow_outside_media: bool = False,
 ) -> LoadResult:
+    """Every row of `annotations` as a Sample (bad rows as LoadErrors). Relative media paths join `media_root` (default:
+    the annotations' folder) and must resolve inside it unless `allow_outside_media` (evr1_cache.MediaPaths)."""
     protocol = protocol or ProtocolSettings()
+    folder = media_root if media_root is not None else annotations if annotations.is_dir() else annotations.parent
+    media = MediaPaths.for_folder(folder, allow_outside=allow_outside_media)
     samples: list[Sample] = []
     errors: list[LoadError] = []
     warnings: list[LoadError] = []
@@ -418,7 +426,11 @@ def load_samples(
         # in a folder of files, a row without an id is named by its file and position
         label = position if file == annotations else f"{file.stem}:{position}"
         try:
-            sample = _one_row(bench, raw, label, media_root, protocol)
+            sample = _one_row(bench, raw, label, media, protocol)
+        except MediaError as exc:  # a media path refused: name the row by its 1-based line
+            where = f"line {position + 1}" if file.suffix == ".jsonl" else f"entry {position + 1}"
+            errors.append(LoadError(position, row_id, f"{file.name} {where}: {exc}"))
+            continue
         except (ValueError, TypeError, KeyError, RecursionError, RewardError) as exc:
             reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             errors.append(LoadError(position, row_id, f"{file.name} row {position}: {reason}"))

@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evr1_cache import add_media_path_args
+
 EXAMPLE = """example:
   evr1-eval precompute videomme mvbench --annotations-dir data/eval --media-root data/videos \\
       --cache-dir cache/ --model Qwen/Qwen3-VL-8B-Instruct --workers 8
@@ -32,7 +34,10 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("benchmarks", nargs="+", help="benchmark names (see `evr1-eval list`)")
     p.add_argument("--annotations-dir", required=True, type=Path, help="folder holding <benchmark>.json(l)")
-    p.add_argument("--media-root", type=Path, default=None, help="folder the annotations' media paths are relative to")
+    p.add_argument(
+        "--media-root", type=Path, default=None, help="folder the annotations' media paths are relative to and stay in"
+    )
+    add_media_path_args(p)
     p.add_argument("--cache-dir", required=True, type=Path, help="evr1-cache folder to fill")
     p.add_argument("--model", default=None, help="checkpoint folder: picks the frame geometry (Qwen3-VL: 32 px)")
     p.add_argument(
@@ -56,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = sampling_overrides(benches[0].sampling, parse_overrides(args.sampling), args.model)
     failed = 0
     for bench in benches:
-        job = load_job(bench, args.annotations_dir, args.media_root)
+        job = load_job(bench, args.annotations_dir, args.media_root, allow_outside_media=args.allow_outside_media)
         spec = sampling_for(bench, overrides)
         if job.load_errors:
             failed += len(job.load_errors)
@@ -88,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 world_size=args.world_size,
                 progress=not args.no_progress,
                 output_data=Path(tmp) / "out.jsonl",
+                allow_outside_media=True,  # the paths were confined when the annotations were loaded
             )
         failed += report.failed
         print(

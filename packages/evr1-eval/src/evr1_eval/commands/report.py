@@ -15,7 +15,9 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Re-aggregate every benchmark of each run folder (a `run --out` folder with <benchmark>/results*.jsonl, "
             "or one benchmark folder) with its official rules, merging the shards of multi-machine runs, and write "
-            "report.md, summary.json and chart.png to --out."
+            "report.md, summary.json and chart.png to --out. Every stored response is re-scored offline and the rows "
+            "checked against the annotations and the run's record: exit 1 unless every benchmark reads "
+            '"verified N/N".'
         ),
         epilog="examples:\n  evr1-eval report runs/base runs/rl-step200 --out report/\n  evr1-eval report runs/base runs/rl-step200 --html report/site/   # + sample viewer",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -36,11 +38,15 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from evr1_eval.report import collect_run, write_report
+    from evr1_eval.results import Sources
 
-    runs = [collect_run(d) for d in args.runs]
+    given = Sources(getattr(args, "annotations_dir", None), getattr(args, "media_root", None))
+    runs = [collect_run(d, given) for d in args.runs]
     for run_report in runs:
         for problem in run_report.problems:
             print(f"warning: {problem}", file=sys.stderr)
+        for found in run_report.verifications.values():
+            print(f"{run_report.name}: {found.line()}", file=sys.stderr)
     if not any(r.summaries for r in runs):
         raise ValueError("no benchmark results in any of the given folders")
     written = write_report(runs, args.out, chart=args.chart)
@@ -56,4 +62,7 @@ def run(args: argparse.Namespace) -> int:
         from evr1_eval.viewer import run_html
 
         run_html(args)
+    if not all(r.verified for r in runs):
+        print("evr1-eval report: results NOT verified (problems above); exit 1", file=sys.stderr)
+        return 1
     return 0

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evr1_cache import add_media_path_args
+
 EXAMPLE = """examples:
   evr1-eval run --model Qwen/Qwen3-VL-8B-Instruct --benchmarks videomme,mvbench \\
       --annotations-dir data/eval --media-root data/videos --cache-dir cache/ --out runs/qwen3vl-8b
@@ -62,7 +64,10 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--benchmarks", required=True, help="comma-separated benchmark names (see `evr1-eval list`)")
     p.add_argument("--annotations-dir", required=True, type=Path, help="folder holding <benchmark>.json(l)")
-    p.add_argument("--media-root", type=Path, default=None, help="folder the annotations' media paths are relative to")
+    p.add_argument(
+        "--media-root", type=Path, default=None, help="folder the annotations' media paths are relative to and stay in"
+    )
+    add_media_path_args(p)
     p.add_argument("--out", required=True, type=Path, help="run folder (one sub-folder per benchmark)")
     p.add_argument("--backend", default="vllm", help="vllm (default), hf, openai")
     p.add_argument("--cache-dir", type=Path, default=None, help="evr1-cache folder (see `evr1-eval precompute`)")
@@ -220,7 +225,10 @@ def load_jobs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     overrides = sampling_overrides(benches[0].sampling, parse_overrides(args.sampling), model)
     jobs = []
     for bench in benches:
-        job = load_job(bench, args.annotations_dir, args.media_root, settings.protocol)
+        job = load_job(
+            bench, args.annotations_dir, args.media_root, settings.protocol,
+            allow_outside_media=args.allow_outside_media,
+        )  # fmt: skip
         job = dataclasses.replace(
             job, sampling_overrides=sampling_overrides(bench.sampling, settings.sampling_for(bench.name), model)
         )
@@ -297,6 +305,13 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
         progress=not args.no_progress,
         info={
             "command": sys.argv,
+            # where the samples came from, for `report` to re-score the rows (evr1_eval.results.recorded_sources)
+            "sources": {
+                "annotations_dir": str(Path(args.annotations_dir).absolute()),
+                "media_root": None if args.media_root is None else str(Path(args.media_root).absolute()),
+                "cache_dir": None if args.cache_dir is None else str(Path(args.cache_dir).absolute()),
+                "allow_outside_media": bool(args.allow_outside_media),
+            },
             "backend_config": repr(backend_config(args, settings)),
             **({"from_train": _trained_info(settings.trained)} if settings.trained is not None else {}),
         },
@@ -336,6 +351,21 @@ def warn_differences(trained: Any, lines: list[str]) -> None:
         print(f"  {line}", file=sys.stderr)
 
 
+def _verified(res: Any) -> bool:
+    """No problem in the rows a resume kept, and the finished results verify (when checked: single machine)."""
+    return not res.resume_problems and (res.verification is None or res.verification.ok)
+
+
+def _report_verification(res: Any) -> None:
+    """ "verified N/N", or every problem found in the stored rows (before the resume, and after the run)."""
+    for problem in res.resume_problems:
+        print(f"warning: {res.benchmark} (stored before this run): {problem}", file=sys.stderr)
+    if res.verification is not None:
+        for problem in res.verification.problems:
+            print(f"warning: {res.benchmark}: {problem}", file=sys.stderr)
+        print(res.verification.line())
+
+
 def run(args: argparse.Namespace) -> int:
     from evr1_eval.backends import BackendError, check_backend
     from evr1_eval.results import SettingsMismatch
@@ -373,7 +403,11 @@ def run(args: argparse.Namespace) -> int:
             f"{res.benchmark}: {res.selected} selected, {res.skipped} already done, {res.ran} run, "
             f"{res.errors} errors{metric}  -> {res.out_dir}"
         )
+        _report_verification(res)
     failed = sum(len(job.load_errors) for job in jobs)
+    if any(not _verified(res) for res in results):
+        print("evr1-eval run: stored results NOT verified (problems above); exit 1", file=sys.stderr)
+        return 1
     if failed:
         files = sorted(str(f) for f in Path(args.out).glob("*/load_errors*.json"))
         where = f" (see above and {', '.join(files)})" if files else " (see above)"

@@ -21,7 +21,9 @@ def add_parser(subparsers: Any) -> None:
             "LLM-judged rows stay pending unless --judge-base-url/--judge-model name an OpenAI-compatible judge. Every "
             "answer is scored under both protocols (official: the benchmark's own rules, the headline; evr1: "
             "evr1-rewards, as training scores). Exit status 1 when annotation rows could not be loaded (the count and "
-            "the first reasons are printed; nothing is scored when no row loads), 0 otherwise."
+            "the first reasons are printed; nothing is scored when no row loads), when predictions are malformed, "
+            "repeat an id or name ids not in the annotations, or when the written results do not verify "
+            '(evr1_eval.verify: "verified N/N"); 0 otherwise.'
         ),
         epilog=(
             "example:\n  evr1-eval score videomme --annotations videomme.json --predictions preds.jsonl "
@@ -60,9 +62,10 @@ def run(args: argparse.Namespace) -> int:
     from evr1_eval.presets import apply_response_filter
     from evr1_eval.results import write_json_atomic
     from evr1_eval.scoring import Prediction, judge_rows, openai_judge, read_predictions, score_samples, unknown_ids
+    from evr1_eval.verify import Annotations, record_written, verify_benchmark
 
     bench = get_benchmark(args.benchmark)
-    loaded = bench.load(args.annotations, args.media_root)
+    loaded = bench.load(args.annotations, args.media_root, allow_outside_media=True)  # scoring reads no media
     if loaded.errors:
         print(f"evr1-eval score: {len(loaded.errors)} annotation row(s) could not be loaded "
               f"({len(loaded.samples)} loaded); first reasons:", file=sys.stderr)  # fmt: skip
@@ -110,12 +113,21 @@ def run(args: argparse.Namespace) -> int:
         "annotations": file_digest(args.annotations),
         "judge": {"base_url": args.judge_base_url, "model": args.judge_model} if args.judge_model else None,
     }
-    extra = {"predictions": file_digest(args.predictions), "response_filter": args.response_filter, "command": "score"}
+    extra = {
+        "predictions": file_digest(args.predictions),
+        "response_filter": args.response_filter,
+        "command": "score",
+        "sources": {"annotations_file": str(Path(args.annotations).absolute())},  # for `report` to re-score the rows
+    }
     counts = {"rows_loaded": len(loaded.samples), "load_errors": len(loaded.errors)}
     write_json_atomic(
         args.out / manifest.MANIFEST,
         manifest.build(fingerprint, reference=str(bench.reference or ""), annotations=counts, extra=extra),
     )
+    record_written(args.out, ["results.jsonl", "summary.json"])
+    selected = frozenset(s.id for s in loaded.samples)
+    found = verify_benchmark(args.out, bench, Annotations({s.id: s for s in loaded.samples}, selected))
+    problems += found.problems
     for line in problems[len(loaded.errors) :][:20]:
         print(f"warning: {line}", file=sys.stderr)
     if len(problems) > 20:
@@ -134,4 +146,5 @@ def run(args: argparse.Namespace) -> int:
             indent=2,
         )
     )
-    return 1 if loaded.errors else 0
+    print(found.line(), file=sys.stderr)
+    return 1 if loaded.errors or extra_ids or preds.problems or not found.ok else 0

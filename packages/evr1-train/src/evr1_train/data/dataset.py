@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
+from evr1_cache import MediaError
 from evr1_train.data.media import loader_for
 from evr1_train.data.options import DataOptions
 from evr1_train.data.row import (
@@ -87,6 +88,7 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
         bad: list[str] = []
         loader = loader_for(self.evr1)
         mode = self.evr1.video_source
+        paths = self.evr1.media_paths()
 
         def reason(row: dict[str, Any]) -> str | None:
             try:
@@ -97,7 +99,10 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
                 src, ref = item.get(item["type"]), item.get("evr1_cache")
                 if not isinstance(src, str):  # inline image bytes
                     continue
-                on_disk = os.path.exists(src)
+                try:  # only media inside the media root are read from disk (evr1_cache.MediaPaths)
+                    on_disk, outside = os.path.exists(paths.resolve(src)), ""
+                except MediaError as exc:
+                    on_disk, outside = False, f" ({exc.reason}; {exc.fix})"
                 if item["type"] == "video":
                     in_cache = mode != "decode" and loader.cached(src, ref, spec=item_spec(item))
                     usable = in_cache or (mode != "cache_only" and on_disk)
@@ -105,7 +110,7 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
                     usable = on_disk or (mode != "decode" and loader.cached(src, ref, kind="image"))
                 if not usable:
                     where = "in the cache" if mode == "cache_only" else "in the cache or on disk"
-                    return f"{item['type']} {src} not found {where}"
+                    return f"{item['type']} {src} not found {where}{outside}"
             return None
 
         keep: list[int] = []

@@ -81,7 +81,7 @@ class MediaLoader:
         from evr1_cache import decode_video
 
         try:
-            frames, meta = decode_video(path, vspec)
+            frames, meta = decode_video(self.opts.media_paths().resolve(path, f"row {row}"), vspec)
         except Exception as exc:
             raise MediaMissError(f"row {row}: cannot decode video {path!r}: {exc}") from exc
         return frames, meta.to_hf()
@@ -117,7 +117,7 @@ class MediaLoader:
         from evr1_cache import load_image
 
         try:
-            pixels = load_image(path, self._ispec)
+            pixels = load_image(self.opts.media_paths().resolve(path, f"row {row}"), self._ispec)
         except Exception as exc:
             raise MediaMissError(f"row {row}: cannot read image {path!r}: {exc}") from exc
         return Image.fromarray(pixels)

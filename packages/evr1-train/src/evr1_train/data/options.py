@@ -9,11 +9,13 @@ DataOptions.image_spec(), VIDEO_SOURCES.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from evr1_cache import MediaPaths
     from evr1_cache.spec import ImageSpec, SamplingSpec
 
 VideoSource = Literal["prefer_cache", "cache_only", "decode"]
@@ -40,7 +42,9 @@ class DataOptions:
     """Row -> model input settings.
 
     prompt_key / answer_key / video_key / image_key: EasyVideoR1 column names (`problem`, `answer`, `videos`, `images`).
-    media_root: relative media paths are joined to it; default = the dataset file's folder.
+    media_root: relative media paths are joined to it; default = the dataset file's folder. Media read from disk
+        must resolve (after symlinks) inside it unless allow_outside_media=true (evr1_cache.MediaPaths); media served
+        from the frame cache are not read from disk.
     video_source: "prefer_cache" (cache, decode + warn on a miss), "cache_only" (a miss is an error naming the row),
         "decode" (ignore the cache).
     cache_dir: the `evr1-cache build --out` folder (needed unless video_source=decode).
@@ -57,6 +61,7 @@ class DataOptions:
     video_key: str = "videos"
     image_key: str = "images"
     media_root: str | None = None
+    allow_outside_media: bool = False
     video_source: VideoSource = "prefer_cache"
     cache_dir: str | None = None
     video: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_VIDEO))
@@ -84,6 +89,16 @@ class DataOptions:
         object.__setattr__(self, "video", {**_defaults(DEFAULT_VIDEO, video), **video})
         image = dict(self.image)
         object.__setattr__(self, "image", {**_defaults(DEFAULT_IMAGE, image), **image})
+
+    def media_paths(self) -> MediaPaths:
+        """The rule media read from disk follow: inside `media_root` (else the working folder) unless opted out."""
+        from evr1_cache import MediaPaths
+
+        return MediaPaths.for_folder(
+            self.media_root or os.getcwd(),
+            allow_outside=self.allow_outside_media,
+            opt_out="data.evr1.allow_outside_media=true",
+        )
 
     def video_spec(self) -> SamplingSpec:
         from evr1_cache.spec import SamplingSpec

@@ -100,6 +100,7 @@ def check_prompt_lengths(
         counter=HFTextCounter(processor),
         messages=messages,
         media_root=opts.media_root,
+        allow_outside_media=opts.allow_outside_media,
     )
     bad = over_limit(plans, int(max_prompt_length))
     if not bad:

@@ -20,6 +20,11 @@ from typing import Any
 
 from evr1_train.rollouts.writer import SCHEMA, dumped_steps
 
+#: Key under which `read_dump` notes each record's file and line (named when the record is skipped).
+WHERE = "_evr1_where"
+#: What a malformed record raises while it is converted: it is skipped, named and counted, never fatal.
+MALFORMED = (ValueError, TypeError, AttributeError, KeyError, OverflowError)
+
 #: An accuracy reward at or above this counts the response as correct (1/0 rewards: 1; partial credit: half).
 CORRECT_AT = 0.5
 #: What a card shows when a dump has no usable prompt record.
@@ -66,6 +71,7 @@ def read_dump(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[
                 problems.append(f"{path.name}:{lineno}: not an {SCHEMA} record; skipped")
                 continue
             rec.setdefault("step", step)
+            rec[WHERE] = f"{path.name}:{lineno}"
             records.append(rec)
     if manifest.get("capped_at_step") is not None:
         problems.append(
@@ -81,7 +87,7 @@ def _media(rec: dict[str, Any], cache_dir: str | None) -> tuple[Any, ...]:
     from evr1_cache.viewer import MediaRef
 
     out = []
-    for m in rec.get("media") or []:
+    for m in _list(rec.get("media"), "media"):
         if not isinstance(m, dict):
             continue
         frames_from = m.get("frames_from")
@@ -96,8 +102,8 @@ def _media(rec: dict[str, Any], cache_dir: str | None) -> tuple[Any, ...]:
                 source=str(m.get("path") or ""),
                 cache_root=cache_dir if m.get("cache_file") else None,
                 cache_file=m.get("cache_file"),
-                frame_indices=tuple(int(i) for i in m.get("frame_indices") or ()),
-                timestamps=tuple(float(t) for t in m.get("timestamps") or ()),
+                frame_indices=tuple(_index(i) for i in _list(m.get("frame_indices"), "frame_indices")),
+                timestamps=tuple(float(t) for t in _list(m.get("timestamps"), "timestamps")),
                 note=note,
             )
         )
@@ -107,14 +113,14 @@ def _media(rec: dict[str, Any], cache_dir: str | None) -> tuple[Any, ...]:
 def _response(r: dict[str, Any]) -> Any:
     from evr1_cache.viewer import ResponseRecord
 
-    reward = {k: float(v) for k, v in (r.get("reward") or {}).items() if isinstance(v, (int, float))}
+    reward = {k: float(v) for k, v in _dict(r.get("reward"), "reward").items() if isinstance(v, (int, float))}
     acc = reward.get("accuracy")
-    details = {str(k): str(v) for k, v in (r.get("details") or {}).items()}
+    details = {str(k): str(v) for k, v in _dict(r.get("details"), "details").items()}
     if r.get("cut_chars"):
         details["cut"] = f"{r['cut_chars']} chars"
     return ResponseRecord(
-        text=r.get("text"),
-        extracted=r.get("extracted"),
+        text=_text(r.get("text"), "text"),
+        extracted=_text(r.get("extracted"), "extracted"),
         scores=reward,
         correct=None if acc is None else acc >= CORRECT_AT,
         source="offline" if r.get("offline") else "online",
@@ -132,7 +138,7 @@ def _curves(records: Sequence[dict[str, Any]], metrics: Sequence[dict[str, Any]]
         step = int(rec.get("step", 0))
         task = str(rec.get("task") or rec.get("problem_type") or "?")
         for r in rec.get("responses") or []:
-            if r.get("offline"):
+            if not isinstance(r, dict) or r.get("offline"):
                 continue
             reward = r.get("reward") or {}
             for metric, key in (
@@ -147,23 +153,83 @@ def _curves(records: Sequence[dict[str, Any]], metrics: Sequence[dict[str, Any]]
         Curve(metric=m, series=s, points=tuple((float(st), sum(v) / len(v)) for st, v in sorted(pts.items())))
         for (m, s), pts in sorted(acc.items())
     ]
+    metrics = [m for m in metrics if isinstance(m.get("step"), (int, float))]  # a row without a usable step: unplotted
     train = [(float(m["step"]), m["critic/score/mean"]) for m in metrics
-             if isinstance(m.get("critic/score/mean"), (int, float)) and "step" in m]  # fmt: skip
+             if isinstance(m.get("critic/score/mean"), (int, float))]  # fmt: skip
     if train:
         curves.append(Curve(metric="training reward (every step)", series="all", points=tuple(train)))
     held: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for m in metrics:
         for k, v in m.items():
-            if k.startswith("val/accuracy") and isinstance(v, (int, float)) and "step" in m:
+            if k.startswith("val/accuracy") and isinstance(v, (int, float)):
                 held["all" if k == "val/accuracy" else k.rsplit("/", 1)[-1]].append((float(m["step"]), float(v)))
     curves += [Curve(metric="held-out accuracy", series=s, points=tuple(p)) for s, p in sorted(held.items())]
     return curves
 
 
+def _sample(rec: dict[str, Any], cache: str | None) -> Any:
+    """One dumped record as a viewer sample; raises one of MALFORMED when a field has the wrong type."""
+    from evr1_cache.viewer import SampleRecord, shown_prompt
+
+    step = _index(rec.get("step", 0))
+    row_id = str(rec.get("row_id") or rec.get("uid") or "?")
+    responses = _list(rec.get("responses"), "responses")
+    system = rec.get("system") if isinstance(rec.get("system"), str) else None
+    return SampleRecord(
+        key=f"step{step}/{row_id}",
+        label=row_id,
+        benchmark=str(rec.get("data_source") or ""),
+        task=str(rec.get("task") or ""),
+        problem_type=str(rec.get("problem_type") or ""),
+        **shown_prompt(rec.get("prompt_record"), str(rec.get("prompt") or ""), system, instead=PLAIN_PROMPT),
+        ground_truth=str(rec.get("ground_truth") if rec.get("ground_truth") is not None else ""),
+        media=_media(rec, cache),
+        responses=tuple(_response(r) for r in responses if isinstance(r, dict)),
+        step=step,
+    )
+
+
+def _index(value: Any) -> int:
+    """A step or frame index: a non-negative integer (an integral float or digit string too), else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"expected a non-negative integer, got {type(value).__name__}")
+    number = float(value)
+    if number != int(number) or number < 0:
+        raise ValueError(f"expected a non-negative integer, got {value!r}")
+    return int(number)
+
+
+def _list(value: Any, name: str) -> list[Any]:
+    """`value` as a list (None: empty); a field of another type is malformed."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"`{name}` is a {type(value).__name__}, not a list")
+    return value
+
+
+def _dict(value: Any, name: str) -> dict[str, Any]:
+    """`value` as a mapping (None: empty); a field of another type is malformed."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"`{name}` is a {type(value).__name__}, not an object")
+    return value
+
+
+def _text(value: Any, name: str) -> str | None:
+    """A text field: a string or None; a number is shown as written, anything else is malformed."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise TypeError(f"`{name}` is a {type(value).__name__}, not text")
+
+
 def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: Path | None = None,
                      name: str | None = None) -> Any:  # fmt: skip
     """One training run's dumps as viewer records."""
-    from evr1_cache.viewer import RunRecord, SampleRecord, shown_prompt
+    from evr1_cache.viewer import RunRecord
 
     folder = rollouts or find_rollouts(run_dir)
     manifest, records, problems = read_dump(folder)
@@ -180,25 +246,17 @@ def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: 
                 continue
             if isinstance(row, dict):
                 metrics.append(row)
-    samples = []
+    samples, good = [], []
     for rec in records:
-        step = int(rec.get("step", 0))
-        row_id = str(rec.get("row_id") or rec.get("uid") or "?")
-        system = rec.get("system") if isinstance(rec.get("system"), str) else None
-        samples.append(
-            SampleRecord(
-                key=f"step{step}/{row_id}",
-                label=row_id,
-                benchmark=str(rec.get("data_source") or ""),
-                task=str(rec.get("task") or ""),
-                problem_type=str(rec.get("problem_type") or ""),
-                **shown_prompt(rec.get("prompt_record"), str(rec.get("prompt") or ""), system, instead=PLAIN_PROMPT),
-                ground_truth=str(rec.get("ground_truth") if rec.get("ground_truth") is not None else ""),
-                media=_media(rec, cache),
-                responses=tuple(_response(r) for r in rec.get("responses") or [] if isinstance(r, dict)),
-                step=step,
-            )
-        )
+        try:
+            samples.append(_sample(rec, cache))
+        except MALFORMED as exc:
+            problem = f"{rec.get(WHERE, '?')}: malformed record ({type(exc).__name__}: {exc}); skipped"
+            problems.append(problem)
+            print(f"evr1-train view: warning: {folder}/{problem}", file=sys.stderr)
+            continue
+        good.append(rec)
+    skipped = len(records) - len(good)
     steps = sorted({s.step for s in samples if s.step is not None})
     online = [r for s in samples for r in s.responses if r.source == "online"]
     summary: dict[str, float | int | str] = {"engine": str(manifest.get("engine") or "?")}
@@ -208,8 +266,10 @@ def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: 
             sum(bool(r.correct) for r in last) / max(1, len(last)), 3
         )
     summary["offline share"] = round(1 - len(online) / max(1, sum(len(s.responses) for s in samples)), 3)
+    if skipped:
+        summary["malformed records skipped"] = skipped
     return RunRecord(name=name or run_dir.resolve().name, kind="train", samples=samples,
-                     curves=_curves(records, metrics), summary=summary, problems=tuple(problems),
+                     curves=_curves(good, metrics), summary=summary, problems=tuple(problems),
                      source=str(folder))  # fmt: skip
 
 
