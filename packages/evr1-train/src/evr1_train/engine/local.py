@@ -232,6 +232,12 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
     )
     print("\n" + summary.table(), flush=True)
     finish_local(dumps, out)  # the quickstart builds the rollout viewer and prints its path
+    if lc.val_files:
+        from evr1_train.export import evaluation_commands
+
+        cache_dir = _get(cfg, "data.evr1.cache_dir")
+        lines = evaluation_commands(out, None if cache_dir is None else str(cache_dir))
+        print("\nevaluate this run on its held-out rows, as it was trained:", *(f"  {c}" for c in lines), sep="\n")
     return summary
 
 
