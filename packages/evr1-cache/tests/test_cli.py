@@ -94,3 +94,21 @@ def test_verify_flags_entry_at_wrong_key(tmp_path: Path) -> None:
     rep = verify_cache(cache)
     assert len(rep.corrupt) == 1
     assert "does not match" in rep.corrupt[0][1]
+
+
+def test_build_counts_every_line_and_names_the_rows_of_a_failed_media_file(
+    tmp_path: Path, clip: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 5-line file with one malformed line is 5 rows (1 malformed); a missing video is reported with the lines of
+    the rows that use it."""
+    rows = [{"videos": [str(clip)], "problem": "p"}, {"videos": ["gone.mp4"], "problem": "q"}]
+    lines = [json.dumps(rows[0]), json.dumps(rows[1]), "{torn", json.dumps(rows[0]), json.dumps(rows[1])]
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    args = ["build", str(data), "--out", str(tmp_path / "c"), "--max-frames", "4", "--no-progress"]
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert "rows 5 (1 malformed) |" in captured.out
+    failed = [line for line in captured.err.splitlines() if "gone.mp4" in line]
+    assert len(failed) == 1
+    assert failed[0].endswith("(used by d.jsonl line 2, 5)")

@@ -196,6 +196,23 @@ def plan_jobs(
     return Plan(data_path, dataset.rows, tuple(map(str, dataset.errors)), tuple(row_media), jobs, key_of, errors)
 
 
+def rows_using(plan: Plan) -> dict[str, list[int]]:
+    """Each media path -> the 1-based lines of the rows that use it (a failed media file is reported with them)."""
+    users: dict[str, list[int]] = {}
+    for row, refs in zip(plan.rows, plan.row_media, strict=True):
+        for paths in refs.values():
+            for path in dict.fromkeys(paths):
+                users.setdefault(path, []).append(row.line)
+    return users
+
+
+def _used_by(plan: Plan, lines: Sequence[int], shown: int = 5) -> str:
+    if not lines:
+        return ""
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+    return f" (used by {plan.data_file.name} line {', '.join(map(str, lines[:shown]))}{more})"
+
+
 def shard(plan: Plan, rank: int, world_size: int) -> tuple[list[EntryJob], dict[str, str]]:
     """This rank's jobs, and this rank's share of the media that failed before decoding (by path hash)."""
     mine = [job for job in plan.jobs.values() if owner(job.key, world_size) == rank]
@@ -320,7 +337,8 @@ def build_cache(
             bar.set_postfix(failed=len(errors), refresh=False)
     notes = [f"{rebuilt} damaged entries were removed and rebuilt"] if rebuilt else []
     out_data = finalize(plan, out, errors, rank, world_size, output_data, notes)
-    error_lines = (*plan.row_errors, *(errors[p] for p in sorted(errors)))
+    users = rows_using(plan)
+    error_lines = (*plan.row_errors, *(f"{errors[p]}{_used_by(plan, users.get(p, []))}" for p in sorted(errors)))
     error_file = out / f"errors.rank-{rank:05d}-of-{world_size:05d}.txt"
     with atomic_open(error_file, "w") as fh:
         fh.write("".join(line + "\n" for line in error_lines))

@@ -163,8 +163,9 @@ def _build(args: argparse.Namespace) -> int:
         threads=args.threads,
     )
     print(
-        f"rows {report.rows} | videos {report.videos} | images {report.images} | built {report.built} | "
-        f"skipped (done before) {report.skipped} | failed {report.failed} | malformed rows {report.bad_rows} | "
+        f"rows {report.rows + report.bad_rows} ({report.bad_rows} malformed) | videos {report.videos} | "
+        f"images {report.images} | built {report.built} | skipped (done before) {report.skipped} | "
+        f"failed {report.failed} | "
         f"{report.bytes_written / 2**20:.1f} MiB written in {report.seconds:.1f} s"
     )
     for line in report.errors[:_SHOWN]:
