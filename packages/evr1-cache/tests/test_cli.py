@@ -112,3 +112,24 @@ def test_build_counts_every_line_and_names_the_rows_of_a_failed_media_file(
     failed = [line for line in captured.err.splitlines() if "gone.mp4" in line]
     assert len(failed) == 1
     assert failed[0].endswith("(used by d.jsonl line 2, 5)")
+
+
+@pytest.mark.parametrize("timeline", ["reference", "presentation"])
+def test_build_counts_variable_rate_videos_and_names_the_timeline(
+    tmp_path: Path, clip: Path, capsys: pytest.CaptureFixture[str], timeline: str
+) -> None:
+    times = [0.0, 0.04, 0.08, 1.0, 1.04, 2.5, 2.54, 2.58, 3.9, 3.94]
+    vfr = make_synthetic_video(tmp_path / "vfr.mp4", len(times), 25.0, (96, 64), timestamps=times)
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"videos": [str(v)], "problem": "p"}) + "\n" for v in (clip, vfr)))
+    out = tmp_path / "c"
+    args = ["build", str(data), "--out", str(out), "--max-frames", "4", "--no-progress", "--timeline", timeline]
+    assert main(args) == 0
+    assert f"variable-rate videos 1 of 2 built | timeline {timeline} " in capsys.readouterr().out
+    index = [json.loads(line) for line in next((out / "index").glob("*.jsonl")).read_text().splitlines()]
+    assert sorted(r["vfr"] for r in index) == [False, True]
+    from evr1_cache.store import read_header
+
+    specs = [json.dumps(read_header(p)[0]) for p in (out / "videos").rglob("*.safetensors")]
+    assert len(specs) == 2
+    assert all(("timeline" in s) == (timeline == "presentation") for s in specs)  # the entries' stored spec

@@ -99,6 +99,7 @@ def _cfg(overrides: list[str]):
         (["+data.evr1.video.family=glm4vv"], ["glm4v", "qwen2_5_vl"]),
         (["+data.evr1.video.famly=glm4v"], ["did you mean data.evr1.video.family?"]),
         (["data.evr1.video_source=cache"], ["prefer_cache", "cache_only"]),
+        (["+data.evr1.video.timeline=presentaton"], ["did you mean 'presentation'?"]),
     ],
 )
 def test_enumerated_values_are_checked_with_the_valid_names(overrides: list[str], needles: list[str]) -> None:
@@ -110,6 +111,7 @@ def test_enumerated_values_are_checked_with_the_valid_names(overrides: list[str]
 
 def test_the_quickstart_values_pass() -> None:
     check_values(_cfg([]))
+    check_values(_cfg(["+data.evr1.video.timeline=presentation"]))  # docs/spec.md "Timelines"
 
 
 def test_the_estimators_read_from_verls_source_are_its_registry() -> None:

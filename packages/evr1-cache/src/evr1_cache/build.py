@@ -54,6 +54,8 @@ class BuildReport:
     notes: tuple[str, ...] = field(default=())
     bad_rows: int = 0  #: dataset lines that are not JSON objects
     rebuilt: int = 0  #: damaged entries found by the resume check and built again
+    vfr_videos: int = 0  #: variable-frame-rate videos among those built (the timeline decides their frames)
+    timeline: str = "reference"  #: the video spec's timeline (evr1_cache.spec.TIMELINES)
 
     @property
     def ok(self) -> bool:
@@ -81,12 +83,13 @@ class EntryResult:
     bytes: int = 0
     shape: tuple[int, ...] = ()
     error: str | None = None
+    vfr: bool = False  #: a variable-frame-rate video
 
     def record(self) -> dict[str, Any]:
         """The index-file line of this outcome."""
         base = {"kind": self.job.kind, "source": self.job.source, "key": self.job.key, "file": self.job.rel}
         if self.ok:
-            return {**base, "status": "ok", "bytes": self.bytes, "shape": list(self.shape)}
+            return {**base, "status": "ok", "bytes": self.bytes, "shape": list(self.shape), "vfr": self.vfr}
         return {**base, "status": "error", "error": self.error}
 
 
@@ -251,11 +254,14 @@ def select(jobs: list[EntryJob], out: Path) -> tuple[list[EntryJob], int, int]:
 
 def build_entry(job: EntryJob, out: str, decoder: str, threads: int) -> EntryResult:
     """Build one entry (runs in a worker process): an EntryResult, never an exception for bad media."""
+    from evr1_cache.probing import probe
+    from evr1_cache.sources import media_file
     from evr1_cache.writer import make_entry
 
     try:
-        size, shape = make_entry(job.source, job.spec, Path(out, job.rel), decoder=decoder, threads=threads)
-        return EntryResult(job, True, size, shape)
+        info = probe(media_file(job.source)) if job.kind == "video" else None  # a regular file before any decoder
+        size, shape = make_entry(job.source, job.spec, Path(out, job.rel), decoder=decoder, threads=threads, info=info)
+        return EntryResult(job, True, size, shape, vfr=info is not None and info.vfr)
     except MediaError as exc:
         return EntryResult(job, False, error=str(exc))
     except Exception as exc:
@@ -321,7 +327,7 @@ def build_cache(
     index_file.parent.mkdir(parents=True, exist_ok=True)
     if threads is None:  # one worker: let the decoder use every core; several: split the cores between them
         threads = 0 if workers == 1 else max(1, (os.cpu_count() or 1) // workers)
-    built = written = 0
+    built = written = vfr = 0
     with open(index_file, "a", encoding="utf-8") as index, _progress(len(todo), progress) as bar:
         for path, err in errors.items():
             index.write(json.dumps({"kind": "media", "source": path, "status": "error", "error": err}) + "\n")
@@ -331,6 +337,7 @@ def build_cache(
             if result.ok:
                 built += 1
                 written += result.bytes
+                vfr += result.vfr
             else:
                 errors[result.job.source] = str(result.error)
             bar.update(1)
@@ -359,6 +366,8 @@ def build_cache(
         notes=tuple(notes),
         bad_rows=len(plan.row_errors),
         rebuilt=rebuilt,
+        vfr_videos=vfr,
+        timeline=spec.timeline,
     )
 
 

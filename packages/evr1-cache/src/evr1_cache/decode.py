@@ -56,7 +56,7 @@ def decode_video(
     info = info or probe(path)
     for attempt in range(2):
         indices, h, w = plan(info, spec)
-        positions = info.positions(indices)
+        positions = info.positions(indices, spec.timeline)
         distinct = sorted(set(positions))
         with ResizeStream(len(distinct), h, w, spec.resize, threads=threads) as stream:
             try:
