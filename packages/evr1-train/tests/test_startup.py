@@ -139,3 +139,16 @@ def test_the_command_refuses_before_any_work(tmp_path: Path, argv: list[str], ne
     assert needle in proc.stderr
     assert list(tmp_path.iterdir()) == []
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["trainer.total_training_steps=5", "--cfg", "job"], ["--cfg", "job"]])
+def test_hydras_own_options_still_work(tmp_path: Path, argv: list[str]) -> None:
+    """The verl search path the command line adds sits next to the other overrides, never after an option."""
+    code = "import sys; from evr1_train.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    steps = "5" if "trainer.total_training_steps=5" in argv else "300"
+    assert f"total_training_steps: {steps}" in proc.stdout
+    assert list(tmp_path.iterdir()) == []

@@ -237,7 +237,10 @@ def _hydra_app(argv: list[str]) -> None:
         print(f"evr1-train: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     if not any(a.startswith(("hydra.searchpath=", "+hydra.searchpath=")) for a in args):
-        args.append(searchpath_override())  # verl's YAML read from disk: composing does not import verl
+        # verl's YAML read from disk (composing does not import verl), next to the other overrides (argparse refuses
+        # positionals split by an option, and `--info` would take a trailing one as its value)
+        at = next((i for i, a in enumerate(args) if "=" in a and not a.startswith("-")), 0)
+        args.insert(at, searchpath_override())
     sys.argv = [sys.argv[0], *args]
 
     def _train(cfg: Any) -> None:
