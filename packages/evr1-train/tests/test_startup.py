@@ -62,8 +62,9 @@ def test_an_unset_key_under_an_extension_point_gets_the_plus_spelled_out() -> No
     assert "`+reward.custom_reward_function.reward_kwargs.x=2`" in msg
 
 
-def test_a_preset_typo_lists_the_presets() -> None:
-    msg = _refused(["+experiment=quickstrat", "trainer.total_training_steps=5"])
+@pytest.mark.parametrize("extra", [[], ["trainer.total_training_steps=5"]])
+def test_a_preset_typo_lists_the_presets(extra: list[str]) -> None:
+    msg = _refused(["+experiment=quickstrat", *extra])
     assert "experiment/quickstrat" in msg
     assert "quickstart_lora" in msg
 

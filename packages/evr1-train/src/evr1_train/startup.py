@@ -127,7 +127,7 @@ def _compose(overrides: Sequence[str]) -> Any:
         with initialize_config_module(config_module="evr1_train.conf", version_base=None):
             return compose("evr1_trainer", overrides=[*overrides, searchpath_override()])
     except HydraException as exc:  # a preset or group typo: Hydra's message lists the available options
-        raise ConfigError(str(exc).strip()) from None
+        raise ConfigError(str(exc).split("\nConfig search path:")[0].strip()) from None
 
 
 def check_overrides(argv: Sequence[str]) -> None:
@@ -155,9 +155,9 @@ def check_overrides(argv: Sequence[str]) -> None:
         if key == "hydra" or key.startswith(("hydra.", "hydra/")):
             continue
         (groups if _is_group(key, ov.package, roots) else values).append(ov)
-    if not values:
+    if not values and not groups:
         return
-    base = _compose([ov.input_line for ov in groups])
+    base = _compose([ov.input_line for ov in groups])  # a preset typo fails here, listing the presets
     known = sorted(config_keys(base))
     problems = [p for p in (_problem(ov, base, known) for ov in values) if p]
     if problems:
