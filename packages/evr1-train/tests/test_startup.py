@@ -65,8 +65,9 @@ def test_an_unset_key_under_an_extension_point_gets_the_plus_spelled_out() -> No
 @pytest.mark.parametrize("extra", [[], ["trainer.total_training_steps=5"]])
 def test_a_preset_typo_lists_the_presets(extra: list[str]) -> None:
     msg = _refused(["+experiment=quickstrat", *extra])
-    assert "experiment/quickstrat" in msg
-    assert "quickstart_lora" in msg
+    assert "no experiment named quickstrat; did you mean quickstart" in msg
+    assert "quickstart_lora" in msg  # the available presets are listed
+    assert "engine named locl; did you mean local?" in _refused(["engine=locl"])
 
 
 def test_suggestions_fall_back_to_the_last_part() -> None:

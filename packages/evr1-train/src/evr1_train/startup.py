@@ -157,11 +157,28 @@ def check_overrides(argv: Sequence[str]) -> None:
         (groups if _is_group(key, ov.package, roots) else values).append(ov)
     if not values and not groups:
         return
+    missing = [p for p in (_missing_option(ov, roots) for ov in groups) if p]
+    if missing:
+        raise ConfigError("\n  ".join(["unknown preset(s); nothing was started:", *missing]))
     base = _compose([ov.input_line for ov in groups])  # a preset typo fails here, listing the presets
     known = sorted(config_keys(base))
     problems = [p for p in (_problem(ov, base, known) for ov in values) if p]
     if problems:
         raise ConfigError("\n  ".join(["unknown config key(s); nothing was started:", *problems]))
+
+
+def _missing_option(ov: Override, roots: Sequence[Path]) -> str | None:
+    """A group override naming an option no config folder has (`+experiment=quickstrat`), with the closest names."""
+    value = ov.value()
+    if ov.package is not None or ov.is_delete() or not isinstance(value, str):
+        return None  # packaged, deleted or swept groups: Hydra's own checks
+    group = ov.key_or_group
+    options = sorted({f.stem for root in roots if (root / group).is_dir() for f in (root / group).glob("*.yaml")})
+    if value in options:
+        return None
+    close = difflib.get_close_matches(value, options, n=3)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    return f"`{ov.input_line}`: no {group} named {value}; {hint}(available: {', '.join(options)})"
 
 
 def _problem(ov: Override, base: Any, known: Sequence[str]) -> str | None:
