@@ -173,9 +173,9 @@ def _missing_option(ov: Override, roots: Sequence[Path]) -> str | None:
     if ov.package is not None or ov.is_delete() or not isinstance(value, str):
         return None  # packaged, deleted or swept groups: Hydra's own checks
     group = ov.key_or_group
-    options = sorted({f.stem for root in roots if (root / group).is_dir() for f in (root / group).glob("*.yaml")})
-    if value in options:
+    if any((root / group / f"{value}.yaml").is_file() for root in roots):  # nested options (`a/b`) included
         return None
+    options = sorted({f.stem for root in roots if (root / group).is_dir() for f in (root / group).glob("*.yaml")})
     close = difflib.get_close_matches(value, options, n=3)
     hint = f"did you mean {' or '.join(close)}? " if close else ""
     return f"`{ov.input_line}`: no {group} named {value}; {hint}(available: {', '.join(options)})"
