@@ -140,8 +140,8 @@ def check_overrides(argv: Sequence[str]) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
-    if any(a.split("=", 1)[0] in _OTHER_CONFIG for a in argv):
-        return
+    if any(a.split("=", 1)[0] in _OTHER_CONFIG or a.lstrip("+").startswith("hydra.searchpath") for a in argv):
+        return  # another primary config or search path: Hydra's own checks
     lines = [a for a in argv if not a.startswith("-") and ("=" in a or a.startswith("~"))]
     try:
         parsed = OverridesParser.create().parse_overrides(lines)
