@@ -154,3 +154,15 @@ def test_hydras_own_options_still_work(tmp_path: Path, argv: list[str]) -> None:
     steps = "5" if "trainer.total_training_steps=5" in argv else "300"
     assert f"total_training_steps: {steps}" in proc.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_sft_command_is_checked_before_torchrun(capsys: pytest.CaptureFixture[str]) -> None:
+    from evr1_train.verl_sft import main as sft_main
+
+    documented = ["+sft_experiment=qwen2_5_vl_7b", "data.train_files=cache/train.evr1.jsonl",
+                  "data.val_files=cache/val.evr1.jsonl", "data.evr1.cache_dir=cache/"]  # docs/train.md  # fmt: skip
+    check_overrides(documented, "evr1_sft")
+    assert sft_main([*documented, "trainer.total_trainng_steps=5"]) == 2
+    err = capsys.readouterr().err
+    assert "evr1-train sft: error:" in err
+    assert "did you mean trainer.total_training_steps" in err

@@ -7,7 +7,7 @@ nothing reads is found too), and `+KEY` may add keys only under a documented ext
 Enumerated values are checked against the registries the run uses. verl is never imported (that alone takes 15-20 s):
 its config folder is located on disk and its estimator registry read from its source (`verl_adv_estimators`).
 
-Names (stable): ENGINES, EXTENSION_POINTS, verl_config_dir(), searchpath_override(), check_overrides(argv),
+Names (stable): ENGINES, EXTENSION_POINTS, verl_config_dir(), searchpath_override(), check_overrides(argv, config_name),
     check_values(cfg), verl_adv_estimators(), config_keys(cfg)
 """
 
@@ -119,21 +119,21 @@ def _did_you_mean(key: str, known: Sequence[str]) -> str:
     return f"; did you mean {' or '.join(close)}?" if close else " (no similar key; `evr1-train --cfg job` lists them)"
 
 
-def _compose(overrides: Sequence[str]) -> Any:
+def _compose(overrides: Sequence[str], config_name: str = "evr1_trainer") -> Any:
     from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
 
     try:
         with initialize_config_module(config_module="evr1_train.conf", version_base=None):
-            return compose("evr1_trainer", overrides=[*overrides, searchpath_override()])
+            return compose(config_name, overrides=[*overrides, searchpath_override()])
     except HydraException as exc:  # a preset or group typo: Hydra's message lists the available options
         raise ConfigError(str(exc).split("\nConfig search path:")[0].strip()) from None
 
 
-def check_overrides(argv: Sequence[str]) -> None:
+def check_overrides(argv: Sequence[str], config_name: str = "evr1_trainer") -> None:
     """Refuse, with the closest valid names, every override whose key no part of the config has.
 
-    `argv` is the command line as Hydra will see it. The config is composed from its group overrides alone (presets,
+    `argv` is the command line as Hydra will see it; `config_name` the primary config (`evr1_sft` for `sft`). The config is composed from its group overrides alone (presets,
     `engine=...`), then each value override is looked up there: `KEY=V` and `~KEY` need an existing key, `+KEY=V` /
     `++KEY=V` a new key under an `EXTENSION_POINTS` node. Every problem is reported at once.
     """
@@ -160,7 +160,7 @@ def check_overrides(argv: Sequence[str]) -> None:
     missing = [p for p in (_missing_option(ov, roots) for ov in groups) if p]
     if missing:
         raise ConfigError("\n  ".join(["unknown preset(s); nothing was started:", *missing]))
-    base = _compose([ov.input_line for ov in groups])  # a preset typo fails here, listing the presets
+    base = _compose([ov.input_line for ov in groups], config_name)  # a preset typo fails here, listing the presets
     known = sorted(config_keys(base))
     problems = [p for p in (_problem(ov, base, known) for ov in values) if p]
     if problems:
