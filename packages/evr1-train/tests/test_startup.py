@@ -166,3 +166,13 @@ def test_the_sft_command_is_checked_before_torchrun(capsys: pytest.CaptureFixtur
     err = capsys.readouterr().err
     assert "evr1-train sft: error:" in err
     assert "did you mean trainer.total_training_steps" in err
+
+
+def test_presets_of_ones_own_config_dir_are_checked_too(tmp_path: Path) -> None:
+    (tmp_path / "experiment").mkdir()
+    preset = "# @package _global_\ndefaults:\n  - quickstart\ntrainer:\n  total_training_steps: 3\n"
+    (tmp_path / "experiment" / "mine.yaml").write_text(preset)
+    check_overrides(["--config-dir", str(tmp_path), "+experiment=mine", "trainer.test_freq=1"])
+    msg = _refused([f"--config-dir={tmp_path}", "+experiment=mine", "trainer.tst_freq=1"])
+    assert "did you mean trainer.test_freq" in msg
+    assert "did you mean mine" in _refused(["-cd", str(tmp_path), "+experiment=mien"])

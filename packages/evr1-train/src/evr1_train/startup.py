@@ -47,7 +47,9 @@ EXTENSION_POINTS: tuple[str, ...] = (
 )
 
 #: Hydra's options that choose another primary config: the checks here are then left to Hydra.
-_OTHER_CONFIG = ("--config-name", "-cn", "--config-path", "-cp", "--config-dir", "-cd")
+_OTHER_CONFIG = ("--config-name", "-cn", "--config-path", "-cp")
+#: Hydra's option that adds a config folder (presets of one's own): searched here too.
+_CONFIG_DIR = ("--config-dir", "-cd")
 
 
 def verl_config_dir() -> Path:
@@ -58,13 +60,27 @@ def verl_config_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config"
 
 
-def searchpath_override() -> str:
-    """The Hydra override that reads verl's YAML from disk (`file://`) instead of `pkg://` (which imports verl)."""
-    return f"hydra.searchpath=['file://{verl_config_dir().as_posix()}']"
+def searchpath_override(extra: Sequence[Path] = ()) -> str:
+    """The Hydra override that reads verl's YAML from disk (`file://`) instead of `pkg://` (which imports verl);
+    `extra`: more config folders (`--config-dir`)."""
+    paths = ", ".join(f"'file://{p.as_posix()}'" for p in (verl_config_dir(), *extra))
+    return f"hydra.searchpath=[{paths}]"
 
 
-def _config_roots() -> list[Path]:
-    return [Path(str(resources.files("evr1_train.conf"))), verl_config_dir()]
+def _config_dirs(argv: Sequence[str]) -> list[Path]:
+    """The folders given with `--config-dir DIR` / `--config-dir=DIR` / `-cd DIR`."""
+    dirs = []
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if name in _CONFIG_DIR:
+            folder = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            if folder:
+                dirs.append(Path(folder).absolute())
+    return dirs
+
+
+def _config_roots(extra: Sequence[Path] = ()) -> list[Path]:
+    return [Path(str(resources.files("evr1_train.conf"))), verl_config_dir(), *extra]
 
 
 def _is_group(key: str, package: str | None, roots: Sequence[Path]) -> bool:
@@ -119,13 +135,13 @@ def _did_you_mean(key: str, known: Sequence[str]) -> str:
     return f"; did you mean {' or '.join(close)}?" if close else " (no similar key; `evr1-train --cfg job` lists them)"
 
 
-def _compose(overrides: Sequence[str], config_name: str = "evr1_trainer") -> Any:
+def _compose(overrides: Sequence[str], config_name: str = "evr1_trainer", extra: Sequence[Path] = ()) -> Any:
     from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
 
     try:
         with initialize_config_module(config_module="evr1_train.conf", version_base=None):
-            return compose(config_name, overrides=[*overrides, searchpath_override()])
+            return compose(config_name, overrides=[*overrides, searchpath_override(extra)])
     except HydraException as exc:  # a preset or group typo: Hydra's message lists the available options
         raise ConfigError(str(exc).split("\nConfig search path:")[0].strip()) from None
 
@@ -133,9 +149,10 @@ def _compose(overrides: Sequence[str], config_name: str = "evr1_trainer") -> Any
 def check_overrides(argv: Sequence[str], config_name: str = "evr1_trainer") -> None:
     """Refuse, with the closest valid names, every override whose key no part of the config has.
 
-    `argv` is the command line as Hydra will see it; `config_name` the primary config (`evr1_sft` for `sft`). The config is composed from its group overrides alone (presets,
-    `engine=...`), then each value override is looked up there: `KEY=V` and `~KEY` need an existing key, `+KEY=V` /
-    `++KEY=V` a new key under an `EXTENSION_POINTS` node. Every problem is reported at once.
+    `argv` is the command line as Hydra will see it; `config_name` the primary config (`evr1_sft` for `sft`). The
+    config is composed from its group overrides alone (presets, `engine=...`, with the `--config-dir` folders), then
+    each value override is looked up there: `KEY=V` and `~KEY` need an existing key, `+KEY=V` / `++KEY=V` a new key
+    under an `EXTENSION_POINTS` node. Every problem is reported at once.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
@@ -147,7 +164,8 @@ def check_overrides(argv: Sequence[str], config_name: str = "evr1_trainer") -> N
         parsed = OverridesParser.create().parse_overrides(lines)
     except HydraException as exc:
         raise ConfigError(str(exc).strip()) from None
-    roots = _config_roots()
+    extra = _config_dirs(argv)
+    roots = _config_roots(extra)
     groups: list[Override] = []
     values: list[Override] = []
     for ov in parsed:
@@ -160,7 +178,9 @@ def check_overrides(argv: Sequence[str], config_name: str = "evr1_trainer") -> N
     missing = [p for p in (_missing_option(ov, roots) for ov in groups) if p]
     if missing:
         raise ConfigError("\n  ".join(["unknown preset(s); nothing was started:", *missing]))
-    base = _compose([ov.input_line for ov in groups], config_name)  # a preset typo fails here, listing the presets
+    base = _compose(
+        [ov.input_line for ov in groups], config_name, extra
+    )  # a preset typo fails here, listing the presets
     known = sorted(config_keys(base))
     problems = [p for p in (_problem(ov, base, known) for ov in values) if p]
     if problems:
