@@ -98,6 +98,7 @@ def _cfg(overrides: list[str]):
         (["algorithm.adv_estimator=rlo"], ["did you mean rloo?", "grpo", "reinforce_plus_plus"]),
         (["engine.name=locl"], ["did you mean local?", "valid: local, verl"]),
         (["algorithm.adv_estimator=gae"], ["not available in the local engine"]),
+        (["actor_rollout_ref.actor.policy_loss.loss_mode=gpso"], ["did you mean gspo?", "evr1_hybrid", "vanilla"]),
         (["+data.evr1.video.family=glm4vv"], ["glm4v", "qwen2_5_vl"]),
         (["+data.evr1.video.famly=glm4v"], ["did you mean data.evr1.video.family?"]),
         (["data.evr1.video_source=cache"], ["prefer_cache", "cache_only"]),
@@ -117,9 +118,14 @@ def test_the_quickstart_values_pass() -> None:
 
 
 def test_the_estimators_read_from_verls_source_are_its_registry() -> None:
-    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, POLICY_LOSS_REGISTRY
+
+    from evr1_train.losses import register_with_verl
+    from evr1_train.startup import verl_policy_losses
 
     assert verl_adv_estimators() == tuple(sorted(ADV_ESTIMATOR_REGISTRY))
+    register_with_verl()  # what a run does before training
+    assert verl_policy_losses() == tuple(sorted(POLICY_LOSS_REGISTRY))
 
 
 @pytest.mark.parametrize(
@@ -176,3 +182,22 @@ def test_presets_of_ones_own_config_dir_are_checked_too(tmp_path: Path) -> None:
     msg = _refused([f"--config-dir={tmp_path}", "+experiment=mine", "trainer.tst_freq=1"])
     assert "did you mean trainer.test_freq" in msg
     assert "did you mean mine" in _refused(["-cd", str(tmp_path), "+experiment=mien"])
+
+
+def _presets() -> list[str]:
+    from evr1_train.cli import _group_names
+
+    return _group_names("experiment")
+
+
+@pytest.mark.parametrize("name", _presets())
+def test_every_shipped_preset_passes_the_start_up_checks(name: str) -> None:
+    """No false refusal: each preset, with the data keys a user gives, composes and passes both checks."""
+    from hydra import compose, initialize_config_module
+
+    from evr1_train.startup import searchpath_override
+
+    argv = [f"+experiment={name}", "data.train_files=t.jsonl", "data.val_files=v.jsonl", "data.evr1.cache_dir=c"]
+    check_overrides(argv)
+    with initialize_config_module(config_module="evr1_train.conf", version_base=None):
+        check_values(compose("evr1_trainer", overrides=[*argv, searchpath_override()]))

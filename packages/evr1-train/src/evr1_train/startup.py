@@ -8,7 +8,7 @@ Enumerated values are checked against the registries the run uses. verl is never
 its config folder is located on disk and its estimator registry read from its source (`verl_adv_estimators`).
 
 Names (stable): ENGINES, EXTENSION_POINTS, verl_config_dir(), searchpath_override(), check_overrides(argv, config_name),
-    check_values(cfg), verl_adv_estimators(), config_keys(cfg)
+    check_values(cfg), verl_adv_estimators(), verl_policy_losses(), config_keys(cfg)
 """
 
 from __future__ import annotations
@@ -271,6 +271,24 @@ def verl_adv_estimators() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+@lru_cache(maxsize=1)
+def verl_policy_losses() -> tuple[str, ...]:
+    """The names in verl's `POLICY_LOSS_REGISTRY` (`@register_policy_loss("name")` in core_algos.py, read as
+    `verl_adv_estimators` reads its registry), plus the loss evr1 registers there (`evr1_hybrid`)."""
+    from evr1_train.hybrid.config import LOSS_NAME
+
+    source = verl_config_dir().parent / "ppo" / "core_algos.py"
+    try:
+        names = _registered(ast.parse(source.read_text(encoding="utf-8")), "register_policy_loss", {})
+    except (OSError, SyntaxError):
+        names = set()
+    if not names:  # pragma: no cover - a verl laid out otherwise: ask the registry itself
+        from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
+
+        names = set(POLICY_LOSS_REGISTRY)
+    return tuple(sorted({*names, LOSS_NAME}))
+
+
 def _one_of(key: str, value: str, valid: Sequence[str]) -> None:
     if value in valid:
         return
@@ -281,7 +299,8 @@ def _one_of(key: str, value: str, valid: Sequence[str]) -> None:
 
 def check_values(cfg: Any) -> None:
     """Enumerated settings checked against the registries the run uses, each error listing the valid names:
-    `engine.name`, `algorithm.adv_estimator` (verl's registry; the local engine's exceptions), `data.evr1` (video
+    `engine.name`, `algorithm.adv_estimator` (verl's registry; the local engine's exceptions),
+    `actor_rollout_ref.actor.policy_loss.loss_mode` (verl's loss registry and evr1's), `data.evr1` (video
     source, model families and budgets through `evr1_cache.spec`)."""
     from omegaconf import OmegaConf
 
@@ -300,6 +319,9 @@ def check_values(cfg: Any) -> None:
                 f"algorithm.adv_estimator={estimator} is not available in the local engine: "
                 f"{UNSUPPORTED_ESTIMATORS[str(estimator)]}"
             )
+    loss_mode = OmegaConf.select(cfg, "actor_rollout_ref.actor.policy_loss.loss_mode", default=None)
+    if loss_mode is not None:
+        _one_of("actor_rollout_ref.actor.policy_loss.loss_mode", str(loss_mode), verl_policy_losses())
     node = OmegaConf.select(cfg, "data.evr1", default=None)
     if node is None:
         return
