@@ -95,3 +95,42 @@ def test_verify_flags_entry_at_wrong_key(tmp_path: Path) -> None:
     rep = verify_cache(cache)
     assert len(rep.corrupt) == 1
     assert "does not match" in rep.corrupt[0][1]
+
+
+def test_build_counts_every_line_and_names_the_rows_of_a_failed_media_file(
+    tmp_path: Path, clip: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 5-line file with one malformed line is 5 rows (1 malformed); a missing video is reported with the lines of
+    the rows that use it."""
+    rows = [{"videos": [str(clip)], "problem": "p"}, {"videos": ["gone.mp4"], "problem": "q"}]
+    lines = [json.dumps(rows[0]), json.dumps(rows[1]), "{torn", json.dumps(rows[0]), json.dumps(rows[1])]
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    args = ["build", str(data), "--out", str(tmp_path / "c"), "--max-frames", "4", "--no-progress"]
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert "rows 5 (1 malformed) |" in captured.out
+    failed = [line for line in captured.err.splitlines() if "gone.mp4" in line]
+    assert len(failed) == 1
+    assert failed[0].endswith("(used by d.jsonl line 2, 5)")
+
+
+@pytest.mark.parametrize("timeline", ["reference", "presentation"])
+def test_build_counts_variable_rate_videos_and_names_the_timeline(
+    tmp_path: Path, clip: Path, capsys: pytest.CaptureFixture[str], timeline: str
+) -> None:
+    times = [0.0, 0.04, 0.08, 1.0, 1.04, 2.5, 2.54, 2.58, 3.9, 3.94]
+    vfr = make_synthetic_video(tmp_path / "vfr.mp4", len(times), 25.0, (96, 64), timestamps=times)
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"videos": [str(v)], "problem": "p"}) + "\n" for v in (clip, vfr)))
+    out = tmp_path / "c"
+    args = ["build", str(data), "--out", str(out), "--max-frames", "4", "--no-progress", "--timeline", timeline]
+    assert main(args) == 0
+    assert f"variable-rate videos 1 of 2 built | timeline {timeline} " in capsys.readouterr().out
+    index = [json.loads(line) for line in next((out / "index").glob("*.jsonl")).read_text().splitlines()]
+    assert sorted(r["vfr"] for r in index) == [False, True]
+    from evr1_cache.store import read_header
+
+    specs = [json.dumps(read_header(p)[0]) for p in (out / "videos").rglob("*.safetensors")]
+    assert len(specs) == 2
+    assert all(("timeline" in s) == (timeline == "presentation") for s in specs)  # the entries' stored spec

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import struct
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import av
@@ -358,3 +359,47 @@ def test_containers_without_reliable_headers(
     b, _ = decode_video(out, spec, "ffmpeg")
     assert np.array_equal(a, b)
     assert [read_frame_index(f) for f in a] == list(meta.frames_indices)
+
+
+def _shown_at(frame_times: Sequence[float], instants: Sequence[float]) -> list[int]:
+    """Independently: the frame a player shows at each instant, the last one whose time is <= it (1 ms slack)."""
+    return [max(j for j, t in enumerate(frame_times) if t <= at + 1e-3) for at in instants]
+
+
+@pytest.mark.parametrize("decoder", DECODER_NAMES)
+def test_the_presentation_timeline_holds_the_frame_shown_at_each_label(tmp_path: Path, decoder: str) -> None:
+    times = [0.0, 0.04, 0.08, 1.0, 1.04, 2.5, 2.54, 2.58, 3.9, 3.94]
+    path = make_synthetic_video(tmp_path / "vfr.mp4", len(times), 25.0, (96, 64), timestamps=times)
+    spec = SamplingSpec(fps=2.0, min_frames=4, max_frames=8, min_pixels=3136, max_pixels=3136)
+    shown = SamplingSpec(**{**spec.to_dict(), "timeline": "presentation"})
+    ref_frames, ref = decode_video(path, spec, decoder)
+    frames, meta = decode_video(path, shown, decoder)
+    assert meta.frames_indices == ref.frames_indices  # the same labelled instants i / fps ...
+    assert meta.timestamps == ref.timestamps
+    expected = _shown_at(times, meta.timestamps)
+    assert [read_frame_index(f) for f in frames] == expected  # ... each holding the frame shown then
+    assert expected != list(ref.frames_indices)  # where the reference timeline holds the i-th frame
+    assert [read_frame_index(f) for f in ref_frames] == list(ref.frames_indices)
+    assert meta.spec_key != ref.spec_key
+
+
+def test_on_the_real_vfr_file_every_presentation_frame_is_the_frame_shown_at_its_timestamp(
+    awkward_videos: dict[str, Path],
+) -> None:
+    """tree.avi (variable-rate Cinepak): the reference timeline labels several frames with instants other frames are
+    shown at; the presentation timeline holds, at every label, the frame a player shows then."""
+    path = awkward_videos["tree.avi"]
+    with av.open(str(path)) as c:
+        decoded = list(c.decode(video=0))
+    first = decoded[0].time
+    times = [f.time - first for f in decoded]
+    spec = SamplingSpec(fps=2.0, max_frames=16, min_pixels=3136, max_pixels=12544)
+    shown = SamplingSpec(**{**spec.to_dict(), "timeline": "presentation"})
+    frames, meta = decode_video(path, shown, "pyav")
+    assert len(meta.frames_indices) == 16
+    at = _shown_at(times, meta.timestamps)
+    ref_rgb = np.stack([decoded[j].to_ndarray(format="rgb24") for j in at])
+    assert np.array_equal(frames, resize(ref_rgb, meta.resized_height, meta.resized_width))
+    _, ref = decode_video(path, spec, "pyav")
+    wrong = sum(i != j for i, j in zip(ref.frames_indices, at, strict=True))
+    assert wrong > 0  # the reference timeline's i-th frame is not always the one shown at i / fps here

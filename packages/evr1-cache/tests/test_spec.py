@@ -393,3 +393,18 @@ def test_resize_rules_are_named_versioned_and_part_of_the_key(monkeypatch: pytes
     monkeypatch.setattr(spec_module, "RESIZE_RULES", dict(RESIZE_RULES))
     mine = spec_module.register_resize_rule(ResizeRule("glm-test-resize", 1, "bicubic", "a test"))
     assert SamplingSpec(resize=mine.name).key() != before
+
+
+def test_the_timeline_is_part_of_the_key_and_the_reference_keeps_the_old_one() -> None:
+    from evr1_cache.spec import TIMELINES
+
+    base = SamplingSpec(fps=2.0, max_frames=16)
+    assert TIMELINES == ("reference", "presentation")
+    assert "timeline" not in base.to_dict()  # reference: the keys and stored specs every cache already has
+    assert SamplingSpec(fps=2.0, max_frames=16, timeline="reference").key() == base.key()
+    shown = SamplingSpec(fps=2.0, max_frames=16, timeline="presentation")
+    assert shown.key() != base.key()
+    assert shown.to_dict()["timeline"] == "presentation"
+    assert SamplingSpec.from_dict(shown.to_dict()) == shown
+    with pytest.raises(ValueError, match="did you mean 'presentation'"):
+        SamplingSpec(timeline="presentaton")

@@ -635,3 +635,17 @@ def test_judge_calls_run_concurrently_up_to_the_limit(tmp_path: Path) -> None:
     assert [r.id for r in judged] == [str(i) for i in range(7)]
     assert all(r.score == 1.0 for r in judged)
     assert peak == 3
+
+
+def test_videomme_keeps_error_rows_in_its_denominator_and_reports_the_official_number(tmp_path: Path) -> None:
+    """The policy: an error row counts as a wrong answer in `accuracy`; the official script, handed the empty response
+    a failed request leaves, drops the question instead; `accuracy_errors_dropped` is its number."""
+    rows = [mc("1", "A"), mc("2", "B"), mc("3", "C"), mc("4", "D")]
+    preds = {"1": "A", "2": "B", "3": "D", "4": None}  # 4: the engine failed (an error row)
+    summary = evaluate(tmp_path, "videomme", rows, preds)
+    assert summary.metrics["accuracy"] == pytest.approx(50.0)  # 2 of 4: the error row stays, wrong
+    assert summary.metrics["accuracy_strict"] == pytest.approx(50.0)
+    assert summary.metrics["accuracy_errors_dropped"] == pytest.approx(200 / 3)  # 2 of 3, as the official script
+    assert any("1 error row(s) count as wrong answers" in n for n in summary.notes)
+    clean = evaluate(tmp_path, "videomme", rows, {**preds, "4": "D"})
+    assert "accuracy_errors_dropped" not in clean.metrics  # only reported when it differs

@@ -87,7 +87,7 @@ def test_inspect_counts_types_and_reports_bad_rows(tmp_path: Path, capsys: pytes
     assert out["benchmark"] == "vsibench"
     assert out["samples"] == 2
     assert out["problem_types"] == {"multiple_choice": 1, "regression": 1}
-    assert out["errors"][0]["row"] == 2
+    assert out["errors"][0]["item"] == 3  # the third row of the JSON list, 1-based like the message
     assert out["errors"][0]["id"] == "3"
     assert out["examples"][0]["ground_truth"] == "A"
     ok = write(tmp_path / "ok.json", rows[:2])
@@ -366,3 +366,24 @@ def test_matplotlib_chart_labels_its_axes_and_bars(tmp_path: Path, monkeypatch: 
     assert seen["texts"] == ["0.0", "100.0", "n/a", "n/a"]  # every bar labelled; the zero bar says 0.0
     assert seen["x"] == "benchmark"
     assert "official primary metric" in seen["y"]
+
+
+def test_score_reports_repeated_ids_and_rows_without_a_response(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Neither is silent: each warning names the predictions file and its 1-based line (and the line repeated)."""
+    ann = write(tmp_path / "videomme.json", [mc("1", "A"), mc("2", "B")])
+    preds = tmp_path / "preds.jsonl"
+    rows = [{"id": "1", "response": "B"}, {"id": "2"}, {"id": "1", "response": "A"}, {"id": "2", "error": "timeout"}]
+    preds.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "scored"
+    args = ["score", "videomme", "--annotations", str(ann), "--predictions", str(preds), "--out", str(out)]
+    assert main([*args, "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: preds.jsonl line 2: id '2' has no `response` (scored as an error row)" in err
+    assert "warning: preds.jsonl line 3: id '1' repeats line 1 (this later row is scored)" in err
+    assert "preds.jsonl line 4: id '2' repeats line 2" in err
+    assert "line 4: id '2' has no" not in err  # an `error` row is a recorded failure, not a missing response
+    scored = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert scored["1"]["score"] == 1.0  # the later row
+    assert scored["2"]["error"] == "timeout"

@@ -104,8 +104,9 @@ def test_bad_rows_are_reported_with_row_and_reason(tmp_path: Path, row: object, 
     assert [s.id for s in result.samples] == ["100", "101"]
     assert len(result.errors) == 1
     err = result.errors[0]
-    assert err.row == 1
-    assert "bad.json row 1" in err.reason
+    assert err.row == 2  # the second item of the list (1-based, as every message counts)
+    assert err.unit == "item"
+    assert "bad.json item 2" in err.reason
     assert reason in err.reason
 
 
@@ -146,10 +147,10 @@ def test_duplicate_ids_are_renamed_or_rejected_never_overwritten(tmp_path: Path)
     rows = [mc_row(1), mc_row(1, "C"), mc_row(1), mc_row(1, "D")]
     result = get_benchmark("livesports3k").load(write_json(tmp_path / "d.json", rows), None)
     assert [(s.id, s.ground_truth) for s in result.samples] == [("1", "B"), ("1#2", "C"), ("1#3", "D")]
-    assert [w.row for w in result.warnings] == [1, 3]
-    assert "already used by row 0" in result.warnings[0].reason
+    assert [w.row for w in result.warnings] == [2, 4]
+    assert "d.json item 2: id '1' already used by item 1" in result.warnings[0].reason
     assert len(result.errors) == 1
-    assert "exact duplicate of row 0" in result.errors[0].reason
+    assert "d.json item 3: exact duplicate of item 1" in result.errors[0].reason
 
 
 def test_single_option_rows_and_empty_caption_questions(tmp_path: Path) -> None:
@@ -179,8 +180,26 @@ def test_jsonl_with_a_torn_line_keeps_the_other_rows(tmp_path: Path) -> None:
     path.write_text(json.dumps(mc_row(1)) + "\n" + '{"problem": "tor' + "\n" + json.dumps(mc_row(2)) + "\n")
     result = get_benchmark("odvbench").load(path, None)
     assert [s.id for s in result.samples] == ["1", "2"]
-    assert result.errors[0].row == 1
-    assert "not valid JSON" in result.errors[0].reason
+    assert result.errors[0].row == 2
+    assert "a.jsonl line 2: not valid JSON" in result.errors[0].reason
+
+
+def test_every_message_names_the_file_line_and_the_field_it_used(tmp_path: Path) -> None:
+    """One numbering: a JSONL row is named by the line an editor shows (blank lines count), parse errors and row
+    errors alike; a missing or empty truth names the field the file uses (`answer` here, not `solution`)."""
+    good = {k: v for k, v in mc_row(1).items() if k != "solution"} | {"answer": "<answer>B</answer>"}
+    empty = {**good, "problem_id": "2", "answer": ""}
+    missing = {k: v for k, v in good.items() if k != "answer"} | {"problem_id": "3"}
+    path = tmp_path / "rows.jsonl"
+    lines = [json.dumps(good), "", "{torn", json.dumps(empty), json.dumps(missing)]
+    path.write_text("\n".join(lines) + "\n")
+    result = get_benchmark("odvbench").load(path, None)
+    assert [s.id for s in result.samples] == ["1"]
+    assert [(e.unit, e.row) for e in result.errors] == [("line", 3), ("line", 4), ("line", 5)]
+    reasons = [e.reason for e in result.errors]
+    assert reasons[0].startswith("rows.jsonl line 3: not valid JSON")
+    assert reasons[1] == "rows.jsonl line 4: empty ground truth (`answer`)"
+    assert reasons[2] == "rows.jsonl line 5: missing ground truth (neither `solution` nor `answer`)"
 
 
 def test_data_wrapper_object_and_missing_file(tmp_path: Path) -> None:
@@ -464,7 +483,7 @@ def test_tempcompass_official_documents_load_per_format(tmp_path: Path) -> None:
                                     "format_dimension": "multi-choice/direction"}  # fmt: skip
     # an answer outside the options is a reported row, not a silent drop
     assert len(mc.errors) == 1
-    assert "multi-choice.json row 2" in mc.errors[0].reason
+    assert "multi-choice.json item 3" in mc.errors[0].reason
     assert "matches none of the options" in mc.errors[0].reason
 
     cm = bench.load(folder / "caption_matching.json")

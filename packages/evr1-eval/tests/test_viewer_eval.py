@@ -160,8 +160,9 @@ def test_a_record_edited_after_the_run_is_flagged(runs: Path, tmp_path: Path) ->
     try:
         results.write_text("".join(json.dumps(r) + "\n" for r in rows))
         site = tmp_path / "edited"
+        # the edited record: the report says "not verified" (exit 1) and the card says why
         assert main(["report", str(runs / "base"), "--out", str(tmp_path / "rep"), "--chart", "none", "--html",
-                     str(site), "--annotations-dir", str(runs / "ann")]) == 1  # fmt: skip  (the edit: not verified)
+                     str(site), "--annotations-dir", str(runs / "ann")]) == 1  # fmt: skip
         card = next(c for c in _cards(site, "base") if 'data-key="mvbench/p0"' in c)
         assert "does not hash to what the model was sent" in card
         assert 'class="prompt-hash' not in card

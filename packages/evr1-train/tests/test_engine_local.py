@@ -7,11 +7,19 @@ step the uninterrupted run took; every algorithm preset of the verl path (evr1_a
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
 
 pytestmark = pytest.mark.verl  # needs verl (core_algos) installed: the `train` nox session
 
@@ -166,7 +174,7 @@ def test_dapo_overlong_shaping_lowers_the_rewards_of_long_responses(quickstart_c
 
 
 def test_rollout_dumps_of_a_run_resume_without_duplicates_and_build_the_viewer(
-    quickstart_cfg: Any, tmp_path: Path, capsys: pytest.CaptureFixture
+    quickstart_cfg: Any, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The quickstart's dumps (on in experiment=quickstart, off in every 7B/8B preset: test_presets): groups of n
     responses with rewards, advantages, offline flags and cached frames; a run resumed from an earlier checkpoint
@@ -182,7 +190,18 @@ def test_rollout_dumps_of_a_run_resume_without_duplicates_and_build_the_viewer(
              "data.max_response_length=8"]  # fmt: skip
     run(quickstart_cfg(out, *steps))
     viewer = out / "viewer" / "index.html"
-    assert f"[evr1] rollout viewer: {viewer.resolve()}" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"[evr1] rollout viewer: {viewer.resolve()}" in printed
+    # the run says what is next: export its held-out rows, then evaluate them as trained
+    assert f"evr1-train export-heldout {out} {out / 'heldout'}\n" in printed
+    assert f"evr1-eval run --from-train {out} --backend hf --benchmarks evr1_data" in printed
+    from evr1_train.export import main as export_main
+
+    monkeypatch.setenv("UV", "/usr/bin/uv")
+    assert export_main([str(out), str(out / "heldout")]) == 0
+    assert f"  uv run evr1-eval run --from-train {out} " in capsys.readouterr().out
+    exported = out / "heldout" / "evr1_data.jsonl"
+    assert exported.stat().st_mode & 0o777 == 0o666 & ~_umask()  # as readable as any other output
     _, records, problems = read_dump(out / "rollouts")
     assert not problems
     assert [r["step"] for r in records] == [1] * 8 + [2] * 8 + [4] * 8  # include_first + every 2 steps, batch 8

@@ -8,6 +8,7 @@ writing them is checked by the `train_e2e` smoke run (testenv/verl_cpu/run_smoke
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +212,13 @@ def test_view_builds_the_site_from_dumps(video_data: dict[str, Path], make_opts:
     assert main([str(run), "--out", str(tmp_path / "site")]) == 0
     index = Path(capsys.readouterr().out.strip())
     assert index == (tmp_path / "site" / "index.html").resolve()
+    # the per-task table counts what the charts count (online responses), the stored answers apart
+    page = index.read_text()
+    assert "online responses</th>" in page
+    assert "stored (offline) answers</th>" in page
+    row = re.search(r"<tr><td>color</td>((?:<td[^>]*>[^<]*</td>){3})", page)
+    assert row is not None
+    assert re.findall(r">([^<]*)</td>", row.group(1)) == ["4", "1", "4"]  # not 8 responses at 0.5
     cards = json.loads((tmp_path / "site/data/run/chunk-00000.js").read_text().split(",", 1)[1][: -len(");\n")])[0]
     assert len(cards) == 4
     assert all(c.count("<img ") == len(media[0]["frame_indices"]) for c in cards)

@@ -55,6 +55,8 @@ class BuildReport:
     notes: tuple[str, ...] = field(default=())
     bad_rows: int = 0  #: dataset lines that are not JSON objects
     rebuilt: int = 0  #: damaged entries found by the resume check and built again
+    vfr_videos: int = 0  #: variable-frame-rate videos among those built (the timeline decides their frames)
+    timeline: str = "reference"  #: the video spec's timeline (evr1_cache.spec.TIMELINES)
 
     @property
     def ok(self) -> bool:
@@ -82,12 +84,13 @@ class EntryResult:
     bytes: int = 0
     shape: tuple[int, ...] = ()
     error: str | None = None
+    vfr: bool = False  #: a variable-frame-rate video
 
     def record(self) -> dict[str, Any]:
         """The index-file line of this outcome."""
         base = {"kind": self.job.kind, "source": self.job.source, "key": self.job.key, "file": self.job.rel}
         if self.ok:
-            return {**base, "status": "ok", "bytes": self.bytes, "shape": list(self.shape)}
+            return {**base, "status": "ok", "bytes": self.bytes, "shape": list(self.shape), "vfr": self.vfr}
         return {**base, "status": "error", "error": self.error}
 
 
@@ -175,6 +178,23 @@ def plan_jobs(
     return Plan(data_path, dataset.rows, tuple(map(str, dataset.errors)), tuple(row_media), jobs, key_of, errors)
 
 
+def rows_using(plan: Plan) -> dict[str, list[int]]:
+    """Each media path -> the 1-based lines of the rows that use it (a failed media file is reported with them)."""
+    users: dict[str, list[int]] = {}
+    for row, refs in zip(plan.rows, plan.row_media, strict=True):
+        for paths in refs.values():
+            for path in dict.fromkeys(paths):
+                users.setdefault(path, []).append(row.line)
+    return users
+
+
+def _used_by(plan: Plan, lines: Sequence[int], shown: int = 5) -> str:
+    if not lines:
+        return ""
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+    return f" (used by {plan.data_file.name} line {', '.join(map(str, lines[:shown]))}{more})"
+
+
 def shard(plan: Plan, rank: int, world_size: int) -> tuple[list[EntryJob], dict[str, str]]:
     """This rank's jobs, and this rank's share of the media that failed before decoding (by path hash)."""
     mine = [job for job in plan.jobs.values() if owner(job.key, world_size) == rank]
@@ -213,11 +233,14 @@ def select(jobs: list[EntryJob], out: Path) -> tuple[list[EntryJob], int, int]:
 
 def build_entry(job: EntryJob, out: str, decoder: str, threads: int) -> EntryResult:
     """Build one entry (runs in a worker process): an EntryResult, never an exception for bad media."""
+    from evr1_cache.probing import probe
+    from evr1_cache.sources import media_file
     from evr1_cache.writer import make_entry
 
     try:
-        size, shape = make_entry(job.source, job.spec, Path(out, job.rel), decoder=decoder, threads=threads)
-        return EntryResult(job, True, size, shape)
+        info = probe(media_file(job.source)) if job.kind == "video" else None  # a regular file before any decoder
+        size, shape = make_entry(job.source, job.spec, Path(out, job.rel), decoder=decoder, threads=threads, info=info)
+        return EntryResult(job, True, size, shape, vfr=info is not None and info.vfr)
     except MediaError as exc:
         return EntryResult(job, False, error=str(exc))
     except Exception as exc:
@@ -283,7 +306,7 @@ def build_cache(
     index_file.parent.mkdir(parents=True, exist_ok=True)
     if threads is None:  # one worker: let the decoder use every core; several: split the cores between them
         threads = 0 if workers == 1 else max(1, (os.cpu_count() or 1) // workers)
-    built = written = 0
+    built = written = vfr = 0
     with open(index_file, "a", encoding="utf-8") as index, _progress(len(todo), progress) as bar:
         for path, err in errors.items():
             index.write(json.dumps({"kind": "media", "source": path, "status": "error", "error": err}) + "\n")
@@ -293,13 +316,15 @@ def build_cache(
             if result.ok:
                 built += 1
                 written += result.bytes
+                vfr += result.vfr
             else:
                 errors[result.job.source] = str(result.error)
             bar.update(1)
             bar.set_postfix(failed=len(errors), refresh=False)
     notes = [f"{rebuilt} damaged entries were removed and rebuilt"] if rebuilt else []
     out_data = finalize(plan, out, errors, rank, world_size, output_data, notes)
-    error_lines = (*plan.row_errors, *(errors[p] for p in sorted(errors)))
+    users = rows_using(plan)
+    error_lines = (*plan.row_errors, *(f"{errors[p]}{_used_by(plan, users.get(p, []))}" for p in sorted(errors)))
     error_file = out / f"errors.rank-{rank:05d}-of-{world_size:05d}.txt"
     with atomic_open(error_file, "w") as fh:
         fh.write("".join(line + "\n" for line in error_lines))
@@ -320,6 +345,8 @@ def build_cache(
         notes=tuple(notes),
         bad_rows=len(plan.row_errors),
         rebuilt=rebuilt,
+        vfr_videos=vfr,
+        timeline=spec.timeline,
     )
 
 

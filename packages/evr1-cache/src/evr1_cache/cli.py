@@ -35,6 +35,12 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--family", help="model family whose own frame rule and budget apply (evr1_cache.families: glm4v, internvl)"
     )
+    g.add_argument(
+        "--timeline",
+        choices=("reference", "presentation"),
+        help="variable-rate videos: the i-th frame as fetch_video takes it (reference, default) or the frame shown at "
+        "the labelled instant (presentation: for answers in real seconds, e.g. temporal grounding); docs/spec.md",
+    )
     g2 = p.add_argument_group("images (ImageSpec, independent of the video budget)")
     g2.add_argument("--image-min-pixels", type=int)
     g2.add_argument("--image-max-pixels", type=int)
@@ -44,7 +50,7 @@ def specs_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
     from evr1_cache.spec import ImageSpec, SamplingSpec
 
     names: tuple[str, ...] = ("fps", "nframes", "min_frames", "max_frames", "min_pixels", "max_pixels", "total_pixels")
-    names = (*names, "size_factor", "family")
+    names = (*names, "size_factor", "family", "timeline")
     kw = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
     if args.nframes is not None and args.fps is None:
         kw["fps"] = None
@@ -161,10 +167,16 @@ def _build(args: argparse.Namespace) -> int:
         threads=args.threads,
     )
     print(
-        f"rows {report.rows} | videos {report.videos} | images {report.images} | built {report.built} | "
-        f"skipped (done before) {report.skipped} | failed {report.failed} | malformed rows {report.bad_rows} | "
+        f"rows {report.rows + report.bad_rows} ({report.bad_rows} malformed) | videos {report.videos} | "
+        f"images {report.images} | built {report.built} | skipped (done before) {report.skipped} | "
+        f"failed {report.failed} | "
         f"{report.bytes_written / 2**20:.1f} MiB written in {report.seconds:.1f} s"
     )
+    if report.videos:
+        print(
+            f"variable-rate videos {report.vfr_videos} of {report.built} built | timeline {report.timeline} "
+            "(which frame each sampled instant holds on them: docs/spec.md)"
+        )
     for line in report.errors[:_SHOWN]:
         print(f"FAILED {line}", file=sys.stderr)
     if len(report.errors) > _SHOWN:

@@ -57,7 +57,7 @@ def decode_video(
     info = info or probe(path)
     for attempt in range(2):
         indices, h, w = plan(info, spec)
-        positions = info.positions(indices)
+        positions = info.positions(indices, spec.timeline)
         distinct = sorted(set(positions))
         check_video(info.path, info.width, info.height, len(distinct), h, w)  # before a frame is allocated
         with ResizeStream(len(distinct), h, w, spec.resize, threads=threads) as stream:

@@ -17,6 +17,7 @@ too, its seeking other frames; see docs/cache.md.)
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import statistics
@@ -57,10 +58,15 @@ class VideoInfo:
         """True when the container's frame count disagrees with what is really there."""
         return bool(self.header_frames) and self.header_frames != len(self.frame_times)
 
-    def positions(self, indices: Sequence[int]) -> list[int]:
-        """Decode-order positions of the frames at timeline `indices`: the i-th frame (see above), clipped."""
+    def positions(self, indices: Sequence[int], timeline: str = "reference") -> list[int]:
+        """Decode-order positions of the frames at timeline `indices`. "reference": the i-th frame (see above),
+        clipped. "presentation" (`evr1_cache.spec.TIMELINES`): on a variable-rate stream, the frame shown at the
+        instant i / fps, i.e. the last one whose time is <= it (what a player shows); the i-th frame otherwise."""
         n = len(self.frame_times)
-        return [min(max(int(i), 0), n - 1) for i in indices]
+        if timeline != "presentation" or not self.vfr:
+            return [min(max(int(i), 0), n - 1) for i in indices]
+        eps = min(1e-3, 0.25 / self.fps)  # a frame stamped a hair after its instant (rounded pts) still counts
+        return [max(0, bisect.bisect_right(self.frame_times, i / self.fps + eps) - 1) for i in indices]
 
     def as_dict(self) -> dict[str, object]:
         """JSON-friendly summary (without the per-frame times) for `evr1-cache probe`."""

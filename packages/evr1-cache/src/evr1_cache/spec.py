@@ -30,6 +30,7 @@ __all__ = [
     "RESIZE_RULES",
     "SIZE_FACTORS",
     "SPEC_VERSION",
+    "TIMELINES",
     "VIDEO_RESIZE",
     "ImageSpec",
     "ResizeRule",
@@ -66,6 +67,11 @@ IMAGE_MAX_TOKENS: Final = 16384
 DEFAULT_MODEL_SEQ_LEN: Final = 128000
 #: Frame indices go through float32 in the reference; beyond 2**24 float32 cannot name every frame.
 MAX_TOTAL_FRAMES: Final = 2**24
+#: Which frame a sampled instant i / fps holds (docs/spec.md "Timelines"). "reference": the i-th frame, as
+#: qwen-vl-utils' `fetch_video` (torchcodec) takes it; on a variable-rate stream it is not always the frame shown at
+#: i / fps. "presentation": the frame shown at i / fps (the last one whose presentation time is <= it), so every label
+#: is a true instant: for data whose answers are in real seconds (temporal grounding). Equal on constant-rate video.
+TIMELINES: Final = ("reference", "presentation")
 
 
 # -- validation helpers ---------------------------------------------------------------------------------------------
@@ -221,6 +227,8 @@ class _Settings:
         result: dict[str, Any] = dataclasses.asdict(self)  # type: ignore[call-overload]
         if result.get("family") is None:  # specs without a model family keep the keys they always had
             result.pop("family", None)
+        if result.get("timeline") == TIMELINES[0]:  # ... and so do specs on the reference timeline
+            result.pop("timeline")
         return result
 
     @classmethod
@@ -268,6 +276,7 @@ class SamplingSpec(_Settings):
     count) is used; with neither, `fps=2.0`. `min_pixels`/`max_pixels` bound each frame (defaults: 128 and 768 tokens
     of `size_factor`**2 pixels); `total_pixels` bounds all frames together (None = qwen-vl-utils' default budget).
     `resize` names the `ResizeRule` the frames are resized with (default: Qwen's, torchvision's antialiased bicubic).
+    `timeline` says which frame the instant i / fps holds on a variable-rate stream (`TIMELINES`; part of the key).
     """
 
     fps: float | None = None
@@ -281,6 +290,7 @@ class SamplingSpec(_Settings):
     #: A model family of `evr1_cache.families` whose own frame rule and sizes apply (None: qwen-vl-utils' rule).
     family: str | None = None
     resize: str = VIDEO_RESIZE.name
+    timeline: str = TIMELINES[0]
     _kind: ClassVar[str] = "video"
 
     def __post_init__(self) -> None:
@@ -306,6 +316,12 @@ class SamplingSpec(_Settings):
         if self.family is not None:  # settings the family's own rule cannot honour are refused here, by name
             _family(self.family).check_spec(self)
         get_resize_rule(self.resize)
+        if self.timeline not in TIMELINES:
+            close = difflib.get_close_matches(str(self.timeline), TIMELINES, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(
+                f"{owner}.timeline {self.timeline!r} is not a timeline; {hint}known: {', '.join(TIMELINES)}"
+            )
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evr1_cache.entry import ImageMeta, Source
 from evr1_cache.spec import ImageSpec, SamplingSpec
 from evr1_cache.store import kind_of, spec_json, write_entry
+
+if TYPE_CHECKING:
+    from evr1_cache.probing import VideoInfo
 
 
 def make_entry(
@@ -21,9 +25,11 @@ def make_entry(
     *,
     decoder: str = "auto",
     threads: int = 0,
+    info: VideoInfo | None = None,
 ) -> tuple[int, tuple[int, ...]]:
     """Build the entry of `source` under `spec` at `final`: (file size, frames shape). Raises MediaError for bad
-    media (and RuntimeError/KeyError for a decoder that is unknown or unavailable)."""
+    media (and RuntimeError/KeyError for a decoder that is unknown or unavailable). `info`: the video's probe, when
+    the caller already has it (a build reports variable-rate videos from it)."""
     from evr1_cache.sources import source_identity
 
     path = os.fspath(source)
@@ -32,7 +38,7 @@ def make_entry(
         from evr1_cache.decode import decode_video
         from evr1_cache.decoders import get_decoder
 
-        frames, meta = decode_video(path, spec, decoder, threads=threads)
+        frames, meta = decode_video(path, spec, decoder, threads=threads, info=info)
         header = {"meta": meta.to_json(), "decoder": get_decoder(decoder).version()}
     else:
         from evr1_cache.image import load_image

@@ -41,7 +41,7 @@ from evr1_eval.results import (
     write_json_atomic,
     write_summary,
 )
-from evr1_eval.types import BenchmarkSummary, Judge, Reference, Sample, ScoredSample
+from evr1_eval.types import BenchmarkSummary, Judge, LoadError, Reference, Sample, ScoredSample
 from evr1_eval.verify import Annotations, Verification, record_writing, record_written, verify_benchmark
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class Job:
     samples: Sequence[Sample]
     #: Identity of the annotation file (hash): part of the settings, so a changed file is never mixed into a resume.
     source: str | None = None
-    load_errors: Sequence[Any] = ()
+    load_errors: Sequence[LoadError] = ()
     #: How the samples' prompts were built (`ProtocolSettings.record()`): part of the run fingerprint.
     protocol: Mapping[str, Any] = field(default_factory=lambda: {"protocol": "official", "prompt_variant": "official"})
     #: This benchmark's SamplingSpec fields from a preset or the evr1 settings; `RunConfig.sampling_overrides` (the
@@ -258,10 +258,7 @@ class Runner:
         if job.load_errors:
             write_json_atomic(
                 out_dir / f"load_errors{shard_suffix(c.rank, c.world_size)}.json",
-                [
-                    dataclasses.asdict(e) if dataclasses.is_dataclass(e) and not isinstance(e, type) else e
-                    for e in job.load_errors
-                ],
+                [{e.unit: e.row, "id": e.id, "reason": e.reason} for e in job.load_errors],  # 1-based, as messages
             )
         store = ResultsStore(results_path(out_dir, c.rank, c.world_size))
         done = store.finished(retry_errors=c.retry_errors)

@@ -37,13 +37,15 @@ class PredictionFile:
 
 
 def read_predictions(path: Path) -> PredictionFile:
-    """Read `{"id", "response"}` JSONL rows (`"error"` marks a failed sample); a later row for an id wins (and a
-    repeated id is a problem: `score` exits non-zero)."""
+    """Read `{"id", "response"}` JSONL rows (`"error"` marks a failed sample); a later row for an id wins. Each
+    problem names the file and its 1-based line: unreadable rows, a repeated id (and the line it repeats), a row
+    with neither `response` nor `error` (scored as an error row)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"predictions file {path} does not exist")
     preds: dict[str, Prediction] = {}
     problems: list[str] = []
+    first_line: dict[str, int] = {}
     for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
         if not line.strip():
             continue
@@ -60,11 +62,16 @@ def read_predictions(path: Path) -> PredictionFile:
         if response is not None and not isinstance(response, str):
             problems.append(f"{path.name} line {lineno}: `response` must be a string or null")
             continue
+        ident = str(row["id"])
+        if ident in first_line:
+            problems.append(
+                f"{path.name} line {lineno}: id {ident!r} repeats line {first_line[ident]} (this later row is scored)"
+            )
+        first_line.setdefault(ident, lineno)
         if response is None and not error:
             error = "prediction has no response"
-        if str(row["id"]) in preds:
-            problems.append(f"{path.name} line {lineno}: id {str(row['id'])!r} repeated; this later row is used")
-        preds[str(row["id"])] = Prediction(str(row["id"]), response, None if not error else str(error))
+            problems.append(f"{path.name} line {lineno}: id {ident!r} has no `response` (scored as an error row)")
+        preds[ident] = Prediction(ident, response, None if not error else str(error))
     return PredictionFile(preds, problems)
 
 

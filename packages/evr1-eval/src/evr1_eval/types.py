@@ -57,11 +57,13 @@ class Generation:
 
 @dataclass(frozen=True, slots=True)
 class LoadError:
-    """One annotation row that could not become a Sample: `row` is its 0-based position in the file."""
+    """One annotation row that could not become a Sample: `row` is its 1-based `unit` number in its file, "line" in
+    a JSONL / text file (the line an editor shows), "item" in a JSON list."""
 
     row: int
     id: str | None
     reason: str
+    unit: str = "line"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from importlib import import_module, resources
 from typing import Any
 
-ENGINES = ("local", "verl")
+from evr1_train.startup import ENGINES
+
 HELP_FLAGS = ("-h", "--help")
 
 
@@ -224,17 +225,29 @@ def usage() -> str:
 def _hydra_app(argv: list[str]) -> None:
     import hydra
 
+    from evr1_train.errors import ConfigError
     from evr1_train.quiet import quiet_third_party
+    from evr1_train.startup import check_overrides, check_values, searchpath_override
 
     quiet_third_party()
-    sys.argv = [sys.argv[0], *_with_default_experiment(argv)]
+    args = _with_default_experiment(argv)
+    try:  # a misspelt key or preset: refused here, in seconds, with the closest names (nothing is started)
+        check_overrides(args)
+    except ConfigError as exc:
+        print(f"evr1-train: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if not any(a.startswith(("hydra.searchpath=", "+hydra.searchpath=")) for a in args):
+        # verl's YAML read from disk (composing does not import verl), next to the other overrides (argparse refuses
+        # positionals split by an option, and `--info` would take a trailing one as its value)
+        at = next((i for i, a in enumerate(args) if "=" in a and not a.startswith("-")), 0)
+        args.insert(at, searchpath_override())
+    sys.argv = [sys.argv[0], *args]
 
     def _train(cfg: Any) -> None:
         from hydra.core.hydra_config import HydraConfig
 
-        from evr1_train.errors import ConfigError
-
         try:
+            check_values(cfg)
             run(cfg, overrides=list(HydraConfig.get().overrides.task))
         except ConfigError as exc:  # a wrong setting: the message names it and the fix; no traceback
             print(f"evr1-train: error: {exc}", file=sys.stderr)

@@ -16,7 +16,8 @@ folder (the file is `OUT/evr1_data.jsonl`) or a file named `evr1_data.jsonl` / `
 looks for). Exit codes: 0 written; 1 some rows could not be exported (named; the others are written); 2 bad arguments.
 
 Names (stable): export_heldout(run, out, split="heldout") -> ExportReport, run_data(run, split) -> RunData,
-export_row(row, index, opts), main(argv) -> int, EVAL_BENCHMARK
+export_row(row, index, opts), main(argv) -> int, EVAL_BENCHMARK, command_prefix(environ=None),
+evaluation_commands(run, cache_dir, annotations=None, prefix=None)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -192,6 +194,34 @@ def export_heldout(run: str | Path, out: str | Path, split: str = "heldout") -> 
     return ExportReport(target, len(lines), dict(sorted(kinds.items())), opts.cache_dir, failed, opts.media_root)
 
 
+def command_prefix(environ: Mapping[str, str] | None = None) -> str:
+    """`uv run ` when this process was started by `uv run` (uv sets `UV` in its children), else nothing: the next
+    command a run prints must be one the user can paste as is."""
+    env = os.environ if environ is None else environ
+    return "uv run " if env.get("UV") else ""
+
+
+def evaluation_commands(
+    run: str | Path,
+    cache_dir: str | None,
+    annotations: str | Path | None = None,
+    prefix: str | None = None,
+    media_root: str | None = None,
+) -> list[str]:
+    """The commands that evaluate `run` on its held-out rows as it was trained: `export-heldout`, then `evr1-eval run
+    --from-train` (the export is skipped from the list when `annotations` already holds it)."""
+    pre = command_prefix() if prefix is None else prefix
+    run = Path(run)
+    folder = Path(annotations) if annotations is not None else run / "heldout"
+    cache = f" --cache-dir {cache_dir}" if cache_dir else ""
+    cache += f" --media-root {media_root}" if media_root else ""  # held-out rows name media outside their folder
+    evaluate = (
+        f"{pre}evr1-eval run --from-train {run} --backend hf --benchmarks {EVAL_BENCHMARK} "
+        f"--annotations-dir {folder}{cache} --out {run / 'eval'}"
+    )
+    return [evaluate] if annotations is not None else [f"{pre}evr1-train export-heldout {run} {folder}", evaluate]
+
+
 def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="evr1-train export-heldout",
@@ -212,13 +242,10 @@ def main(argv: Sequence[str]) -> int:
         return 2
     shown = ", ".join(f"{k} {n}" for k, n in report.kinds.items())
     print(f"wrote {report.rows} rows ({shown}) to {report.path}")
-    cache = f" --cache-dir {report.cache_dir}" if report.cache_dir else ""
-    cache += f" --media-root {report.media_root}" if report.media_root else ""
-    print(
-        "evaluate them as trained:\n"
-        f"  evr1-eval run --from-train {args.run} --backend hf --benchmarks {EVAL_BENCHMARK} "
-        f"--annotations-dir {report.path.parent}{cache} --out {Path(args.run) / 'eval'}"
-    )
+    print("evaluate them as trained:")
+    for line in evaluation_commands(args.run, report.cache_dir, annotations=report.path.parent,
+                                    media_root=report.media_root):  # fmt: skip
+        print(f"  {line}")
     for line in report.failed[:10]:
         print(f"  not exported: {line}", file=sys.stderr)
     return 1 if report.failed else 0

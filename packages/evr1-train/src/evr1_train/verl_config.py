@@ -14,7 +14,7 @@ from typing import Any
 from evr1_train.data.options import DataOptions
 from evr1_train.errors import ConfigError
 from evr1_train.hybrid import HybridConfig
-from evr1_train.losses.offpolicy import LOSS_NAME
+from evr1_train.hybrid.config import LOSS_NAME
 
 __all__ = ["ConfigError", "prepare_verl_config"]
 

@@ -73,6 +73,14 @@ def main(argv: Sequence[str]) -> int:  # returns only for --help and inside torc
     if "LOCAL_RANK" in os.environ:  # already a torchrun worker
         _hydra_main(args)
         return 0
+    from evr1_train.errors import ConfigError
+    from evr1_train.startup import check_overrides
+
+    try:  # a misspelt key or preset: refused here, before torchrun starts a process per GPU
+        check_overrides(args, "evr1_sft")
+    except ConfigError as exc:
+        print(f"evr1-train sft: error: {exc}", file=sys.stderr)
+        return 2
     n = _gpus(args)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}"]
     os.execv(sys.executable, [*cmd, "-m", "evr1_train.verl_sft", *args])

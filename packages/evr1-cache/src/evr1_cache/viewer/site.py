@@ -386,19 +386,26 @@ def _overview(run: RunRecord, slug: str) -> dict[str, Any]:
     verdicts = Counter(s.verdict for s in run.samples)
     by: dict[str, dict[str, list[float]]] = {"benchmark": defaultdict(list), "task": defaultdict(list)}
     errors: dict[str, Counter[str]] = {"benchmark": Counter(), "task": Counter()}
+    offline: dict[str, Counter[str]] = {"benchmark": Counter(), "task": Counter()}
     for s in run.samples:
-        marks = [float(bool(r.correct)) for r in s.responses if r.correct is not None and r.error is None]
+        # a training run's tables count what its charts count: the sampled (online) responses; the stored (offline)
+        # answers, correct by construction, are counted apart
+        marks = [float(bool(r.correct)) for r in s.responses
+                 if r.correct is not None and r.error is None and r.source != "offline"]  # fmt: skip
         for dim in ("benchmark", "task"):
             value = getattr(s, dim) or "–"
             by[dim][value].extend(marks)
             errors[dim][value] += s.verdict == "error"
+            offline[dim][value] += sum(r.source == "offline" for r in s.responses)
     tables = {}
     for dim in ("benchmark", "task"):
         keys = sorted(set(by[dim]) | set(errors[dim]))
         if len(keys) > 1 or (keys and keys[0] != "–"):
             tables[dim] = [
-                {"name": k, "n": len(by[dim][k]), "accuracy": _mean(by[dim][k]), "errors": errors[dim][k]} for k in keys
-            ]
+                {"name": k, "n": len(by[dim][k]), "accuracy": _mean(by[dim][k]), "errors": errors[dim][k],
+                 "offline": offline[dim][k]}
+                for k in keys
+            ]  # fmt: skip
     charts = []
     grouped: dict[str, list[Curve]] = defaultdict(list)
     for curve in run.curves:

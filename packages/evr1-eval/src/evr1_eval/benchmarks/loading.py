@@ -123,12 +123,12 @@ def _split_top_array(text: str) -> Iterator[str]:
 
 def _document_rows(
     path: Path, stripped: str, flatten: DocumentFlattener | None
-) -> Iterator[tuple[int, Any, str | None]]:
+) -> Iterator[tuple[str, int, Any, str | None]]:
     data, error = _loads(stripped)
     if error is not None and "deep" in error and stripped[:1] == "[":
-        for i, element in enumerate(_split_top_array(stripped)):
+        for i, element in enumerate(_split_top_array(stripped), 1):
             row, err = _loads(element)
-            yield i, row, None if err is None else f"row {i}: {err}"
+            yield "item", i, row, None if err is None else f"{err}; fix or delete that item"
         return
     if error is not None:
         raise ValueError(f"{path} is {error}")
@@ -143,32 +143,34 @@ def _document_rows(
             data = flatten(data, path.stem)
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a list of rows, got {type(data).__name__}")
-    for i, row in enumerate(data):
-        yield i, row, _too_deep(row)
+    for i, row in enumerate(data, 1):
+        yield "item", i, row, _too_deep(row)
 
 
-def read_rows(path: Path, flatten: DocumentFlattener | None = None) -> Iterator[tuple[int, Any, str | None]]:
-    """Yield (position, row, parse_error) for a JSON list / {"data": [...]} / JSONL / text file, or an official
-    nested document when the benchmark has a `flatten`."""
+def read_rows(path: Path, flatten: DocumentFlattener | None = None) -> Iterator[tuple[str, int, Any, str | None]]:
+    """Yield (unit, number, row, parse_error) for a JSON list / {"data": [...]} / JSONL / text file, or an official
+    nested document when the benchmark has a `flatten`. One numbering for every message: `unit` is "line" (JSONL and
+    text files: `number` is the row's 1-based line in the file, blank lines counted) or "item" (a JSON document:
+    the row's 1-based position in its list)."""
     if not path.is_file():
         raise FileNotFoundError(f"annotation file {path} does not exist; pass --annotations with the benchmark's JSON")
     text = path.read_text(encoding="utf-8-sig")
     stripped = text.lstrip()
     if path.suffix == ".jsonl" or (stripped[:1] == "{" and "\n{" in stripped and _loads(stripped)[1] is not None):
-        for i, line in enumerate(text.splitlines()):
+        for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             row, error = _loads(line)
             if error is None:
                 error = _too_deep(row)
-            yield i, row, None if error is None else f"line {i + 1} is {error}; fix or delete that line"
+            yield "line", i, row, None if error is None else f"{error}; fix or delete that line"
         return
     if stripped[:1] in ("[", "{"):
         yield from _document_rows(path, stripped, flatten)
         return
-    for i, line in enumerate(text.splitlines()):  # official plain-text layouts (Charades-STA)
+    for i, line in enumerate(text.splitlines(), 1):  # official plain-text layouts (Charades-STA)
         if line.strip():
-            yield i, line.strip(), None
+            yield "line", i, line.strip(), None
 
 
 def annotation_files(annotations: Path) -> list[Path]:
@@ -296,10 +298,11 @@ def parse_row(bench: Benchmark, row: Mapping[str, Any], position: int | str, med
     if problem_type == "multiple_choice" and not options and not re.search(r"\n\s*\(?[A-J][.):]", question):
         raise ValueError("multiple-choice row has no options (neither `options` nor lettered lines in the question)")
     if "solution" not in row and "answer" not in row:
-        raise ValueError("missing ground truth (`solution`)")
-    raw = row.get("solution", row.get("answer"))
+        raise ValueError("missing ground truth (neither `solution` nor `answer`)")
+    field = "solution" if "solution" in row else "answer"  # the message names the field this file uses
+    raw = row[field]
     if raw is None or (isinstance(raw, str) and not raw.strip()):
-        raise ValueError("empty ground truth (`solution`)")
+        raise ValueError(f"empty ground truth (`{field}`)")
     extras = {"options": [f"{k}. {t}" for k, t in options]} if options else None
     truth = parse_ground_truth(problem_type, raw, extras).text
     videos, images = _media(row, media, bench.needs_video)
@@ -386,10 +389,10 @@ def build_sample(bench: Benchmark, view: RowView, protocol: ProtocolSettings) ->
 
 
 # -- a file -> samples + load errors ---------------------------------------------------------------------------------
-def _annotation_rows(bench: Benchmark, annotations: Path) -> Iterator[tuple[Path, int, Any, str | None]]:
+def _annotation_rows(bench: Benchmark, annotations: Path) -> Iterator[tuple[Path, str, int, Any, str | None]]:
     for file in annotation_files(annotations):
-        for position, raw, parse_error in read_rows(file, bench.flatten):
-            yield file, position, raw, parse_error
+        for unit, number, raw, parse_error in read_rows(file, bench.flatten):
+            yield file, unit, number, raw, parse_error
 
 
 def _one_row(bench: Benchmark, raw: Any, label: int | str, media: MediaPaths, protocol: ProtocolSettings) -> Sample:
@@ -417,13 +420,16 @@ def load_samples(
     samples: list[Sample] = []
     errors: list[LoadError] = []
     warnings: list[LoadError] = []
-    seen: dict[str, tuple[int, Any]] = {}
-    for file, position, raw, parse_error in _annotation_rows(bench, annotations):
+    seen: dict[str, tuple[str, Any]] = {}
+    for file, unit, number, raw, parse_error in _annotation_rows(bench, annotations):
+        where = f"{file.name} {unit} {number}"
         if parse_error is not None:
-            errors.append(LoadError(position, None, f"{file.name}: {parse_error}"))
+            errors.append(LoadError(number, None, f"{where}: {parse_error}", unit=unit))
             continue
         row_id = str(raw.get("problem_id")) if isinstance(raw, Mapping) and "problem_id" in raw else None
-        # in a folder of files, a row without an id is named by its file and position
+        # a row without an id is named by its 0-based position (the ids results files already hold), in a folder
+        # of files prefixed by its file
+        position = number - 1
         label = position if file == annotations else f"{file.stem}:{position}"
         try:
             sample = _one_row(bench, raw, label, media, protocol)
@@ -433,26 +439,25 @@ def load_samples(
             continue
         except (ValueError, TypeError, KeyError, RecursionError, RewardError) as exc:
             reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-            errors.append(LoadError(position, row_id, f"{file.name} row {position}: {reason}"))
+            errors.append(LoadError(number, row_id, f"{where}: {reason}", unit=unit))
             continue
         if sample.id in seen:
             first, first_raw = seen[sample.id]
             if first_raw == raw:
-                errors.append(
-                    LoadError(position, sample.id, f"{file.name} row {position}: exact duplicate of row {first}")
-                )
+                errors.append(LoadError(number, sample.id, f"{where}: exact duplicate of {first}", unit=unit))
                 continue
             new_id = next(f"{sample.id}#{k}" for k in range(2, len(seen) + 3) if f"{sample.id}#{k}" not in seen)
             warnings.append(
                 LoadError(
-                    position,
+                    number,
                     new_id,
-                    f"{file.name} row {position}: id {sample.id!r} already used by row {first} for a different "
+                    f"{where}: id {sample.id!r} already used by {first} for a different "
                     f"question; this row is loaded as {new_id!r} (ids must be unique for resume: give it its own "
                     "`problem_id` to choose the name)",
+                    unit=unit,
                 )
             )
             sample = dataclasses.replace(sample, id=new_id)
-        seen[sample.id] = (position, raw)
+        seen[sample.id] = (f"{unit} {number}" if file == annotations else where, raw)
         samples.append(sample)
     return LoadResult(samples=samples, errors=errors, warnings=warnings)

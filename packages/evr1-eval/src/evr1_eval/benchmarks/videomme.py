@@ -63,7 +63,12 @@ def extract(sample: Sample, response: str) -> str:
 
 def answered_only(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
     """Accuracy over questions whose answer could be parsed (`accuracy`), and over all questions (`accuracy_strict`).
-    Error rows are never 'unanswered': they stay in both (a failure is never a free pass)."""
+
+    The error-row policy: a row whose generation or scoring failed stays in both denominators, counted wrong (a
+    failure is never a free pass). The official script never sees such a row as an error: it reads the empty response
+    a failed request leaves, finds no letter and drops the question from its denominator. So when error rows are
+    present, `accuracy_errors_dropped` is that number (what the official script prints for the same run) and a note
+    says how many rows make the difference."""
     kept = [r for r in rows if answered(r)]
     metrics = {
         "accuracy": pct(r.score for r in kept),
@@ -74,8 +79,15 @@ def answered_only(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
         for value, members in by_group(rows, name).items():
             metrics[f"{name}/{value}"] = pct(r.score for r in members if answered(r))
             metrics[f"{name}/{value}/strict"] = pct(r.score for r in members)
-    note = "accuracy divides by answered questions only (official script); accuracy_strict by all"
-    return "accuracy", metrics, [note]
+    notes = ["accuracy divides by answered questions only (official script); accuracy_strict by all"]
+    errors = sum(r.error is not None for r in rows)
+    if errors:
+        metrics["accuracy_errors_dropped"] = pct(r.score for r in kept if r.error is None)
+        notes.append(
+            f"{errors} error row(s) count as wrong answers in accuracy (evr1-eval's policy: a failure is never a free "
+            "pass); the official script, given their empty responses, leaves them out: accuracy_errors_dropped"
+        )
+    return "accuracy", metrics, notes
 
 
 BENCHMARK = register(

@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
         "benchmark": bench.name,
         "samples": len(result.samples),
         "problem_types": dict(sorted(Counter(s.problem_type for s in result.samples).items())),
-        "errors": [{"row": e.row, "id": e.id, "reason": e.reason} for e in result.errors],
-        "warnings": [{"row": e.row, "id": e.id, "reason": e.reason} for e in result.warnings],
+        "errors": [{e.unit: e.row, "id": e.id, "reason": e.reason} for e in result.errors],
+        "warnings": [{e.unit: e.row, "id": e.id, "reason": e.reason} for e in result.warnings],
     }
     if args.show:
         out["examples"] = [

@@ -114,7 +114,6 @@ SHOWN = 10
 
 
 def _describe(err: Any) -> str:
-    """One load error as a line: its 1-based row and id when it has them, then the reason."""
-    row, ident, reason = getattr(err, "row", None), getattr(err, "id", None), getattr(err, "reason", err)
-    where = f"row {row + 1}" if isinstance(row, int) else "row ?"
-    return f"{where}{f' (id {ident})' if ident else ''}: {reason}"
+    """One load error as a line: its id when it has one, then the reason (which names the file and 1-based line)."""
+    ident, reason = getattr(err, "id", None), getattr(err, "reason", err)
+    return f"{f'id {ident}: ' if ident else ''}{reason}"

@@ -232,6 +232,14 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
     )
     print("\n" + summary.table(), flush=True)
     finish_local(dumps, out)  # the quickstart builds the rollout viewer and prints its path
+    if lc.val_files:
+        from evr1_train.export import evaluation_commands
+
+        cache_dir = _get(cfg, "data.evr1.cache_dir")
+        # the trainer's media root: its own setting, else the training file's folder (DataOptions' default)
+        media_root = _get(cfg, "data.evr1.media_root") or str(Path(str(lc.train_files[0])).parent)
+        lines = evaluation_commands(out, None if cache_dir is None else str(cache_dir), media_root=str(media_root))
+        print("\nevaluate this run on its held-out rows, as it was trained:", *(f"  {c}" for c in lines), sep="\n")
     return summary
 
 

@@ -20,6 +20,9 @@ Handling = Literal["on_policy", "off_policy"]
 OffPolicyMethod = Literal["shaping", "importance"]
 Overlong = Literal["truncate", "skip"]
 
+#: The policy-loss name evr1's hybrid loss is registered under in verl (`actor.policy_loss.loss_mode`); here, in a
+#: torch-free module, so the start-up check (evr1_train.startup) knows it without importing the loss.
+LOSS_NAME = "evr1_hybrid"
 _MODES = ("always", "below_accuracy")
 _HANDLING = ("on_policy", "off_policy")
 _METHODS = ("shaping", "importance")

@@ -5,9 +5,9 @@ evr1_ppo_loss, offline_mask_from, vision_zero_term, add_dummy_vision, needs_dumm
 Importing this package imports torch (not verl); verl is imported inside the functions that need it.
 """
 
+from evr1_train.hybrid.config import LOSS_NAME
 from evr1_train.losses.dummy_vision import add_dummy_vision, needs_dummy, vision_zero_term
 from evr1_train.losses.offpolicy import (
-    LOSS_NAME,
     hybrid_policy_loss,
     offline_context,
     offline_token_loss,

@@ -27,9 +27,7 @@ from typing import Any
 
 import torch
 
-from evr1_train.hybrid.config import HybridConfig
-
-LOSS_NAME = "evr1_hybrid"
+from evr1_train.hybrid.config import LOSS_NAME, HybridConfig
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ REGISTERED: dict[str, str] = {}
 
 
 def _register_loss() -> None:
-    from evr1_train.losses.offpolicy import LOSS_NAME, register_with_verl
+    from evr1_train.hybrid.config import LOSS_NAME
+    from evr1_train.losses.offpolicy import register_with_verl
 
     register_with_verl()
     REGISTERED[f"policy_loss:{LOSS_NAME}"] = "evr1_train.losses.offpolicy.hybrid_policy_loss"
