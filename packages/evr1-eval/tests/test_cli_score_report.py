@@ -378,7 +378,7 @@ def test_score_reports_repeated_ids_and_rows_without_a_response(
     preds.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     out = tmp_path / "scored"
     args = ["score", "videomme", "--annotations", str(ann), "--predictions", str(preds), "--out", str(out)]
-    assert main([*args, "--no-progress"]) == 0
+    assert main([*args, "--no-progress"]) == 1  # scored, but a predictions file with problems is not a clean run
     err = capsys.readouterr().err
     assert "warning: preds.jsonl line 2: id '2' has no `response` (scored as an error row)" in err
     assert "warning: preds.jsonl line 3: id '1' repeats line 1 (this later row is scored)" in err

@@ -234,7 +234,7 @@ def test_score_flags_repeated_and_unknown_prediction_ids(dataset: Path, tmp_path
     assert _report(tmp_path / "s1", tmp_path / "rep") == 0  # the scored folder verifies in `report` too
     preds.write_text("".join(json.dumps(x) + "\n" for x in [*lines, {"id": "p1", "response": "B"}]))
     assert main([*argv, str(preds), "--out", str(tmp_path / "s2"), "--no-progress"]) == 1
-    assert "'p1' repeated" in capsys.readouterr().err
+    assert "id 'p1' repeats line 2" in capsys.readouterr().err
     preds.write_text("".join(json.dumps(x) + "\n" for x in [*lines, {"id": "p99", "response": "A"}]))
     assert main([*argv, str(preds), "--out", str(tmp_path / "s3"), "--no-progress"]) == 1
     assert "not in the annotations" in capsys.readouterr().err
