@@ -226,7 +226,7 @@ def plan(work: Workload, models: Sequence[str]) -> list[Stage]:
     """The GPU stage plan with time estimates (the CPU run uses the same stages at tiny shapes)."""
     stages = [
         Stage("setup", "install the carried wheels offline, probe GPU / torch / transformers / attention", FIXED_S["setup"]),
-        Stage("cache", f"evr1-cache build of {len(CLIPS)} real 720p clips, up to {work.frames} frames", FIXED_S["cache"]),
+        Stage("cache", f"evr1-cache build of {len(CLIPS)} real clips (two 720p), up to {work.frames} frames", FIXED_S["cache"]),
     ]  # fmt: skip
     for name in models:
         m = MODELS[name]
@@ -237,7 +237,9 @@ def plan(work: Workload, models: Sequence[str]) -> list[Stage]:
         )  # fmt: skip
         if name == "qwen3_vl_2b":
             params = sum(parameter_count(m).values())
-            gen = work.eval_samples * (2 * params * video_tokens(work.frames, m) / EFFECTIVE_FLOPS + work.eval_tokens * 0.03)
+            gen = work.eval_samples * (
+                2 * params * video_tokens(work.frames, m) / EFFECTIVE_FLOPS + work.eval_tokens * 0.03
+            )
             stages.append(Stage("eval_2b", "evr1-eval --backend hf, cached vs decoded", round(FIXED_S["eval"] + 2 * gen, 1), name))  # fmt: skip
     return stages
 
@@ -246,7 +248,10 @@ def plan(work: Workload, models: Sequence[str]) -> list[Stage]:
 def payload_bytes(carried: Path) -> dict[str, int]:
     """What travels: the tracked and untracked-but-not-ignored files of the working tree, plus the carried folder."""
     listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
     ).stdout.split(b"\0")
     tree = sum((ROOT / os.fsdecode(p)).stat().st_size for p in listed if p and (ROOT / os.fsdecode(p)).is_file())
     extra = sum(p.stat().st_size for p in carried.rglob("*") if p.is_file()) if carried.is_dir() else 0
@@ -313,7 +318,9 @@ def environment(carried: Path, site: Path) -> dict[str, str]:
     if importlib.util.find_spec("ray") is None:
         (site / "ray").mkdir(exist_ok=True)
         (site / "ray" / "__init__.py").write_text(RAY_STAND_IN)
-        log("ray is not installed: a stand-in that raises on any use is on the path (verl imports ray; nothing calls it)")
+        log(
+            "ray is not installed: a stand-in that raises on any use is on the path (verl imports ray; nothing calls it)"
+        )
     paths = [str(site)] + [str(ROOT / "packages" / p / "src") for p in ("evr1-cache", "evr1-rewards", "evr1-eval", "evr1-train")]  # fmt: skip
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([*paths, *filter(None, [env.get("PYTHONPATH")])])
@@ -353,7 +360,9 @@ def check(args: argparse.Namespace) -> int:
 
     missing = [m for m in ("torch", "transformers", "torchvision", "peft") if importlib.util.find_spec(m) is None]
     if missing:
-        sys.exit(f"{sys.executable} lacks {missing}: the check needs the GPU image's torch, transformers, torchvision, peft")
+        sys.exit(
+            f"{sys.executable} lacks {missing}: the check needs the GPU image's torch, transformers, torchvision, peft"
+        )
     out = Path(args.out or tempfile.mkdtemp(prefix="evr1-gpu-check-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     work = GPU_WORKLOAD if not args.tiny else TINY_WORKLOAD
@@ -444,25 +453,33 @@ def validate(summary: Any) -> list[str]:
     if problems:
         return problems
     for i, stage in enumerate(summary["stages"]):
-        where = f"$.stages[{i}]"
-        problems += _check(stage, "stage", where)
-        if problems or stage["status"] not in STATUSES:
-            problems += [] if problems else [f"{where}.status: {stage['status']!r} is not one of {STATUSES}"]
-            continue
-        if stage["status"] != "ok":
-            if not isinstance(stage.get("reason"), str):
-                problems.append(f"{where}: a stage that did not run says why (reason)")
-            continue
-        part = stage["name"].split("_")[0]
-        result = stage.get("result")
-        problems += _check(result, part, f"{where}.result")
-        if part == "train" and not problems:
-            for mode in ("cached", "decoded"):
-                problems += _check(result[mode], "phase_times", f"{where}.result.{mode}")
-            for j, mem in enumerate(result["memory"]):
-                problems += _check(mem, "memory", f"{where}.result.memory[{j}]")
-                if not problems and mem["status"] == "ok":
-                    problems += _check(mem, "memory_measured", f"{where}.result.memory[{j}]")
+        problems += _check_stage(stage, f"$.stages[{i}]")
+    return problems
+
+
+def _check_stage(stage: Any, where: str) -> list[str]:
+    problems = _check(stage, "stage", where)
+    if problems:
+        return problems
+    if stage["status"] not in STATUSES:
+        return [f"{where}.status: {stage['status']!r} is not one of {STATUSES}"]
+    if stage["status"] != "ok":
+        return [] if isinstance(stage.get("reason"), str) else [f"{where}: a stage that did not run says why (reason)"]
+    part, result = stage["name"].split("_")[0], stage.get("result")
+    if part not in SCHEMA:
+        return [f"{where}.name: {stage['name']!r} is no known stage"]
+    problems = _check(result, part, f"{where}.result")
+    if part != "train" or problems:
+        return problems
+    for mode in ("cached", "decoded"):
+        problems += _check(result[mode], "phase_times", f"{where}.result.{mode}")
+    for j, mem in enumerate(result["memory"]):
+        found = _check(mem, "memory", f"{where}.result.memory[{j}]")
+        if not found and mem["status"] == "ok":
+            found = _check(mem, "memory_measured", f"{where}.result.memory[{j}]")
+        elif not found and not isinstance(mem.get("reason"), str):
+            found = [f"{where}.result.memory[{j}]: a setting that did not run says why (reason)"]
+        problems += found
     return problems
 
 
@@ -484,7 +501,9 @@ def render(s: Mapping[str, Any]) -> str:
               f"frames per video (fps {w['fps']}), 1 warm-up + {w['timed_steps']} timed step(s) per mode.", "",
               "| stage | status | estimate s | wall s | note |", "| --- | --- | ---: | ---: | --- |"]  # fmt: skip
     for st in s["stages"]:
-        lines.append(f"| {st['name']} | {st['status']} | {st['estimate_s']:.0f} | {st['wall_s']:.0f} | {st.get('reason', '')} |")
+        lines.append(
+            f"| {st['name']} | {st['status']} | {st['estimate_s']:.0f} | {st['wall_s']:.0f} | {st.get('reason', '')} |"
+        )
     for st in s["stages"]:
         r = st.get("result")
         if st["status"] != "ok" or not st["name"].startswith("train_"):
@@ -500,7 +519,11 @@ def render(s: Mapping[str, Any]) -> str:
                   "| --- | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
         for m in r["memory"]:
             meas = m.get("measured_gib")
-            act = f"{m['activations_predicted_gib']:.2f} / {m['activations_measured_gib']:.2f}" if meas is not None else m.get("reason", "")
+            act = (
+                f"{m['activations_predicted_gib']:.2f} / {m['activations_measured_gib']:.2f}"
+                if meas is not None
+                else m.get("reason", "")
+            )
             lines.append(f"| {m['setting']} | {m['status']} | {m['predicted_gib']:.2f} | {_fmt(meas)} | {_fmt(m.get('ratio'))} | {act} |")  # fmt: skip
     ev = by.get("eval_2b", {})
     if ev.get("status") == "ok":
@@ -508,7 +531,10 @@ def render(s: Mapping[str, Any]) -> str:
         lines += ["", f"evr1-eval --backend hf, {r['samples']} samples: cached {r['cached_s']:.1f} s, decoded "
                   f"{r['decoded_s']:.1f} s, ratio {r['ratio']:.2f}x"]  # fmt: skip
     pay = s["payload"]
-    lines += ["", f"Payload {pay['total'] / 2**20:.1f} MiB of {pay['limit'] / 2**20:.0f} MiB; total {s['total_s']:.0f} s of {s['budget_s']:.0f} s."]
+    lines += [
+        "",
+        f"Payload {pay['total'] / 2**20:.1f} MiB of {pay['limit'] / 2**20:.0f} MiB; total {s['total_s']:.0f} s of {s['budget_s']:.0f} s.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -527,10 +553,14 @@ def main() -> None:
     ap.add_argument("--prepare", action="store_true", help="download what the GPU image lacks into --carried")
     ap.add_argument("--plan", action="store_true", help="print the stage plan with time estimates; run nothing")
     ap.add_argument("--python-version", default="3.12", help="(--prepare) the GPU machine's Python (image: 3.12)")
-    ap.add_argument("--carried", type=Path, default=CARRIED, help="the folder --prepare fills (default: .whl/gpu_check)")
+    ap.add_argument(
+        "--carried", type=Path, default=CARRIED, help="the folder --prepare fills (default: .whl/gpu_check)"
+    )
     ap.add_argument("--out", type=Path, help="output folder (default: a new temporary folder)")
     ap.add_argument("--tiny", action="store_true", help="tiny shapes on CPU: the dry run of every stage")
-    ap.add_argument("--models", help=f"comma-separated, in run order (default {','.join(MODELS)}; --tiny: the 2B stage)")
+    ap.add_argument(
+        "--models", help=f"comma-separated, in run order (default {','.join(MODELS)}; --tiny: the 2B stage)"
+    )
     ap.add_argument("--budget", type=float, help=f"seconds for everything (default {GPU_BUDGET_S:.0f}; --tiny: 600)")
     args = ap.parse_args()
     chosen = args.models or ("qwen3_vl_2b" if args.tiny else ",".join(MODELS))

@@ -58,10 +58,10 @@ def stage_setup(args: argparse.Namespace) -> dict[str, Any]:
     import peft
     import torch
     import transformers
+    from verl.trainer.ppo import core_algos  # noqa: F401
 
     import evr1_eval.backends.hf  # noqa: F401  (the eval stage's backend imports with what travelled)
     import evr1_train.engine.trainer  # noqa: F401
-    from verl.trainer.ppo import core_algos  # noqa: F401
 
     cuda = torch.cuda.is_available()
     attn, note = attention()
@@ -160,8 +160,9 @@ def model_folder(args: argparse.Namespace, work: Path) -> Path:
     spec = video_spec(args)
     low, high = spec["min_pixels"], spec["max_pixels"]
     tiny, processor = build_tiny_vlm(
-        TinyVLMSpec(arch="qwen3_vl", video_min_pixels=low, video_max_pixels=high, image_min_pixels=4096,
-                    image_max_pixels=high)  # fmt: skip
+        TinyVLMSpec(
+            arch="qwen3_vl", video_min_pixels=low, video_max_pixels=high, image_min_pixels=4096, image_max_pixels=high
+        )
     )
     shape = gc_plan.TINY_MODEL if args.tiny else gc_plan.MODELS[args.model]
     ids = {k: getattr(tiny.config, k) for k in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")}  # fmt: skip
