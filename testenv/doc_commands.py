@@ -106,7 +106,7 @@ def extract(path: Path) -> list[DocCommand]:
             continue
         for span in re.findall(r"`([^`]+)`", raw):
             cmd = DocCommand(rel, n, span.strip())
-            if (span.startswith(PROGRAMS) and " " in span or span in ("evr1-train", "uvx nox")) and cmd.argv:
+            if ((span.startswith(PROGRAMS) and " " in span) or span in ("evr1-train", "uvx nox")) and cmd.argv:
                 out.append(cmd)
     return out
 
@@ -177,6 +177,34 @@ def nox_sessions() -> set[str]:
     if light:
         names |= {n.strip().strip('"').removeprefix("evr1-") for n in light.group(1).split(",")}
     return names - {"run"}
+
+
+#: Dotted names in those sections that are not config keys: {name: what it is}. Module paths of evr1_train
+#: (`engine.memory.state_bytes`), file names (`data.jsonl`) and wildcards (`actor_rollout_ref.model.lora_*`) are told
+#: apart by rule (`is_code_or_file`); these are the rest.
+NOT_CONFIG_KEYS = {
+    "trainer.LocalTrainer": "the class in evr1_train/engine/trainer.py (a docstring's module reference)",
+    "trainer.on_rollout": "the LocalTrainer attribute (rollout dumps hook)",
+    "evr1.rollouts": "the rollout dumps' schema name (`evr1.rollouts/1`)",
+    "engine.total_steps": "an alias of trainer.total_training_steps that LocalConfig reads (engine/config.py Source)",
+}
+_FILE_SUFFIXES = {"jsonl", "json", "parquet", "yaml", "py", "mp4", "md", "png", "html", "safetensors"}
+
+
+def is_code_or_file(key: str) -> bool:
+    """A module path of evr1_train (`engine.memory.state_bytes`), a file name or a wildcard, not a config key."""
+    import importlib.util
+
+    parts = key.lstrip("+").split(".")
+    if parts[-1] in _FILE_SUFFIXES or key.endswith("_"):
+        return True
+    for i in range(2, len(parts) + 1):
+        try:
+            if importlib.util.find_spec("evr1_train." + ".".join(parts[:i])) is not None:
+                return True
+        except ModuleNotFoundError:
+            return False
+    return False
 
 
 #: Config keys quoted in docs and docstrings are those that start with one of these sections.

@@ -9,13 +9,11 @@ import re
 import runpy
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 docs = runpy.run_path(str(ROOT / "testenv" / "doc_commands.py"))
@@ -99,7 +97,9 @@ def test_every_benchmark_command_names_a_script_with_those_flags() -> None:
 
 
 def members() -> dict[str, dict[str, Any]]:
-    return {p.parent.name: tomllib.loads(p.read_text())["project"] for p in sorted(ROOT.glob("packages/*/pyproject.toml"))}
+    return {
+        p.parent.name: tomllib.loads(p.read_text())["project"] for p in sorted(ROOT.glob("packages/*/pyproject.toml"))
+    }
 
 
 def test_every_pip_command_installs_a_member_and_its_extras() -> None:
