@@ -59,6 +59,8 @@ WHEELS = (
     "future==1.0.0",
     "cloudpickle==3.1.3",
 )
+#: Published on PyPI as source only: --prepare builds their (pure-Python) wheels.
+SDIST_ONLY = ("antlr4-python3-runtime", "ffmpeg-python")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64")
 #: The real clips the check trains and evaluates on (testenv/real_videos.py fetches them): 720p H.264, 5-14 s.
 CLIPS = ("cockatoo.mp4", "bigbuckbunny.mp4", "bikes.mp4")
@@ -265,16 +267,15 @@ def prepare(dest: Path, python_version: str) -> int:
         old.unlink()
     plat = [arg for p in PLATFORMS for arg in ("--platform", p)]
     common = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(dest)]
-    for req in WHEELS:
-        if req.startswith(("antlr4-python3-runtime", "ffmpeg-python")):  # sdist only on PyPI: build a pure wheel
-            with tempfile.TemporaryDirectory() as tmp:
-                subprocess.run([*common[:4], "--no-binary=:all:", "--no-deps", "-q", "-d", tmp, req], check=True)
-                (sdist,) = Path(tmp).iterdir()
-                subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dest), str(sdist)],
-                               check=True)  # fmt: skip
-            continue
-        cmd = [*common, "--only-binary=:all:", "--python-version", python_version, "--implementation", "cp", *plat]
-        subprocess.run([*cmd, req], check=True)
+    sdists = [r for r in WHEELS if r.startswith(SDIST_ONLY)]
+    binary = [r for r in WHEELS if r not in sdists]
+    # one pip call for every wheel (each call pays pip's start-up and the index look-ups again)
+    subprocess.run([*common, "--only-binary=:all:", "--python-version", python_version, "--implementation", "cp",
+                    *plat, *binary], check=True)  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:  # sdist only on PyPI: build pure-Python wheels here
+        subprocess.run([*common[:4], "--no-binary=:all:", "--no-deps", "-q", "-d", tmp, *sdists], check=True)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dest),
+                        *map(str, Path(tmp).iterdir())], check=True)  # fmt: skip
     import runpy  # testenv/ is the test environment's loader of real clips (not an installed package)
 
     sys.path.insert(0, str(ROOT / "packages" / "evr1-cache" / "src"))  # real_videos.py writes with evr1_cache.atomic
