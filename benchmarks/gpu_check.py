@@ -387,6 +387,8 @@ def check(args: argparse.Namespace) -> int:
             continue
         extra = ["--model", stage.model] if stage.model else []
         results.append(run_stage(stage, [*common, *extra], env, out, max(1.0, left)))
+        if stage.name == "setup" and results[-1]["status"] == "ok":
+            log(f"environment: {json.dumps(results[-1]['result'])}")
         if stage.name == "setup" and results[-1]["status"] != "ok":
             break  # nothing else can run without the environment
     summary = {
@@ -509,7 +511,9 @@ def render(s: Mapping[str, Any]) -> str:
         r = st.get("result")
         if st["status"] != "ok" or not st["name"].startswith("train_"):
             continue
-        lines += ["", f"## {r['model']} ({r['parameters']['total'] / 1e9:.2f} B parameters), {r['timing_setting']}",
+        size = r["parameters"]["total"]
+        size_text = f"{size / 1e9:.2f} B" if size >= 1e8 else f"{size / 1e6:.2f} M (tiny)"
+        lines += ["", f"## {r['model']} ({size_text} parameters), {r['timing_setting']}",
                   "", "| phase | cached s | decoded s | decoded / cached |", "| --- | ---: | ---: | ---: |"]  # fmt: skip
         for phase in ("data", "rollout", "log_prob", "update", "step"):
             c, d = r["cached"][phase], r["decoded"][phase]

@@ -354,7 +354,7 @@ def measure_memory(args: argparse.Namespace, trainer: Any, shape: dict[str, Any]
         with phase_peaks(peaks):
             trainer.step()
         start = (static["weights"] + static["adam"] + static["ref"]) / GIB
-        peak = max(peaks.values())
+        peak = peaks["update"]  # what the planner predicts: the backward pass (rollout's KV cache: phase_peak_gib)
     else:  # CPU (the dry run): live tensor bytes over the step (torch's profiler), on top of the counted state
         from evr1_train.engine.memory import tensor_peak
 
