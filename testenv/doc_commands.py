@@ -130,7 +130,7 @@ class Rule:
 
 RULES = (
     Rule("cli", r"evr1-(cache|eval|rewards)( .*)?"),
-    Rule("cli", r"evr1-train (export-heldout|merge|view|sft-export|parity)( .*)?"),
+    Rule("cli", r"evr1-train (export-heldout|merge|view|parity)( .*)?"),
     Rule("hydra", r"evr1-train( (?!export-heldout|merge|view|parity)\S+)*"),
     Rule("nox", r"nox( .*)?"),
     Rule("script", r"(python3?|bash|\.nox/\S+/bin/python) benchmarks/\S+( .*)?"),
@@ -154,10 +154,18 @@ RUN = {
     "python3 benchmarks/gpu_check.py --plan": "stdlib only",
 }
 
-#: `hydra` commands that tests run for real, not only compose: {doc command: the test that runs it}.
+#: Training commands that tests run for real (tiny settings), not only compose: {doc command: (test file, a line of
+#: that file which runs it)}; the train session checks each file still holds its line.
+_PEFT = "packages/evr1-train/tests/test_engine_peft.py"
 COVERED = {
-    "evr1-train": "tests/test_roundtrip.py (the quickstart, 12 steps) and the train session's quickstart tests",
-}
+    "evr1-train": ("tests/test_roundtrip.py", '_run([_bin("evr1-train"), *overrides], cwd=root)'),
+    "evr1-train export-heldout runs/quickstart runs/quickstart/heldout": ("tests/test_roundtrip.py", '"export-heldout"'),
+    "evr1-train +experiment=quickstart_lora": (_PEFT, 'experiment="quickstart_lora"'),
+    "evr1-train merge runs/quickstart_lora": (_PEFT, "def test_merge_writes_a_full_model_that_computes_the_same"),
+    "evr1-train +experiment=quickstart_sft": (_PEFT, 'experiment="quickstart_sft",'),
+    "evr1-train +experiment=quickstart_sft_rl": (_PEFT, 'experiment="quickstart_sft_rl"'),
+    "evr1-train +experiment=quickstart_qwen3_vl": ("packages/evr1-train/tests/test_engine_local.py", 'experiment="quickstart_qwen3_vl"'),
+}  # fmt: skip
 
 
 def rule_for(cmd: DocCommand) -> list[Rule]:
