@@ -424,7 +424,8 @@ def stage_eval(args: argparse.Namespace) -> dict[str, Any]:
     folder = model_folder(args, work)
     ckpt = work / f"eval-{args.model}{'-tiny' if args.tiny else ''}"
     if not (ckpt / "config.json").is_file():
-        model, processor = random_weights_loader("sdpa")(str(folder), argparse.Namespace(device=torch.device("cpu")))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # random init is slow on a CPU
+        model, processor = random_weights_loader("sdpa")(str(folder), argparse.Namespace(device=device))
         model.to(torch.bfloat16).save_pretrained(ckpt)
         processor.save_pretrained(ckpt)
         release(model)
