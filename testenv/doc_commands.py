@@ -193,7 +193,6 @@ def nox_sessions() -> set[str]:
 NOT_CONFIG_KEYS = {
     "trainer.LocalTrainer": "the class in evr1_train/engine/trainer.py (a docstring's module reference)",
     "trainer.on_rollout": "the LocalTrainer attribute (rollout dumps hook)",
-    "evr1.rollouts": "the rollout dumps' schema name (`evr1.rollouts/1`)",
     "engine.total_steps": "an alias of trainer.total_training_steps that LocalConfig reads (engine/config.py Source)",
 }
 _FILE_SUFFIXES = {"jsonl", "json", "parquet", "yaml", "py", "mp4", "md", "png", "html", "safetensors"}
@@ -217,7 +216,8 @@ def is_code_or_file(key: str) -> bool:
 
 #: Config keys quoted in docs and docstrings are those that start with one of these sections.
 CONFIG_SECTIONS = ("data", "actor_rollout_ref", "trainer", "algorithm", "reward", "evr1", "engine", "critic")
-_KEY = re.compile(r"(?<![\w./-])\+?(?:" + "|".join(CONFIG_SECTIONS) + r")(?:\.[A-Za-z_][\w]*)+")
+#: A dotted name followed by `/` is a schema name (`evr1.prompt/1`, `evr1.rollouts/1`), not a key.
+_KEY = re.compile(r"(?<![\w./-])\+?(?:" + "|".join(CONFIG_SECTIONS) + r")(?:\.[A-Za-z_][\w]*)+(?![\w/])")
 
 
 def _python_texts(path: Path) -> list[str]:
