@@ -9,7 +9,8 @@
       submitted as soon as its frames are read and scored as soon as its answer is back; no batch waits for another.
 
 Two workloads over the same samples: 3 real clips (Big Buck Bunny, bikes, cockatoo) and `--generated` long
-generated 540p30 clips of `--clip-seconds` (LVBench's videos last over an hour: a long clip is where decoding hurts),
+generated 540p30 clips, timed once per length of `--clip-seconds` (default 60 and 300 s; LVBench's videos last over an
+hour: a long clip is where decoding hurts),
 `--questions` multiple-choice questions each (LVBench asks ~15 per video) — 200 samples by default.
   uniform      every answer exactly `--short-tokens` tokens: short-answer multiple choice.
   long-tailed  answer lengths drawn once (seeded) from a log-normal, the shape of a reasoning model's answers
@@ -27,8 +28,10 @@ and two sizes, each in a fresh process: peak memory follows the in-flight limit,
 Run it in the vLLM engine venv (built, without running the tests, by `uvx nox -s eval_engines --install-only`):
     .nox/eval_engines/bin/python benchmarks/eval_pipeline.py --work .venvs/eval-pipeline
     .nox/eval_engines/bin/python benchmarks/eval_pipeline.py --work .venvs/eval-pipeline --workload long-tailed --repeats 1 --skip-rss
-With the defaults (3 repeats of 3 modes x 2 workloads; the six (a) runs take most of it) this took 76 minutes on a
-2-core machine shared with other jobs (load average 6-24); expect about half on a quiet one. The generated clips are
+With 300 s clips only (3 repeats of 3 modes x 2 workloads; the six (a) runs take most of it) this took 76 minutes on
+a 2-core machine shared with other jobs (load average 6-24); the default adds the 60 s clips (about a fifth more).
+The summary ends with how the total ratio scales with clip length and questions per video (`print_scaling`): measured
+at each timed length, and a model fitted on the longest one. The generated clips are
 written once into --work (~10 minutes) and reused. `--modes bc --workload long-tailed --repeats 5` measures the
 async-only ratio alone in ~10 minutes. Options: --backend hf (transformers), --skip-rss / --rss-only, --json FILE,
 --report FILE (print the tables of an earlier --json run).
@@ -99,7 +102,8 @@ def engine_environment() -> None:
 
 # -- data -------------------------------------------------------------------------------------------------------------
 def make_dataset(work: Path, questions: int, generated: int, seconds: int) -> Path:
-    """Annotation JSON (EasyVideoR1 layout) over real + generated videos; returns the annotations dir."""
+    """Annotation JSON (EasyVideoR1 layout) over real + generated videos of `seconds`; returns the annotations dir
+    (one per clip length; the media folder is shared)."""
     import runpy  # testenv/ is the test environment's, not an installed package
 
     from evr1_cache.testing import make_synthetic_video
@@ -132,7 +136,7 @@ def make_dataset(work: Path, questions: int, generated: int, seconds: int) -> Pa
         for q in range(questions)
         for v in videos
     ]
-    ann = work / "ann"
+    ann = work / f"ann-{seconds}s"
     ann.mkdir(exist_ok=True)
     (ann / "mvbench.json").write_text(json.dumps(rows), encoding="utf-8")
     return ann
@@ -233,11 +237,13 @@ def check_lengths(mode: str, got: dict[str, int], want: dict[str, int]) -> None:
 class Isolated:
     """Keeps the timed runs from sharing the engine's caches (each starts cold, as a separate run would).
 
-    Media ids get a per-run salt (`None` = no id: vLLM hashes the frames itself, which is what lmms-eval gets); the
-    per-run system prompt (`system_for`) makes every prompt prefix differ between runs.
+    Media ids get a per-run salt, in every mode alike: each request carries the same fields (prompt, frames, media
+    id, system prompt) whatever mode sends it, so no mode pays for work another skips (without an id vLLM would hash
+    every frame of every request itself). The per-run system prompt (`system_for`) makes every prompt prefix differ
+    between runs.
     """
 
-    def __init__(self, inner: Any, salt: str | None) -> None:
+    def __init__(self, inner: Any, salt: str) -> None:
         self.inner = inner
         self.salt = salt
         self.load_s = 0.0  # time spent loading frames, summed over calls
@@ -245,8 +251,8 @@ class Isolated:
     def load(self, sample: Any, spec: Any) -> Any:
         t0 = time.perf_counter()
         media = self.inner.load(sample, spec)
-        key = (lambda v: None) if self.salt is None else (lambda v: f"{self.salt}-{v.key}")
-        out = dataclasses.replace(media, videos=tuple(dataclasses.replace(v, key=key(v)) for v in media.videos))
+        videos = tuple(dataclasses.replace(v, key=f"{self.salt}-{v.key}") for v in media.videos)
+        out = dataclasses.replace(media, videos=videos)
         self.load_s += time.perf_counter() - t0
         return out
 
@@ -307,7 +313,7 @@ async def streamed(backend: Any, job: Any, media: Any, params: Any, in_flight: i
     return {r.id: r.completion_tokens for r in iter_rows(out / job.benchmark.name / "results.jsonl")}
 
 
-async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+async def bench_modes(args: argparse.Namespace, work: Path, seconds: int) -> dict[str, Any]:
     from evr1_cache import build_cache
     from evr1_eval.backends import BackendConfig, GenerationParams, create_backend
     from evr1_eval.benchmarks import get_benchmark
@@ -315,18 +321,18 @@ async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from evr1_eval.media import MediaLoader
     from evr1_eval.runner import sampling_for
 
-    ann = make_dataset(work, args.questions, args.generated, args.clip_seconds)
+    ann = make_dataset(work, args.questions, args.generated, seconds)
     model = tiny_model(work)
     bench = get_benchmark("mvbench")
     job = load_job(bench, ann, work / "media")
     spec = sampling_for(bench, SAMPLING)
     videos = sorted({s.videos[0] for s in job.samples})
-    cache = work / "cache"
-    rows = work / "precompute.jsonl"
+    cache = work / f"cache-{seconds}s"
+    rows = work / f"precompute-{seconds}s.jsonl"
     rows.write_text("".join(json.dumps({"videos": [v]}) + "\n" for v in videos))
     t0 = time.perf_counter()
     report = build_cache(
-        rows, cache, spec, image_spec_for(spec), workers=1, progress=False, output_data=work / "o.jsonl"
+        rows, cache, spec, image_spec_for(spec), workers=1, progress=False, output_data=work / f"o-{seconds}s.jsonl"
     )
     precompute_s = time.perf_counter() - t0
     assert report.ok, report.errors
@@ -355,6 +361,7 @@ async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     decode_media = MediaLoader(None, image_spec=image_spec_for(spec))
     cache_media = MediaLoader(cache, image_spec=image_spec_for(spec))
     results: dict[str, Any] = {
+        "clip_seconds": seconds,
         "samples": len(ids),
         "videos": len(videos),
         "engine_start_s": round(start_s, 1),
@@ -367,7 +374,14 @@ async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         warm_backend = ForcedLengths(engine, {s.id: 4 for s in firsts})
         warm = type(job)(benchmark=bench, samples=firsts)
         await fixed_batches(
-            warm_backend, warm, spec, Isolated(cache_media, "w"), params, args.concurrency, work / "w.jsonl", "w"
+            warm_backend,
+            warm,
+            spec,
+            Isolated(cache_media, f"w{seconds}"),
+            params,
+            args.concurrency,
+            work / f"w-{seconds}s.jsonl",
+            f"w{seconds}",
         )
         for workload in workloads:
             want = lengths[workload]
@@ -382,9 +396,8 @@ async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             for rep in range(args.repeats):
                 order = [m for i in range(len(MODES)) if (m := MODES[(rep + i) % len(MODES)][0]) in args.modes]
                 for mode in order:
-                    run = f"{workload}-{mode}{rep}"
-                    salt = None if mode == "a" else run
-                    media = Isolated(decode_media if mode == "a" else cache_media, salt)
+                    run = f"{seconds}s-{workload}-{mode}{rep}"
+                    media = Isolated(decode_media if mode == "a" else cache_media, run)
                     res["loadavg"][mode].append(os.getloadavg()[0])
                     t0 = time.perf_counter()
                     if mode == "c":
@@ -410,8 +423,8 @@ async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def print_tables(r: dict[str, Any], args: argparse.Namespace) -> None:
     n = r["samples"]
-    print(f"\nsamples: {n} ({r['videos']} videos: 3 real + {args.generated} generated 540p30 clips of "
-          f"{args.clip_seconds} s, {args.questions} questions each)")  # fmt: skip
+    print(f"\n## generated clips of {r.get('clip_seconds', args.clip_seconds)} s\n\nsamples: {n} ({r['videos']} videos: "
+          f"3 real + {args.generated} generated 540p30 clips, {args.questions} questions each)")  # fmt: skip
     print(f"backend {args.backend}, tiny random Qwen2.5-VL (bf16, eager, OMP_NUM_THREADS="
           f"{r.get('omp_threads', '?')}); concurrency {args.concurrency} in every mode "
           f"(batch of (a)/(b) = in-flight limit of (c) = engine max_num_seqs); frames: 2 fps, <= 16 frames, "
@@ -465,6 +478,65 @@ def print_tables(r: dict[str, Any], args: argparse.Namespace) -> None:
         "per step (fixed batches run mostly near-empty steps at their tail), streaming gains less than the bound. "
         "'load avg' is the 1-minute load average at the start of each timed run (this benchmark itself adds about 2)."
     )
+
+
+def scaling_parts(r: dict[str, Any], workload: str) -> dict[str, float]:
+    """The parts of one run the total ratio is made of (medians, seconds): `frames_a`, the frame loading (a) waits
+    for; `engine_a`, the rest of (a); `wall_c`, (c); `precompute`, the one-off cache build (not in any timed run)."""
+    res = r["workloads"][workload]
+    wall_a = statistics.median(res["wall_s"]["a"])
+    frames_a = statistics.median(res["load_s"]["a"])
+    return {"frames_a": frames_a, "engine_a": wall_a - frames_a, "wall_c": statistics.median(res["wall_s"]["c"]),
+            "precompute": float(r["precompute_s"])}  # fmt: skip
+
+
+def modeled_ratio(parts: dict[str, float], scale: float, questions_scale: float, with_precompute: bool) -> float:
+    """Total ratio (a)/(c) at `scale` x the clip length and `questions_scale` x the questions per video: decoding
+    grows with the clip (frames_a, precompute), the engine's work does not (at most 16 frames per video at any
+    length); (a) decodes once per question, the cache once per video, so only a counted precompute depends on the
+    questions per video."""
+    num = parts["frames_a"] * scale + parts["engine_a"]
+    den = parts["wall_c"] + (parts["precompute"] * scale / questions_scale if with_precompute else 0.0)
+    return num / den
+
+
+def print_scaling(by_length: list[dict[str, Any]], questions: int) -> None:
+    """How the total ratio (c vs a) scales with clip length and questions per video: measured at each timed clip
+    length, and the model of `modeled_ratio` fitted on the longest one, checked against the shorter ones."""
+    timed = [r for r in by_length if all(r["workloads"][w]["wall_s"].get(m) for w in r["workloads"] for m in "ac")]
+    if not timed:
+        return
+    print("\n## How the total ratio (c)/(a) scales\n")
+    print("(a) decodes every question's video (F, grows with the clip length); the engine's work (E) does not grow "
+          "with it (at most 16 frames per video). Timed ratio = (F + E_a) / E_c: larger for longer clips, down to the "
+          "streaming gain E_a / E_c for short ones. Questions per video leave the timed ratio unchanged (each mode "
+          "answers each question); counting the one-off cache build P (decode once per video) gives "
+          "(F + E_a) / (E_c + P / q): more questions per video bring it closer to the timed ratio.\n")  # fmt: skip
+    base = max(timed, key=lambda r: r["clip_seconds"])
+    lengths = sorted({r["clip_seconds"] for r in timed} | {base["clip_seconds"] * 4})
+    print(
+        "| workload | clip s | measured (timed) | model (timed) | model + precompute, 1 q/video | "
+        f"+ precompute, {questions} q/video | + precompute, {4 * questions} q/video |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for workload in base["workloads"]:
+        parts = scaling_parts(base, workload)
+        for seconds in lengths:
+            scale = seconds / base["clip_seconds"]
+            run = next((r for r in timed if r["clip_seconds"] == seconds), None)
+            measured = "-"
+            if run is not None:
+                m = scaling_parts(run, workload)
+                measured = f"{(m['frames_a'] + m['engine_a']) / m['wall_c']:.2f}x"
+            cells = [modeled_ratio(parts, scale, q / questions, True) for q in (1, questions, 4 * questions)]
+            print(
+                f"| {workload} | {seconds} | {measured} | {modeled_ratio(parts, scale, 1.0, False):.2f}x | "
+                + " | ".join(f"{c:.2f}x" for c in cells)
+                + " |"
+            )
+    print(f"\nThe model is fitted on the {base['clip_seconds']} s run (its F, E_a, E_c, P scaled linearly with the clip "
+          "length; the 3 real clips are treated like the generated ones); where another length was timed, the "
+          "'measured' column checks it.")  # fmt: skip
 
 
 def _length_line(model: dict[str, Any]) -> str:
@@ -570,7 +642,9 @@ def main() -> None:
     parser.add_argument("--workload", choices=[*WORKLOADS, "both"], default="both")
     parser.add_argument("--questions", type=int, default=20, help="questions per video (Video-MME: 3, LVBench: ~15)")
     parser.add_argument("--generated", type=int, default=7, help="generated clips besides the 3 real ones")
-    parser.add_argument("--clip-seconds", type=int, default=300, help="length of each generated clip (540p30)")
+    parser.add_argument("--clip-seconds", default="60,300",
+                        help="comma-separated lengths of the generated clips (540p30), each timed in turn (at least "
+                        "two: the summary states how the ratio scales with clip length)")  # fmt: skip
     parser.add_argument("--concurrency", type=int, default=16, help="batch = in-flight limit = engine max_num_seqs")
     parser.add_argument("--short-tokens", type=int, default=16, help="answer length of the uniform workload")
     parser.add_argument("--median-tokens", type=int, default=96, help="median answer length, long-tailed workload")
@@ -586,13 +660,18 @@ def main() -> None:
     parser.add_argument("--rss-only", action="store_true")
     parser.add_argument("--rss-worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.clip_seconds = [int(x) for x in str(args.clip_seconds).split(",") if x.strip()]
     if args.rss_worker:
         cache, media, n, limit = args.rss_worker
         rss_worker(Path(cache), Path(media), int(n), int(limit))
         return
     if args.report:
         saved = json.loads(args.report.read_text())
-        print_tables(saved["modes"], argparse.Namespace(**{**vars(args), **_typed(saved["args"])}))
+        by_length = saved["modes"] if isinstance(saved["modes"], list) else [saved["modes"]]  # one length: older files
+        recorded = argparse.Namespace(**{**vars(args), **_typed(saved["args"])})
+        for runs in by_length:
+            print_tables(runs, recorded)
+        print_scaling(by_length, int(recorded.questions))
         return
     engine_environment()
     if args.backend == "vllm" and importlib.util.find_spec("vllm") is None:
@@ -609,12 +688,16 @@ def main() -> None:
             "cores": os.cpu_count(),
             "omp_threads": os.environ["OMP_NUM_THREADS"],
         }
-        runs = {**asyncio.run(bench_modes(args, args.work)), **facts, "load_after": os.getloadavg()[0]}
-        print_tables(runs, args)
-        summary["modes"] = runs
+        by_length = []
+        for seconds in args.clip_seconds:
+            runs = {**asyncio.run(bench_modes(args, args.work, seconds)), **facts, "load_after": os.getloadavg()[0]}
+            print_tables(runs, args)
+            by_length.append(runs)
+        print_scaling(by_length, args.questions)
+        summary["modes"] = by_length
     if not args.skip_rss:
         if args.rss_only:
-            make_dataset(args.work, 1, args.generated, args.clip_seconds)
+            make_dataset(args.work, 1, args.generated, args.clip_seconds[-1])
         rss = bench_rss(args.work, [250, 1000], [4, 32])
         print(
             "\n| samples | in-flight | peak RSS MiB | after imports MiB | frames/sample MiB | all frames MiB | wall s |"

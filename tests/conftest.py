@@ -161,3 +161,9 @@ def cache_entries() -> Callable[[Path], set[Path]]:
         return set((cache_dir / "videos").rglob("*.safetensors")) if (cache_dir / "videos").is_dir() else set()
 
     return entries
+
+
+@pytest.fixture(scope="session")
+def console() -> Callable[[str], str]:
+    """`console(NAME)`: the installed console script NAME of the venv under test (`console_script`)."""
+    return console_script

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
 import sys
 import types
 from pathlib import Path
@@ -90,19 +89,27 @@ def test_gpu_check_ray_stand_in_fails_loudly_on_any_real_use() -> None:
             getattr(ray, name)
 
 
-def test_gpu_check_reads_step_times_and_accuracy_from_the_metrics_log(tmp_path: Path) -> None:
-    gpu_check = _script("gpu_check")
-    rows = [
-        {"step": 0, "val/accuracy": 0.02},
-        {"step": 1, "timing_s/step": 9.0, "timing_s/rollout": 5.0},  # the first step pays one-off costs: skipped
-        {"step": 2, "timing_s/step": 1.0, "timing_s/rollout": 0.5},
-        {"step": 3, "timing_s/step": 3.0, "timing_s/rollout": 0.7},
-        {"step": 3, "val/accuracy": 0.6},
-    ]
-    log = tmp_path / "metrics.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = gpu_check.quickstart_summary(log)
-    assert out["median_step_s"] == 2.0
-    assert out["median_rollout_s"] == pytest.approx(0.6)
-    assert (out["heldout_accuracy_first"], out["heldout_accuracy_last"]) == (0.02, 0.6)
-    assert out["steps"] == 3
+def _pipeline_run(seconds: int, frames_a: float, wall_a: float, wall_c: float, precompute: float) -> dict[str, Any]:
+    timing = {"wall_s": {"a": [wall_a], "c": [wall_c]}, "load_s": {"a": [frames_a], "c": [0.1]}}
+    return {"clip_seconds": seconds, "precompute_s": precompute, "workloads": {"uniform": timing}}
+
+
+def test_eval_pipeline_scaling_model_grows_with_clip_length_and_questions(pipeline: types.ModuleType) -> None:
+    parts = pipeline.scaling_parts(
+        _pipeline_run(300, frames_a=60.0, wall_a=100.0, wall_c=20.0, precompute=30.0), "uniform"
+    )
+    assert parts == {"frames_a": 60.0, "engine_a": 40.0, "wall_c": 20.0, "precompute": 30.0}
+    assert pipeline.modeled_ratio(parts, 1.0, 1.0, False) == pytest.approx(5.0)  # (60 + 40) / 20
+    assert pipeline.modeled_ratio(parts, 0.25, 1.0, False) == pytest.approx((15 + 40) / 20)  # shorter clip: smaller
+    assert pipeline.modeled_ratio(parts, 4.0, 1.0, False) == pytest.approx((240 + 40) / 20)
+    assert pipeline.modeled_ratio(parts, 1.0, 1.0, True) == pytest.approx(100 / 50)  # precompute counted
+    assert pipeline.modeled_ratio(parts, 1.0, 4.0, True) == pytest.approx(100 / 27.5)  # shared by 4x the questions
+
+
+def test_eval_pipeline_prints_the_ratio_for_every_timed_length(pipeline: types.ModuleType, capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    runs = [_pipeline_run(60, 12.0, 52.0, 20.0, 6.0), _pipeline_run(300, 60.0, 100.0, 20.0, 30.0)]
+    pipeline.print_scaling(runs, 20)
+    out = capsys.readouterr().out
+    assert "| uniform | 60 | 2.60x | 2.60x |" in out  # measured (12 + 40) / 20 and the model from the 300 s run
+    assert "| uniform | 300 | 5.00x | 5.00x |" in out
+    assert "| uniform | 1200 | - | 14.00x |" in out  # modeled only

@@ -10,10 +10,12 @@ read from `extra_info["extras"]` and from `extra_info`'s own keys. Reward kwargs
 (or `weights`), `mode`, `think`, `on_unknown`, `on_error`, `end_of_turn_tokens`, and for `code` the sandbox:
 `sandbox` (backend name or SandboxFusion URL), `sandbox_fusion_url`, `sandbox_workers`, `unsafe_local`.
 
-verl passes these from `reward.reward_kwargs`, a key its config does not declare, so on verl's command line each
-needs a leading `+` (Hydra's "append a new key"): `+reward.reward_kwargs.accuracy_weight=0.8
-+reward.reward_kwargs.sandbox_fusion_url=http://sandbox:8080`. Without the `+` Hydra stops with "Could not override
-'reward.reward_kwargs.accuracy_weight'. Key 'accuracy_weight' is not in struct". In a YAML config file no `+` is needed.
+verl passes these from `reward.custom_reward_function.reward_kwargs` (verl/trainer/ppo/reward.py), a key its config
+does not declare, so on verl's command line each needs a leading `+` (Hydra's "append a new key"):
+`+reward.custom_reward_function.reward_kwargs.accuracy_weight=0.8
++reward.custom_reward_function.reward_kwargs.sandbox_fusion_url=http://sandbox:8080`. Without the `+` Hydra stops with
+"Could not override 'reward.custom_reward_function.reward_kwargs.accuracy_weight'. Key 'accuracy_weight' is not in
+struct". In a YAML config file no `+` is needed.
 
 A `None` in `extra_info` (or `extra_info.extras`) is an absent key: parquet fills keys missing from some rows with None.
 """
