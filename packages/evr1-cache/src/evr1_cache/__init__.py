@@ -12,7 +12,8 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 - media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
 - media for every consumer: `MediaLoader` (modes `cache-only` / `prefer-cache` / `decode`) -> `VideoFrames` /
   `ImageFrames`, `MediaMissError`, `media_mode`, `media_key`
-- datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `DatasetError`
+- datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `read_rows`, `row_id` (how a
+  row is named everywhere), `DatasetError`
 """
 
 from __future__ import annotations
@@ -37,7 +38,16 @@ from evr1_cache.spec import (
 
 if TYPE_CHECKING:
     from evr1_cache.build import BuildReport, EntryJob, EntryResult, build_cache
-    from evr1_cache.dataset import BOOKKEEPING_COLUMNS, DatasetError, DatasetRows, Row, RowError, read_dataset
+    from evr1_cache.dataset import (
+        BOOKKEEPING_COLUMNS,
+        DatasetError,
+        DatasetRows,
+        Row,
+        RowError,
+        read_dataset,
+        read_rows,
+        row_id,
+    )
     from evr1_cache.decode import decode_video
     from evr1_cache.entry import CacheEntry, ImageMeta, Source
     from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
@@ -59,6 +69,8 @@ _LAZY = {
     "Row": "evr1_cache.dataset",
     "RowError": "evr1_cache.dataset",
     "read_dataset": "evr1_cache.dataset",
+    "read_rows": "evr1_cache.dataset",
+    "row_id": "evr1_cache.dataset",
     "BOOKKEEPING_COLUMNS": "evr1_cache.dataset",
     "decode_video": "evr1_cache.decode",
     "CacheEntry": "evr1_cache.entry",
@@ -127,12 +139,14 @@ __all__ = [
     "media_mode",
     "probe",
     "read_dataset",
+    "read_rows",
     "reference_rope_index",
     "register_resampler",
     "register_resize_rule",
     "resample",
     "resized_hw",
     "resized_image_hw",
+    "row_id",
     "sample_frame_indices",
     "use_reference_mrope",
     "verify_cache",

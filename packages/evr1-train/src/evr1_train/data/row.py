@@ -6,7 +6,7 @@ prompts, media order and the `extra_info` the reward sees (problem_type, options
 Names (stable):
     RowInputs(messages, images, videos, ground_truth, data_source, problem_type, extra_info, offline_text)
     row_messages(row, opts) -> list[dict]           # media items carry absolute paths / PIL images, no frames
-    load_media(messages, opts, row_id) -> (images | None, videos | None)   # videos: [(frames [T,H,W,3] uint8, meta)]
+    load_media(messages, opts, row) -> (images | None, videos | None)   # videos: [(frames [T,H,W,3] uint8, meta)]
     loader_for(opts) -> evr1_cache.MediaLoader      # the one media loader, set up by the options (one per process)
     row_extra_info(row, opts, index) -> dict
     ground_truth_of(row, opts) -> Any
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evr1_cache import BOOKKEEPING_COLUMNS, MediaLoader, media_mode
+from evr1_cache import BOOKKEEPING_COLUMNS, MediaLoader, media_mode, row_id
 from evr1_train.data.options import DataOptions
 from evr1_train.data.prompt import build_prompt_text, normalise_problem_type
 
@@ -155,7 +155,7 @@ def media_items(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def load_media(
-    messages: Sequence[Mapping[str, Any]], opts: DataOptions, row_id: str = "?"
+    messages: Sequence[Mapping[str, Any]], opts: DataOptions, row: str = "?"
 ) -> tuple[list[Any] | None, list[tuple[Any, dict[str, Any]]] | None]:
     """Pixels for every media item of the prompt (None for a modality the prompt does not have, as verl expects)."""
     from PIL import Image
@@ -165,13 +165,13 @@ def load_media(
     videos: list[tuple[Any, dict[str, Any]]] = []
     for item in media_items(messages):
         if item["type"] == "video":
-            served = loader.video(item["video"], item_spec(item), ref=item.get("evr1_cache"), row=row_id)
+            served = loader.video(item["video"], item_spec(item), ref=item.get("evr1_cache"), row=row)
             videos.append((served.frames, served.meta.to_hf()))
         else:
             src = item["image"]
             src = src["bytes"] if isinstance(src, Mapping) and src.get("bytes") is not None else src
             src = src["image"] if isinstance(src, Mapping) else src
-            images.append(Image.fromarray(loader.image(src, ref=item.get("evr1_cache"), row=row_id).pixels))
+            images.append(Image.fromarray(loader.image(src, ref=item.get("evr1_cache"), row=row).pixels))
     return (images or None), (videos or None)
 
 
@@ -212,8 +212,7 @@ def row_to_inputs(row: Mapping[str, Any], opts: DataOptions, index: int = 0, hyb
     from evr1_train.hybrid import row_offline_text
 
     messages = row_messages(row, opts)
-    row_id = str(row.get("problem_id", index))
-    images, videos = load_media(messages, opts, row_id)
+    images, videos = load_media(messages, opts, row_id(row, index + 1))
     extra = row_extra_info(row, opts, index)
     return RowInputs(
         messages=messages,

@@ -23,6 +23,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from evr1_cache import row_id
 from evr1_train.data.options import DataOptions
 from evr1_train.parity.records import SideRecord
 
@@ -41,7 +42,7 @@ class ParityData:
     rows: tuple[dict[str, Any], ...]
 
     def sample_id(self, index: int) -> str:
-        return str(self.rows[index].get("problem_id", index))
+        return row_id(self.rows[index], index + 1)
 
 
 def _version(dist: str) -> str:
@@ -270,7 +271,7 @@ def collect_verl(model: str, data: ParityData, mm_processor_kwargs: dict[str, An
         metas = [dict(m) for _, m in videos or ()]
         frames = [(f.permute(0, 2, 3, 1).numpy(), m) for f, m in videos or ()]
         digest = {"frames": _frames_digest(frames, images or [])}
-        sample = str(ds.dataframe[i].get("problem_id", i))
+        sample = row_id(ds.dataframe[i], i + 1)
         out.append(record_from_processor("verl", sample, family, tokenizer, mm, metas, {**info, **digest}))
     return out
 
