@@ -12,6 +12,8 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 - media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
 - media for every consumer: `MediaLoader` (modes `cache-only` / `prefer-cache` / `decode`) -> `VideoFrames` /
   `ImageFrames`, `MediaMissError`, `media_mode`, `media_key`
+- model paths (training and evaluation): `check_model_path`, `resolve_model_path`, `explain_load_error`,
+  `ModelPathError`
 - datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `read_rows`, `row_id` (how a
   row is named everywhere), `DatasetError`
 """
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
     from evr1_cache.image import load_image
     from evr1_cache.media import ImageFrames, MediaLoader, MediaMissError, MediaMode, VideoFrames, media_key, media_mode
+    from evr1_cache.model_path import ModelPathError, check_model_path, explain_load_error, resolve_model_path
     from evr1_cache.mrope import reference_rope_index, use_reference_mrope
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.reader import CacheReader
@@ -87,6 +90,10 @@ _LAZY = {
     "VideoFrames": "evr1_cache.media",
     "media_key": "evr1_cache.media",
     "media_mode": "evr1_cache.media",
+    "ModelPathError": "evr1_cache.model_path",
+    "check_model_path": "evr1_cache.model_path",
+    "explain_load_error": "evr1_cache.model_path",
+    "resolve_model_path": "evr1_cache.model_path",
     "reference_rope_index": "evr1_cache.mrope",
     "use_reference_mrope": "evr1_cache.mrope",
     "VideoInfo": "evr1_cache.probing",
@@ -120,6 +127,7 @@ __all__ = [
     "MediaLoader",
     "MediaMissError",
     "MediaMode",
+    "ModelPathError",
     "ResizeRule",
     "ResizeStream",
     "Row",
@@ -132,7 +140,9 @@ __all__ = [
     "VideoMeta",
     "__version__",
     "build_cache",
+    "check_model_path",
     "decode_video",
+    "explain_load_error",
     "get_resize_rule",
     "load_image",
     "media_key",
@@ -146,6 +156,7 @@ __all__ = [
     "resample",
     "resized_hw",
     "resized_image_hw",
+    "resolve_model_path",
     "row_id",
     "sample_frame_indices",
     "use_reference_mrope",

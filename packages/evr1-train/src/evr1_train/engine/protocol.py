@@ -24,7 +24,7 @@ def _tokens(tokenizer: Any, ids: Sequence[int]) -> list[str]:
 
 
 def _base_model(path: str) -> str:
-    from evr1_train.model_path import resolve_model_path
+    from evr1_cache import resolve_model_path
 
     base = resolve_model_path(path)
     return os.path.abspath(base) if os.path.isdir(base) else base
@@ -147,8 +147,8 @@ def verl_training_protocol(cfg: Any) -> dict[str, Any]:
     """
     from omegaconf import OmegaConf
 
+    from evr1_cache import resolve_model_path
     from evr1_train.data.options import DataOptions
-    from evr1_train.model_path import resolve_model_path
 
     def node(key: str, default: Any = None) -> Any:
         value = OmegaConf.select(cfg, key, default=default)
