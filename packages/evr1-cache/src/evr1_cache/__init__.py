@@ -14,6 +14,8 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
   `ImageFrames`, `MediaMissError`, `media_mode`, `media_key`
 - model paths (training and evaluation): `check_model_path`, `resolve_model_path`, `explain_load_error`,
   `ModelPathError`
+- the train -> eval settings file (`evr1_train_protocol.json`): `TrainSettings` (`PromptSettings`,
+  `GenerationSettings`, `spec_record`), `TrainSettingsError`, `TRAIN_SETTINGS_FILE`
 - datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `read_rows`, `row_id` (how a
   row is named everywhere), `DatasetError`
 """
@@ -60,6 +62,14 @@ if TYPE_CHECKING:
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.reader import CacheReader
     from evr1_cache.resampling import ResizeStream, register_resampler, resample
+    from evr1_cache.train_settings import (
+        TRAIN_SETTINGS_FILE,
+        GenerationSettings,
+        PromptSettings,
+        TrainSettings,
+        TrainSettingsError,
+        spec_record,
+    )
     from evr1_cache.verify import VerifyReport, verify_cache
 
 _LAZY = {
@@ -102,6 +112,12 @@ _LAZY = {
     "register_resampler": "evr1_cache.resampling",
     "resample": "evr1_cache.resampling",
     "ResizeStream": "evr1_cache.resampling",
+    "TRAIN_SETTINGS_FILE": "evr1_cache.train_settings",
+    "GenerationSettings": "evr1_cache.train_settings",
+    "PromptSettings": "evr1_cache.train_settings",
+    "TrainSettings": "evr1_cache.train_settings",
+    "TrainSettingsError": "evr1_cache.train_settings",
+    "spec_record": "evr1_cache.train_settings",
     "VerifyReport": "evr1_cache.verify",
     "verify_cache": "evr1_cache.verify",
 }
@@ -110,6 +126,7 @@ __all__ = [
     "BOOKKEEPING_COLUMNS",
     "IMAGE_RESIZE",
     "RESIZE_RULES",
+    "TRAIN_SETTINGS_FILE",
     "VIDEO_RESIZE",
     "BuildReport",
     "CacheEntry",
@@ -120,6 +137,7 @@ __all__ = [
     "DatasetRows",
     "EntryJob",
     "EntryResult",
+    "GenerationSettings",
     "ImageFrames",
     "ImageMeta",
     "ImageSpec",
@@ -128,12 +146,15 @@ __all__ = [
     "MediaMissError",
     "MediaMode",
     "ModelPathError",
+    "PromptSettings",
     "ResizeRule",
     "ResizeStream",
     "Row",
     "RowError",
     "SamplingSpec",
     "Source",
+    "TrainSettings",
+    "TrainSettingsError",
     "VerifyReport",
     "VideoFrames",
     "VideoInfo",
@@ -159,6 +180,7 @@ __all__ = [
     "resolve_model_path",
     "row_id",
     "sample_frame_indices",
+    "spec_record",
     "use_reference_mrope",
     "verify_cache",
 ]

@@ -21,12 +21,12 @@ import os
 import re
 from pathlib import Path
 
+from evr1_cache.train_settings import TRAIN_SETTINGS_FILE
+
 __all__ = ["ModelPathError", "check_model_path", "explain_load_error", "looks_local", "resolve_model_path"]
 
 #: `org/name`, or a legacy id without an organisation (`gpt2`).
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-#: What an evr1-train checkpoint (or run) folder holds beside its model folder.
-TRAIN_PROTOCOL_FILE = "evr1_train_protocol.json"
 
 
 class ModelPathError(ValueError, FileNotFoundError):
@@ -78,7 +78,7 @@ def _folder_hint(folder: Path, key: str) -> str:
             f"; it is an evr1-train checkpoint: pass {key}={folder / 'actor'}, or evaluate it as trained with "
             f"`evr1-eval run --from-train {folder}`"
         )
-    if (folder / TRAIN_PROTOCOL_FILE).is_file() or (folder / "checkpoints").is_dir():
+    if (folder / TRAIN_SETTINGS_FILE).is_file() or (folder / "checkpoints").is_dir():
         return f"; it looks like an evr1-train run folder: evaluate it with `evr1-eval run --from-train {folder}`"
     return " (a Hugging Face model folder holds config.json, the weights and the tokenizer/processor files)"
 

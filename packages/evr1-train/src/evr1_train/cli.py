@@ -134,12 +134,13 @@ def write_verl_protocol(cfg: Any) -> None:
     `global_step_N/`): how the model is prompted, shown frames and sampled, for evaluation to reproduce."""
     from pathlib import Path
 
+    from evr1_cache import TRAIN_SETTINGS_FILE
     from evr1_train.atomic import atomic_json
-    from evr1_train.engine.protocol import PROTOCOL_FILE, verl_training_protocol
+    from evr1_train.engine.protocol import verl_training_protocol
 
     folder = Path(str(cfg.trainer.default_local_dir))
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_json(folder / PROTOCOL_FILE, verl_training_protocol(cfg))
+    atomic_json(folder / TRAIN_SETTINGS_FILE, verl_training_protocol(cfg).to_json())
 
 
 # -- short help ---------------------------------------------------------------------------------------------------

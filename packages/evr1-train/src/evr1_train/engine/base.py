@@ -487,7 +487,8 @@ class BaseTrainer:
 
     def checkpoint_files(self) -> dict[str, Any]:
         """JSON files written into every checkpoint beside the weights (and into the run folder)."""
-        from evr1_train.engine.protocol import PROTOCOL_FILE, training_protocol
+        from evr1_cache import TRAIN_SETTINGS_FILE
+        from evr1_train.engine.protocol import training_protocol
 
         record = training_protocol(
             cfg=self.cfg,
@@ -499,7 +500,7 @@ class BaseTrainer:
             mode=self.mode,
             adapter=self._adapter_description(),
         )
-        return {PROTOCOL_FILE: {**record, "step": self.state.step}}
+        return {TRAIN_SETTINGS_FILE: record.with_step(self.state.step).to_json()}
 
     def _adapter_description(self) -> dict[str, Any] | None:
         if not self.lora:
