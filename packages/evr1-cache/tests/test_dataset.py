@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import evr1_cache.dataset as ds
-from evr1_cache import DatasetError, Row, RowError, read_dataset, read_rows, row_id
+from evr1_cache import DatasetError, Row, RowError, cache_refs, read_dataset, read_rows, row_id
 
 
 def test_jsonl_rows_keep_their_lines_and_bad_lines_cost_only_themselves(tmp_path: Path) -> None:
@@ -129,3 +129,12 @@ def test_row_id_is_the_rows_own_id_else_its_one_based_number() -> None:
     assert row_id({"problem_id": ""}, 5) == "#5"
     assert row_id({}, 1) == "#1"
     assert row_id({}) == "(no id column)"
+
+
+def test_cache_refs_read_what_build_writes_and_nothing_else() -> None:
+    ref = {"file": "videos/k/ab/x.safetensors", "meta": "{}"}
+    row = {"video_cache": [ref, None, "videos/k/cd/y.safetensors", 7], "image_cache": "not a list"}
+    assert cache_refs(row, "video", 5) == [ref, None, {"file": "videos/k/cd/y.safetensors"}, None, None]
+    assert cache_refs(row, "video", 1) == [ref]
+    assert cache_refs(row, "image", 2) == [None, None]
+    assert cache_refs({}, "video", 1) == [None]

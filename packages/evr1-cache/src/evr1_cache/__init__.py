@@ -17,7 +17,7 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 - the train -> eval settings file (`evr1_train_protocol.json`): `TrainSettings` (`PromptSettings`,
   `GenerationSettings`, `spec_record`), `TrainSettingsError`, `TRAIN_SETTINGS_FILE`
 - datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `read_rows`, `row_id` (how a
-  row is named everywhere), `DatasetError`
+  row is named everywhere), `cache_refs` (a built row's cache references), `DatasetError`
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         DatasetRows,
         Row,
         RowError,
+        cache_refs,
         read_dataset,
         read_rows,
         row_id,
@@ -81,6 +82,7 @@ _LAZY = {
     "DatasetRows": "evr1_cache.dataset",
     "Row": "evr1_cache.dataset",
     "RowError": "evr1_cache.dataset",
+    "cache_refs": "evr1_cache.dataset",
     "read_dataset": "evr1_cache.dataset",
     "read_rows": "evr1_cache.dataset",
     "row_id": "evr1_cache.dataset",
@@ -161,6 +163,7 @@ __all__ = [
     "VideoMeta",
     "__version__",
     "build_cache",
+    "cache_refs",
     "check_model_path",
     "decode_video",
     "explain_load_error",

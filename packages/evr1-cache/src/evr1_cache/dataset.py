@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,18 @@ def row_id(row: Mapping[str, Any], number: int | None = None) -> str:
         if value is not None and str(value):
             return str(value)
     return f"#{number}" if number is not None else "(no id column)"
+
+
+def cache_refs(row: Mapping[str, Any], kind: str, count: int) -> list[Mapping[str, Any] | None]:
+    """The row's `video_cache` / `image_cache` column (`kind`: "video" | "image") as `evr1-cache build` writes it: one
+    reference (`{"file": ..., "meta": ...}`) per media item, None where there is none; a bare file name is `{"file":
+    name}`, anything else (the column is data) is None."""
+    refs = row.get(f"{kind}_cache")
+    out: list[Mapping[str, Any] | None] = [None] * count
+    if isinstance(refs, Sequence) and not isinstance(refs, (str, bytes)):
+        for i, ref in enumerate(list(refs)[:count]):
+            out[i] = ref if isinstance(ref, Mapping) else {"file": ref} if isinstance(ref, str) and ref else None
+    return out
 
 
 class DatasetError(ValueError):

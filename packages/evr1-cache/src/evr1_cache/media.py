@@ -168,6 +168,23 @@ class MediaLoader:
             return False
         return reader.contains_ref(ref, spec) if ref else reader.contains(self.resolve(path), spec)
 
+    def entry_file(
+        self, path: str | os.PathLike[str], spec: SamplingSpec | ImageSpec, ref: Ref | None = None
+    ) -> str | None:
+        """Where the cache entry that serves `path` under `spec` lies, relative to the cache (what viewers record and
+        show): `ref` when it names a file inside the cache, else the entry for the content and spec if it was built,
+        else None. Reads no pixels and validates nothing (serving does)."""
+        reader = self.reader
+        if reader is None:
+            return None
+        if ref:
+            try:
+                return str(reader.ref_path(ref).relative_to(reader.root.resolve()))
+            except CacheMiss:
+                pass
+        source = self.resolve(path)
+        return str(reader.path_for(source, spec).relative_to(reader.root)) if reader.contains(source, spec) else None
+
     def _from_cache(self, source: str, spec: SamplingSpec | ImageSpec, ref: Ref | None) -> tuple[CacheEntry, bool]:
         """(the entry, whether it was already cached): by `ref` if given, else by content; built now with
         `write_cache`. Raises one of `_CACHE_TROUBLE` when the cache cannot serve it."""

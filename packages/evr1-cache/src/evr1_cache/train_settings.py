@@ -107,30 +107,22 @@ class PromptSettings:
         )
 
     def to_json(self) -> dict[str, Any]:
-        typed = {
-            "template": self.template,
-            "lead_in": dict(self.lead_in),
-            "instruction": self.instruction,
-            "answer_format": dict(self.answer_format),
-            "problem_type_aliases": dict(self.problem_type_aliases),
-            "think": self.think,
-            "system_prompt": self.system_prompt,
-        }
+        typed = {k: v for k, v in dataclasses.asdict(self).items() if k != "rules"}
         return {**typed, **dict(self.rules)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GenerationSettings:
     """How the trained model generates: where it stops (the first EOS id, kept in the response), how long it may
     answer, which tokens it may never produce, and the samplers of training and validation."""
 
     eos_token_ids: tuple[int, ...]
-    max_new_tokens: int
     eos_tokens: tuple[str, ...] = ()
     pad_token_id: int | None = None
     stop: str = "after the first token in eos_token_ids (it is part of the response)"
     suppressed_token_ids: tuple[int, ...] = ()
     suppressed_tokens: tuple[str, ...] = ()
+    max_new_tokens: int
     train: Mapping[str, Any] = field(default_factory=dict)
     validation: Mapping[str, Any] = field(default_factory=dict)
 
@@ -150,17 +142,7 @@ class GenerationSettings:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "eos_token_ids": list(self.eos_token_ids),
-            "eos_tokens": list(self.eos_tokens),
-            "pad_token_id": self.pad_token_id,
-            "stop": self.stop,
-            "suppressed_token_ids": list(self.suppressed_token_ids),
-            "suppressed_tokens": list(self.suppressed_tokens),
-            "max_new_tokens": self.max_new_tokens,
-            "train": dict(self.train),
-            "validation": dict(self.validation),
-        }
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from evr1_cache.dataset import row_id
+from evr1_cache.dataset import cache_refs, row_id
 from evr1_cache.families import ModelFamily, get_family
 from evr1_cache.plan.row_spec import row_video_spec
 from evr1_cache.spec import ImageSpec, SamplingSpec
@@ -175,15 +175,6 @@ def default_messages(row: Mapping[str, Any], prompt_key: str = "problem") -> lis
     return [{"role": "user", "content": content}]
 
 
-def _refs(row: Mapping[str, Any], key: str, count: int) -> list[Mapping[str, Any] | None]:
-    refs = row.get(key)
-    out: list[Mapping[str, Any] | None] = [None] * count
-    if isinstance(refs, Sequence) and not isinstance(refs, str):
-        for i, ref in enumerate(list(refs)[:count]):
-            out[i] = ref if isinstance(ref, Mapping) else None
-    return out
-
-
 def _meta_of(ref: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     meta = ref.get("meta") if ref else None
     if isinstance(meta, str):
@@ -263,7 +254,7 @@ def row_media(
     root = Path(media_root) if media_root is not None else None
     videos = [resolve(m, base, root) for m in media_of(dict(row), VIDEO_KEYS)]
     images = [resolve(m, base, root) for m in media_of(dict(row), IMAGE_KEYS)]
-    vrefs, irefs = _refs(row, "video_cache", len(videos)), _refs(row, "image_cache", len(images))
+    vrefs, irefs = cache_refs(row, "video", len(videos)), cache_refs(row, "image", len(images))
     vplans = [plan_video(p, family, spec, _meta_of(r)) for p, r in zip(videos, vrefs, strict=True)]
     iplans = [
         plan_image(p, family, image_spec, _meta_of(r), bool(r and f"/{image_spec.key()}/" in f"/{r.get('file', '')}"))

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evr1_cache import BOOKKEEPING_COLUMNS, MediaLoader, media_mode, row_id
+from evr1_cache import BOOKKEEPING_COLUMNS, MediaLoader, cache_refs, media_mode, row_id
 from evr1_train.data.options import DataOptions
 from evr1_train.data.prompt import build_prompt_text, normalise_problem_type
 
@@ -81,8 +81,8 @@ def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, An
     own = row_spec(row, opts)
     images = list(row.get(opts.image_key) or [])
     videos = list(row.get(opts.video_key) or [])
-    video_refs = _refs(row.get("video_cache"), len(videos))
-    image_refs = _refs(row.get("image_cache"), len(images))
+    video_refs = _ref_files(row, "video", len(videos))
+    image_refs = _ref_files(row, "image", len(images))
     content: list[dict[str, Any]] = []
     resolve = loader_for(opts).resolve
     ii = vi = 0
@@ -132,16 +132,12 @@ def item_spec(item: Mapping[str, Any]) -> SamplingSpec | None:
     return SamplingSpec.from_dict(settings)
 
 
-def _refs(cache_refs: Any, count: int) -> list[str | None]:
-    """`evr1-cache build` writes `video_cache` / `image_cache`: one `{"file": ...}` (or None) per media item."""
-    refs: list[str | None] = [None] * count
-    if isinstance(cache_refs, Sequence) and not isinstance(cache_refs, str):
-        for i, ref in enumerate(list(cache_refs)[:count]):
-            if isinstance(ref, Mapping) and ref.get("file"):
-                refs[i] = str(ref["file"])
-            elif isinstance(ref, str) and ref:
-                refs[i] = ref
-    return refs
+def _ref_files(row: Mapping[str, Any], kind: str, count: int) -> list[str | None]:
+    """The entry file of each media item's cache reference (`evr1_cache.dataset.cache_refs`), None where none."""
+    return [
+        str(r["file"]) if r and isinstance(r.get("file"), str) and r["file"] else None
+        for r in cache_refs(row, kind, count)
+    ]
 
 
 def media_items(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
