@@ -31,12 +31,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from evr1_train.runs import SETTINGS_FILE
+
 logger = logging.getLogger(__name__)
 
 #: The evr1-eval benchmark that reads the exported rows, and the file names it looks for.
 EVAL_BENCHMARK = "evr1_data"
 EVAL_FILE_NAMES = ("evr1_data.jsonl", "heldout.jsonl")
-SETTINGS_FILE = "run_settings.json"
 #: Row columns the export drops: the cache bookkeeping of `evr1-cache build` (paths into one machine's cache) and
 #: stored answers (a held-out row has none; a trajectory is not a question).
 _DROPPED = ("video_cache", "image_cache", "cache_errors", "offline_output", "has_offline_trajectory")
