@@ -21,11 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evr1_cache import row_id
+from evr1_cache import read_rows, row_id
 from evr1_train.data.options import DataOptions
 from evr1_train.parity.records import SideRecord
+
+if TYPE_CHECKING:
+    from evr1_cache import CacheReader
 
 #: The fixed response whose log-probs are compared: plain text both tokenizers split the same way.
 RESPONSE = "<think>the video shows a red square moving left</think><answer>A</answer>"
@@ -57,7 +60,7 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
     path = Path(data_file)
     if not path.is_file():
         raise FileNotFoundError(f"--data {path}: no such file (pass the dataset `evr1-cache build` wrote)")
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_rows(path)
     if not rows:
         raise ValueError(f"--data {path}: no rows")
     from evr1_cache import CacheReader
@@ -70,7 +73,7 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
                 continue  # a row `build --plan` resampled: its videos carry their own spec, not the dataset's
             for ref in row.get(f"{kind}_cache") or ():
                 if ref and kind not in specs:
-                    specs[kind] = _entry_spec(reader, Path(cache_dir), ref, kind)
+                    specs[kind] = _entry_spec(reader, ref, kind)
     if "video" not in specs and "image" not in specs:
         raise ValueError(f"--data {path}: no row has cached media (was it written by `evr1-cache build`?)")
     node: dict[str, Any] = {"cache_dir": str(cache_dir), "video_source": "cache_only"}
@@ -83,17 +86,17 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
     return ParityData(path, opts, tuple(usable[:n]))
 
 
-def _entry_spec(reader: Any, root: Path, ref: Any, kind: str) -> dict[str, Any]:
+def _entry_spec(reader: CacheReader, ref: Any, kind: str) -> dict[str, Any]:
     """The settings an entry was built with: its header's `spec` (docs/cache.md's entry layout), believed only once
     `CacheReader.entry_at` has validated the entry under exactly that spec."""
     from safetensors import safe_open
 
     from evr1_cache import CacheMiss, ImageSpec, SamplingSpec
 
-    rel = ref.get("file") if isinstance(ref, dict) else ref
-    path = (root / str(rel)).resolve()
-    if not path.is_relative_to(root.resolve()) or not path.is_file():
-        raise ValueError(f"cache reference {rel!r}: no entry under {root} (was the dataset built into this cache?)")
+    try:
+        path = reader.ref_path(ref)
+    except CacheMiss as exc:
+        raise ValueError(f"{exc} (was the dataset built into this cache?)") from None
     with safe_open(str(path), framework="numpy") as fh:
         raw = (fh.metadata() or {}).get("spec")
     try:
