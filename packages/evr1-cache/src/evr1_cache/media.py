@@ -27,7 +27,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Literal, cast, get_args
 
 from evr1_cache.errors import CacheMiss, MediaError
 from evr1_cache.spec import ImageSpec, SamplingSpec, VideoMeta
@@ -66,10 +66,9 @@ class MediaMissError(ValueError):
 def media_mode(value: str) -> MediaMode:
     """`value` as a mode (`cache_only` and `cache-only` alike); ValueError naming the choices otherwise."""
     mode = value.replace("_", "-")
-    for known in MEDIA_MODES:
-        if mode == known:
-            return known
-    raise ValueError(f"media mode {value!r} is not one of {', '.join(MEDIA_MODES)}")
+    if mode not in MEDIA_MODES:
+        raise ValueError(f"media mode {value!r} is not one of {', '.join(MEDIA_MODES)}")
+    return cast(MediaMode, mode)
 
 
 def media_key(path: str | os.PathLike[str], spec: SamplingSpec | ImageSpec) -> str:
@@ -118,9 +117,7 @@ class MediaLoader:
         miss_fix: str = "run `evr1-cache build` on the dataset with the same video settings, or use prefer-cache",
     ) -> None:
         self.cache_dir = Path(cache_dir) if cache_dir else None
-        self.mode: MediaMode = mode or ("prefer-cache" if self.cache_dir is not None else "decode")
-        if self.mode not in MEDIA_MODES:
-            raise ValueError(f"media mode {self.mode!r} is not one of {', '.join(MEDIA_MODES)}")
+        self.mode = media_mode(mode or ("prefer-cache" if self.cache_dir is not None else "decode"))
         if write_cache and self.cache_dir is None:
             raise ValueError("write_cache needs a cache directory (--cache-dir)")
         if self.mode == "cache-only" and self.cache_dir is None:
