@@ -27,7 +27,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from evr1_cache.errors import CacheMiss, MediaError
 from evr1_cache.spec import ImageSpec, SamplingSpec, VideoMeta
@@ -68,7 +68,7 @@ def media_mode(value: str) -> MediaMode:
     mode = value.replace("_", "-")
     if mode not in MEDIA_MODES:
         raise ValueError(f"media mode {value!r} is not one of {', '.join(MEDIA_MODES)}")
-    return cast(MediaMode, mode)
+    return mode
 
 
 def media_key(path: str | os.PathLike[str], spec: SamplingSpec | ImageSpec) -> str:
