@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evr1_cache import ModelPathError, check_model_path, explain_load_error, resolve_model_path
+from evr1_cache import ModelPathError, check_model_path, explain_load_error, latest_step, resolve_model_path
 
 
 @pytest.fixture
@@ -84,3 +84,12 @@ def test_a_failed_load_is_one_line(tmp_path: Path, online: None) -> None:
     )
     hub = explain_load_error("org/name", "k", exc)
     assert "loading it as a Hugging Face Hub model id failed: first line of the library" in str(hub)
+
+
+def test_latest_step_reads_the_pointer_and_names_a_broken_one(tmp_path: Path) -> None:
+    assert latest_step(tmp_path) is None
+    (tmp_path / "latest.json").write_text(json.dumps({"step": 3, "path": "step_000003"}))
+    assert latest_step(tmp_path) == tmp_path / "step_000003"
+    (tmp_path / "latest.json").write_text("{")
+    with pytest.raises(ValueError, match=r"latest\.json is unreadable"):
+        latest_step(tmp_path)

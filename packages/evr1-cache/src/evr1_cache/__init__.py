@@ -12,8 +12,8 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 - media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
 - media for every consumer: `MediaLoader` (modes `cache-only` / `prefer-cache` / `decode`) -> `VideoFrames` /
   `ImageFrames`, `MediaMissError`, `media_mode`, `media_key`
-- model paths (training and evaluation): `check_model_path`, `resolve_model_path`, `explain_load_error`,
-  `ModelPathError`
+- model paths (training and evaluation): `check_model_path`, `resolve_model_path`, `latest_step`,
+  `explain_load_error`, `ModelPathError`
 - the train -> eval settings file (`evr1_train_protocol.json`): `TrainSettings` (`PromptSettings`,
   `GenerationSettings`, `spec_record`), `TrainSettingsError`, `TRAIN_SETTINGS_FILE`
 - datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `read_rows`, `row_id` (how a
@@ -58,7 +58,13 @@ if TYPE_CHECKING:
     from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
     from evr1_cache.image import load_image
     from evr1_cache.media import ImageFrames, MediaLoader, MediaMissError, MediaMode, VideoFrames, media_key, media_mode
-    from evr1_cache.model_path import ModelPathError, check_model_path, explain_load_error, resolve_model_path
+    from evr1_cache.model_path import (
+        ModelPathError,
+        check_model_path,
+        explain_load_error,
+        latest_step,
+        resolve_model_path,
+    )
     from evr1_cache.mrope import reference_rope_index, use_reference_mrope
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.reader import CacheReader
@@ -105,6 +111,7 @@ _LAZY = {
     "ModelPathError": "evr1_cache.model_path",
     "check_model_path": "evr1_cache.model_path",
     "explain_load_error": "evr1_cache.model_path",
+    "latest_step": "evr1_cache.model_path",
     "resolve_model_path": "evr1_cache.model_path",
     "reference_rope_index": "evr1_cache.mrope",
     "use_reference_mrope": "evr1_cache.mrope",
@@ -168,6 +175,7 @@ __all__ = [
     "decode_video",
     "explain_load_error",
     "get_resize_rule",
+    "latest_step",
     "load_image",
     "media_key",
     "media_mode",

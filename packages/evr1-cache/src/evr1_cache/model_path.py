@@ -23,7 +23,14 @@ from pathlib import Path
 
 from evr1_cache.train_settings import TRAIN_SETTINGS_FILE
 
-__all__ = ["ModelPathError", "check_model_path", "explain_load_error", "looks_local", "resolve_model_path"]
+__all__ = [
+    "ModelPathError",
+    "check_model_path",
+    "explain_load_error",
+    "latest_step",
+    "looks_local",
+    "resolve_model_path",
+]
 
 #: `org/name`, or a legacy id without an organisation (`gpt2`).
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
@@ -105,13 +112,25 @@ def resolve_model_path(path: str) -> str:
         hf = folder / f"global_step_{int(tracker.read_text().strip())}" / "huggingface"
         if hf.is_dir():
             return str(hf)
-    for pointer in (folder / "checkpoints" / "latest.json", folder / "latest.json"):
-        if pointer.is_file():
-            step = json.loads(pointer.read_text())["path"]
-            return str(pointer.parent / step / "actor")
+    for checkpoints in (folder / "checkpoints", folder):
+        step = latest_step(checkpoints)
+        if step is not None:
+            return str(step / "actor")
     if (folder / "actor").is_dir() and (folder / "trainer_state.json").exists():
         return str(folder / "actor")
     return path
+
+
+def latest_step(checkpoints: Path) -> Path | None:
+    """The `step_N` folder `checkpoints/latest.json` names (evr1-train's local engine keeps it up to date), None
+    without that file; ValueError naming it when it cannot be read."""
+    pointer = checkpoints / "latest.json"
+    if not pointer.is_file():
+        return None
+    try:
+        return checkpoints / str(json.loads(pointer.read_text(encoding="utf-8"))["path"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{pointer} is unreadable ({exc!r}); pass a checkpoints/step_N folder") from None
 
 
 def explain_load_error(path: str, key: str, exc: BaseException) -> ModelPathError:

@@ -16,14 +16,13 @@ Names (stable): TrainedCheckpoint, find_checkpoint, read_protocol, settings_from
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evr1_cache import TRAIN_SETTINGS_FILE as PROTOCOL_FILE
-from evr1_cache import TrainSettings, TrainSettingsError
+from evr1_cache import TrainSettings, TrainSettingsError, latest_step
 from evr1_eval.protocol import TRAIN_LEADS, Evr1Settings
 
 if TYPE_CHECKING:
@@ -63,14 +62,12 @@ def _is_protocol_dir(path: Path) -> bool:
 
 
 def _from_checkpoints_dir(ckpts: Path) -> Path:
-    pointer = ckpts / _LATEST
-    if pointer.is_file():
-        try:
-            target = ckpts / str(json.loads(pointer.read_text(encoding="utf-8"))["path"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise TrainProtocolError(f"--from-train: {pointer} is unreadable ({exc}); pass a step_N folder") from None
-        if target.is_dir():
-            return target
+    try:
+        target = latest_step(ckpts)
+    except ValueError as exc:
+        raise TrainProtocolError(f"--from-train: {exc}") from None
+    if target is not None and target.is_dir():
+        return target
     steps = sorted(p for p in ckpts.glob("step_*") if p.is_dir() and _is_protocol_dir(p))
     if not steps:
         raise TrainProtocolError(f"--from-train: {ckpts} holds no checkpoint (no step_*/{PROTOCOL_FILE})")
