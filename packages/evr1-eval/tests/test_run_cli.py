@@ -136,6 +136,13 @@ def test_run_reports_unknown_benchmark_and_missing_annotations(dataset: Path, tm
     assert "mvbench.json" in err
 
 
+def test_a_cache_dir_that_does_not_exist_is_a_usage_error(dataset: Path, tmp_path: Path, capsys) -> None:
+    """The media loader would decode every video behind a mistyped --cache-dir: the run refuses it instead."""
+    assert _run(dataset, tmp_path, "--cache-dir", str(tmp_path / "typo")) == 2
+    assert f"--cache-dir {tmp_path / 'typo'}: no such folder" in capsys.readouterr().err
+    assert not any(tmp_path.glob("**/results*.jsonl"))
+
+
 def test_bad_sampling_override_names_the_valid_fields(dataset: Path, tmp_path: Path, capsys) -> None:
     assert _run(dataset, tmp_path, "--sampling", "frames_per_second=2") == 2
     assert "max_frames" in capsys.readouterr().err

@@ -10,7 +10,10 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evr1_cache import ImageSpec, SamplingSpec
 
 ANNOTATION_SUFFIXES = (".json", ".jsonl")
 
@@ -73,7 +76,7 @@ def model_size_factor(model: str) -> int | None:
     return None if family is None else family.size_factor
 
 
-def sampling_overrides(spec: Any, overrides: Mapping[str, Any], model: str | None) -> dict[str, Any]:
+def sampling_overrides(spec: SamplingSpec, overrides: Mapping[str, Any], model: str | None) -> dict[str, Any]:
     """Validated overrides for `dataclasses.replace(spec, ...)`: unknown keys name the valid ones; the model's family
     fills `family` and `size_factor` unless given (its own frame rule and patch geometry, `evr1_cache.families`);
     `nframes` switches fps off (the spec takes exactly one)."""
@@ -98,12 +101,12 @@ def sampling_overrides(spec: Any, overrides: Mapping[str, Any], model: str | Non
     return out
 
 
-def image_spec_for(spec: Any, overrides: Mapping[str, Any] | None = None) -> Any:
+def image_spec_for(spec: SamplingSpec, overrides: Mapping[str, Any] | None = None) -> ImageSpec:
     """Images use their own budget, with the same patch geometry (and model family) as the videos; `overrides` are
     `ImageSpec` fields (a checkpoint's training record gives all of them)."""
     from evr1_cache import ImageSpec
 
-    base = {"size_factor": getattr(spec, "size_factor", 28), "family": getattr(spec, "family", None)}
+    base = {"size_factor": spec.size_factor, "family": spec.family}
     return ImageSpec(**{**base, **dict(overrides or {})})
 
 

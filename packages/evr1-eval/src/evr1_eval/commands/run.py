@@ -249,9 +249,9 @@ def report_load_errors(name: str, loaded: int, reasons: list[str]) -> None:
 async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[str, Any]) -> list[Any]:
     from contextlib import AsyncExitStack
 
+    from evr1_cache import MediaLoader
     from evr1_eval.backends import GenerationParams, create_backend
     from evr1_eval.jobs import image_spec_for
-    from evr1_eval.media import MediaLoader
     from evr1_eval.runner import RunConfig, run_async, sampling_for
 
     settings = _settings(args)
@@ -316,6 +316,10 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
             **({"from_train": _trained_info(settings.trained)} if settings.trained is not None else {}),
         },
     )
+    if args.cache_dir and not args.write_cache and not Path(args.cache_dir).is_dir():  # else: every video decoded
+        raise FileNotFoundError(
+            f"--cache-dir {args.cache_dir}: no such folder (run `evr1-eval precompute`, or add --write-cache)"
+        )
     media = MediaLoader(args.cache_dir, image_spec=image_spec, write_cache=args.write_cache)
     backend = create_backend(args.backend, backend_config(args, settings))
     async with AsyncExitStack() as stack:

@@ -18,14 +18,14 @@ from typing import Any
 import torch
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
-from evr1_cache import MediaError
-from evr1_train.data.media import loader_for
+from evr1_cache import MediaError, row_id
 from evr1_train.data.options import DataOptions
 from evr1_train.data.row import (
     check_model_family,
     ground_truth_of,
     item_spec,
     load_media,
+    loader_for,
     media_items,
     row_extra_info,
     row_messages,
@@ -104,10 +104,10 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
                 except MediaError as exc:
                     on_disk, outside = False, f" ({exc.reason}; {exc.fix})"
                 if item["type"] == "video":
-                    in_cache = mode != "decode" and loader.cached(src, ref, spec=item_spec(item))
+                    in_cache = loader.cached(src, item_spec(item) or loader.video_spec, ref)
                     usable = in_cache or (mode != "cache_only" and on_disk)
                 else:
-                    usable = on_disk or (mode != "decode" and loader.cached(src, ref, kind="image"))
+                    usable = on_disk or loader.cached(src, loader.image_spec, ref)
                 if not usable:
                     where = "in the cache" if mode == "cache_only" else "in the cache or on disk"
                     return f"{item['type']} {src} not found {where}{outside}"
@@ -119,7 +119,7 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
             if why is None:
                 keep.append(i)
             else:
-                bad.append(f"row {row.get('problem_id', i)}: {why}")
+                bad.append(f"row {row_id(row, i + 1)}: {why}")
         kept = frame.select(keep) if len(keep) != len(frame) else frame
         if bad:
             logger.warning(

@@ -122,12 +122,11 @@ def load_checkpoint(folder: Path, read_actor: Callable[[Path], Mapping[str, torc
 
 
 def latest_checkpoint(root: Path) -> Path | None:
-    """The folder `latest.json` points to, when it exists and is complete."""
-    pointer = root / LATEST
-    if not pointer.exists():
-        return None
-    folder = root / json.loads(pointer.read_text())["path"]
-    return folder if (folder / STATE_FILE).exists() else None
+    """The folder `latest.json` points to (`evr1_cache.latest_step`, its one reader), when it exists and is complete."""
+    from evr1_cache import latest_step
+
+    folder = latest_step(root)
+    return folder if folder is not None and (folder / STATE_FILE).exists() else None
 
 
 def prune_checkpoints(root: Path, keep: int) -> None:
