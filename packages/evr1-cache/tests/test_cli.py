@@ -125,7 +125,7 @@ def test_build_counts_variable_rate_videos_and_names_the_timeline(
     data.write_text("".join(json.dumps({"videos": [str(v)], "problem": "p"}) + "\n" for v in (clip, vfr)))
     out = tmp_path / "c"
     args = ["build", str(data), "--out", str(out), "--max-frames", "4", "--no-progress", "--timeline", timeline]
-    assert main(args) == 0
+    assert main([*args, "--media-root", str(clip.parent.parent)]) == 0  # the shared clip lies beside tmp_path
     assert f"variable-rate videos 1 of 2 built | timeline {timeline} " in capsys.readouterr().out
     index = [json.loads(line) for line in next((out / "index").glob("*.jsonl")).read_text().splitlines()]
     assert sorted(r["vfr"] for r in index) == [False, True]

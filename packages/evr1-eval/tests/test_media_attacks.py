@@ -18,13 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evr1_cache import decode_video
+from evr1_cache import MediaLoader, decode_video
 from evr1_cache.testing import make_decode_bomb, make_synthetic_video, peak_rss_kib
 from evr1_eval.benchmarks import get_benchmark
 from evr1_eval.cli import main
 from evr1_eval.jobs import sampling_overrides
-from evr1_eval.media import MediaLoader
-from evr1_eval.runner import sampling_for
+from evr1_eval.runner import SampleMedia, sampling_for
 
 SAMPLING = ["--sampling", "fps=2", "--sampling", "max_pixels=3136", "--sampling", "min_pixels=784"]
 
@@ -71,7 +70,7 @@ def test_a_file_url_with_a_decoy_is_loaded_and_decoded_as_the_decoy(tmp_path: Pa
     spec = sampling_for(
         bench, sampling_overrides(bench.sampling, {"fps": 2, "max_pixels": 3136, "min_pixels": 784}, "m")
     )
-    media = MediaLoader().load(loaded.samples[0], spec)
+    media = SampleMedia(MediaLoader()).load(loaded.samples[0], spec)
     assert np.array_equal(media.videos[0].frames, decode_video(decoy, spec)[0])  # before: the secret's frames
     assert not np.array_equal(media.videos[0].frames, decode_video(secret, spec)[0])
     rows = [json.loads(x) for x in _run(ann, tmp_path / "out")]
