@@ -285,7 +285,7 @@ def wheels(session: nox.Session) -> None:
 
 # -- evr1-eval's official protocols against lmms-eval's real task code ---------------------------------------------------
 
-#: The released lmms-eval whose task functions the official protocols reproduce (evr1_eval/benchmarks/references.py).
+#: The released lmms-eval whose task functions the official protocols reproduce (evr1_eval/api/references.py).
 LMMS_EVAL = "lmms-eval==0.7.3"
 #: What lmms-eval's task files use at import and in their scoring functions. Its own dependency tree (torch,
 #: transformers, datasets, decord, ...) serves its engines and task registry, which the tests stub instead.

@@ -443,7 +443,7 @@ def test_vllm_serve_through_the_openai_backend_with_a_judge(vllm_server: str, da
     """The runner over HTTP: videos (generated + real clip), video + image, an over-long prompt the server rejects;
     then a judged benchmark whose judge is the same server. A tiny random model writes no 'Judgement: 0/1', so its
     rows stay pending with the judge's reply recorded; a verdict that does parse must score the row."""
-    from evr1_eval.benchmarks.judging import parse_verdict
+    from evr1_eval.api.judging import parse_verdict
     from evr1_eval.scoring import openai_judge
 
     mv = _job(dataset)

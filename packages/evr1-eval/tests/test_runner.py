@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evr1_eval.api.base import make_error_row
 from evr1_eval.backends import BackendConfig, EngineDead, GenerationParams, ImageInput, VideoInput, create_backend
 from evr1_eval.backends.fake import FakeBackend
-from evr1_eval.benchmarks.base import make_error_row
 from evr1_eval.media import Media
 from evr1_eval.results import SettingsMismatch, iter_rows, load_rows, results_path
 from evr1_eval.runner import Job, RunConfig, evaluate, select

@@ -38,7 +38,7 @@ def find_annotations(annotations_dir: Path, names: Sequence[str]) -> Path:
 
 def file_digest(path: Path) -> str:
     """sha256 of an annotation file, or of a folder's annotation files (names and contents, in name order)."""
-    from evr1_eval.benchmarks.loading import annotation_files
+    from evr1_eval.api.loading import annotation_files
 
     h = hashlib.sha256()
     files = annotation_files(path)

@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 
 class BenchmarkLike(Protocol):
-    """What the runner needs from a benchmark; `evr1_eval.benchmarks.base.Benchmark` is one (a test double can be
+    """What the runner needs from a benchmark; `evr1_eval.api.base.Benchmark` is one (a test double can be
     another): scoring with and without a judge, the error row of a failed sample, the official aggregation."""
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 
-from evr1_eval.benchmarks.base import Benchmark
+from evr1_eval.api.base import Benchmark
 
 _REGISTRY: dict[str, Benchmark] = {}
 _ALIASES: dict[str, str] = {}
