@@ -18,6 +18,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+# The model families (standard library only) install their lookup into the spec, so a `SamplingSpec(family=...)`
+# resolves whichever evr1_cache module is imported first (Python runs this `__init__` before any submodule).
+import evr1_cache.families  # noqa: F401
 from evr1_cache.spec import (
     IMAGE_RESIZE,
     RESIZE_RULES,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,15 @@ class DatasetRows:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+
+def row_id(row: Mapping[str, Any], index: int) -> str:
+    """How a row is named in reports: its `problem_id` / `id`, else its position."""
+    for key in ("problem_id", "id", "uid", "sample_id"):
+        value = row.get(key)
+        if value is not None and str(value):
+            return str(value)
+    return f"#{index}"
 
 
 def read_dataset(path: str | os.PathLike[str]) -> DatasetRows:

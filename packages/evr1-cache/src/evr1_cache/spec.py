@@ -17,12 +17,9 @@ import itertools
 import json
 import math
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
-
-if TYPE_CHECKING:
-    from evr1_cache.families.base import ModelFamily
+from typing import Any, ClassVar, Final, Protocol, TypeVar
 
 __all__ = [
     "FRAME_FACTOR",
@@ -31,11 +28,13 @@ __all__ = [
     "SIZE_FACTORS",
     "SPEC_VERSION",
     "VIDEO_RESIZE",
+    "FamilyRules",
     "ImageSpec",
     "ResizeRule",
     "SamplingSpec",
     "VideoMeta",
     "get_resize_rule",
+    "install_family_lookup",
     "qwen_frame_indices",
     "qwen_resized_hw",
     "qwen_resized_image_hw",
@@ -470,11 +469,40 @@ def qwen_resized_image_hw(height: int, width: int, image_spec: ImageSpec) -> tup
     return _smart_resize(height, width, image_spec.size_factor, image_spec.min_pixels, image_spec.max_pixels)
 
 
-def _family(name: str) -> ModelFamily:
-    """The registered model family `name` (imported lazily: the spec itself stays one stdlib module)."""
-    from evr1_cache.families import get_family
+class FamilyRules(Protocol):
+    """What the spec asks of a model family (`evr1_cache.families.ModelFamily` is one): its factors, budget, checks
+    and frame/size rules. The spec never imports its plugins: the families install their lookup here."""
 
-    return get_family(name)
+    @property
+    def spec_rule(self) -> bool: ...
+
+    def check_size_factor(self, owner: str, value: object) -> int: ...
+
+    def default_pixels(self, kind: str, factor: int) -> tuple[int, int]: ...
+
+    def check_spec(self, spec: SamplingSpec | ImageSpec) -> None: ...
+
+    def sample_frame_indices(self, total_num_frames: int, native_fps: float, spec: SamplingSpec) -> tuple[int, ...]: ...
+
+    def resized_hw(self, height: int, width: int, nframes: int, spec: SamplingSpec) -> tuple[int, int]: ...
+
+    def resized_image_hw(self, height: int, width: int, spec: ImageSpec) -> tuple[int, int]: ...
+
+
+_family_lookup: list[Callable[[str], FamilyRules]] = []
+
+
+def install_family_lookup(lookup: Callable[[str], FamilyRules]) -> None:
+    """Let specs with `family=NAME` find that family: `evr1_cache.families` installs its registry's lookup on import
+    (and `evr1_cache` imports it first), so the contract depends on no plugin while its plugins depend on it."""
+    _family_lookup[:] = [lookup]
+
+
+def _family(name: str) -> FamilyRules:
+    """The model family `name`, through the lookup `evr1_cache.families` installed."""
+    if not _family_lookup:
+        raise RuntimeError(f"model family {name!r}: no family lookup is installed; import evr1_cache.families first")
+    return _family_lookup[0](name)
 
 
 # -- metadata -------------------------------------------------------------------------------------------------------

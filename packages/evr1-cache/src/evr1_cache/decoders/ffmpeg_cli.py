@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from evr1_cache.decoders import FrameSink, register, rotate
+from evr1_cache.decoders.base import FrameSink, register, rotate
 from evr1_cache.errors import DecodeMismatch
 
 if TYPE_CHECKING:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from evr1_cache.families.base import ModelFamily
+from evr1_cache.spec import install_family_lookup
 
 F = TypeVar("F", bound=ModelFamily)
 
@@ -59,6 +60,9 @@ def get_family(name: str | ModelFamily) -> ModelFamily:
     close = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     raise KeyError(f"unknown model family {name!r}{hint} (known: {', '.join(family_names())})") from None
+
+
+install_family_lookup(get_family)  # specs with `family=NAME` resolve through this registry (the spec imports no plugin)
 
 
 def family_for_model(model: str | os.PathLike[str]) -> ModelFamily:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from evr1_cache.dataset import row_id
 from evr1_cache.families import ModelFamily, get_family
 from evr1_cache.spec import ImageSpec, SamplingSpec
 
@@ -141,15 +142,6 @@ def load_text_counter(path: str | os.PathLike[str]) -> HFTextCounter:
     ):
         raise ValueError(f"{folder}: the tokenizer has no chat template; the prompt cannot be rendered as trained")
     return HFTextCounter(loaded)
-
-
-def row_id(row: Mapping[str, Any], index: int) -> str:
-    """How a row is named in reports: its `problem_id` / `id`, else its position."""
-    for key in ("problem_id", "id", "uid", "sample_id"):
-        value = row.get(key)
-        if value is not None and str(value):
-            return str(value)
-    return f"#{index}"
 
 
 def default_messages(row: Mapping[str, Any], prompt_key: str = "problem") -> list[dict[str, Any]]:
