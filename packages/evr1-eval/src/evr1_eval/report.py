@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.atomic import atomic_bytes, atomic_path, atomic_text
 from evr1_eval.types import BenchmarkSummary
 
 PALETTE = ((31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75))
@@ -301,10 +302,9 @@ def write_chart_matplotlib(runs: Sequence[RunReport], path: Path) -> None:
     ax.set_ylim(0, 110)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=120)
+    with atomic_path(path, keep_suffix=True) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
-    tmp.replace(path)
 
 
 def _png_bytes(width: int, height: int, pixels: bytearray) -> bytes:
@@ -347,9 +347,7 @@ def write_chart_stdlib(runs: Sequence[RunReport], path: Path) -> None:
             if h == 0:  # a zero result: a dark stub below the axis, so it never looks like a missing result
                 fill(x0, base + 1, x0 + bar_w - 1, base + 5, (40, 40, 40))
     fill(margin, base, width - margin, base + 1, (0, 0, 0))
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    tmp.write_bytes(_png_bytes(width, height, px))
-    tmp.replace(path)
+    atomic_bytes(path, _png_bytes(width, height, px))
 
 
 def write_chart(runs: Sequence[RunReport], path: Path, *, backend: str = "auto") -> str:
@@ -397,9 +395,7 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
     delta = delta_knowledge(runs)
     if delta:
         md += "\n" + _delta_markdown(delta)
-    tmp = out_dir / ".report.md.tmp"
-    tmp.write_text(md, encoding="utf-8")
-    tmp.replace(out_dir / "report.md")
+    atomic_text(out_dir / "report.md", md)
     write_json_atomic(out_dir / "summary.json", summary_json(runs))
     written = {"markdown": str(out_dir / "report.md"), "summary": str(out_dir / "summary.json")}
     if chart != "none":

@@ -134,7 +134,7 @@ def write_verl_protocol(cfg: Any) -> None:
     `global_step_N/`): how the model is prompted, shown frames and sampled, for evaluation to reproduce."""
     from pathlib import Path
 
-    from evr1_train.atomic import atomic_json
+    from evr1_cache.atomic import atomic_json
     from evr1_train.engine.protocol import PROTOCOL_FILE, verl_training_protocol
 
     folder = Path(str(cfg.trainer.default_local_dir))

@@ -168,7 +168,7 @@ def run_data(run: str | Path, split: str = "heldout") -> RunData:
 
 def export_heldout(run: str | Path, out: str | Path, split: str = "heldout") -> ExportReport:
     """Write the run's held-out rows (or `split="train"`: its training rows) to `out`; see the module docstring."""
-    from evr1_train.atomic import atomic_text
+    from evr1_cache.atomic import atomic_text
 
     data = run_data(run, split)
     opts = data.opts

@@ -20,7 +20,7 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path | None = None, base
     import torch
     from transformers import AutoProcessor
 
-    from evr1_train.atomic import atomic_folder
+    from evr1_cache.atomic import atomic_folder
     from evr1_train.engine.lora import is_adapter_folder, load_merged
     from evr1_train.engine.protocol import PROTOCOL_FILE
     from evr1_train.model_path import resolve_model_path

@@ -204,6 +204,6 @@ def write_checkpoint_protocol(checkpoint: str | os.PathLike[str], record: dict[s
     """Write `record` with its `step` into a checkpoint folder (verl: `global_step_<step>/`)."""
     from pathlib import Path
 
-    from evr1_train.atomic import atomic_json
+    from evr1_cache.atomic import atomic_json
 
     atomic_json(Path(checkpoint) / PROTOCOL_FILE, {**record, "step": int(step)})

@@ -210,7 +210,7 @@ def save_tiny_vlm(out_dir: str | os.PathLike[str], spec: TinyVLMSpec, extra_corp
                 "another output directory"
             )
         return out
-    from evr1_train.atomic import atomic_folder
+    from evr1_cache.atomic import atomic_folder
 
     model, processor = build_tiny_vlm(spec, extra_corpus)
     with atomic_folder(out) as tmp:  # replaces an incomplete folder from a killed build

@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.atomic import atomic_bytes, atomic_text
+
 logger = logging.getLogger(__name__)
 
 SCHEMA = "evr1.rollouts/1"
@@ -209,13 +211,7 @@ class RolloutDumpWriter:
                             cfg.max_bytes, step, self.folder,
                         )  # fmt: skip
                     return None
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
+            atomic_bytes(final, data)
             self.manifest.steps[str(step)] = {"bytes": len(data), "groups": len(groups)}
             self._write_manifest()
         return final
@@ -241,11 +237,7 @@ class RolloutDumpWriter:
             return _Manifest()
 
     def _write_manifest(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / "manifest.json"
-        tmp = path.with_name(f".manifest.json.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(self.manifest), indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_text(self.folder / "manifest.json", json.dumps(asdict(self.manifest), indent=1, sort_keys=True))
 
 
 # -- building records ------------------------------------------------------------------------------------------------
