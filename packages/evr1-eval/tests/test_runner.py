@@ -364,7 +364,7 @@ def test_backend_registry_refuses_duplicates_and_suggests_names() -> None:
     from evr1_eval.backends import backend_names, register
 
     assert {"vllm", "hf", "openai", "fake"} <= set(backend_names())
-    with pytest.raises(KeyError, match="Did you mean vllm"):
+    with pytest.raises(KeyError, match="did you mean 'vllm'"):
         create_backend("vlm", BackendConfig(model="m"))
     with pytest.raises(ValueError, match="already registered"):
         register("fake")(FakeBackend)

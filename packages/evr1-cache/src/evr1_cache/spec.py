@@ -11,7 +11,6 @@ implementation cached pixels equal bit for bit); the pixel code itself lives in 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import itertools
 import json
@@ -20,6 +19,8 @@ import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Protocol, TypeVar
+
+from evr1_cache.registry import did_you_mean, register_unique, unknown_name
 
 __all__ = [
     "FRAME_FACTOR",
@@ -110,8 +111,8 @@ def _from_mapping(cls: type[Any], data: Mapping[str, Any]) -> Any:
     known = [f.name for f in dataclasses.fields(cls)]
     for key in data:
         if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(key, known, n=1)
+            hint = f" ({hint})" if hint else ""
             raise ValueError(f"{cls.__name__} has no setting {key!r}{hint}; known: {', '.join(known)}")
     return cls(**data)
 
@@ -156,19 +157,14 @@ RESIZE_RULES: dict[str, ResizeRule] = {}
 
 def register_resize_rule(rule: ResizeRule) -> ResizeRule:
     """Add `rule` to `RESIZE_RULES`; a second rule under a taken name is refused (bump `version` instead)."""
-    if rule.name in RESIZE_RULES:
-        raise ValueError(f"resize rule {rule.name!r} is already registered ({RESIZE_RULES[rule.name].id})")
-    RESIZE_RULES[rule.name] = rule
-    return rule
+    return register_unique(RESIZE_RULES, rule.name, rule, "resize rule")
 
 
 def get_resize_rule(name: object) -> ResizeRule:
     """The registered rule `name`; an unknown name (or not a string) is a ValueError naming the closest known ones."""
     rule = RESIZE_RULES.get(name) if isinstance(name, str) else None
     if rule is None:
-        close = difflib.get_close_matches(str(name), list(RESIZE_RULES), n=2)
-        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-        raise ValueError(f"unknown resize rule {name!r}{hint}; known: {', '.join(sorted(RESIZE_RULES))}")
+        raise ValueError(unknown_name("resize rule", name, RESIZE_RULES))
     return rule
 
 

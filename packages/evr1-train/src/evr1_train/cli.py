@@ -12,7 +12,6 @@ Names (stable): main(argv=None) -> int, run(cfg, overrides=()), register_command
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -81,9 +80,9 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> Any:
         return run_local(cfg, overrides=overrides)
     if name == "verl":
         return run_verl(cfg)
-    close = difflib.get_close_matches(name, ENGINES, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"unknown engine.name {name!r}{hint} (known: {', '.join(ENGINES)})")
+    from evr1_cache.registry import unknown_name
+
+    raise ValueError(unknown_name("engine.name", name, ENGINES))
 
 
 def run_verl(cfg: Any) -> None:
@@ -249,7 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] in COMMANDS:
         return int(COMMANDS[args[0]].load()(args[1:]) or 0)
     if args and args[0] not in ("-", "--") and not args[0].startswith(("-", "+", "~")) and "=" not in args[0]:
-        close = difflib.get_close_matches(args[0], list(COMMANDS), n=1)
+        from evr1_cache.registry import close_names
+
+        close = close_names(args[0], COMMANDS, n=1)
         hint = f"did you mean `evr1-train {close[0]}`? " if close else ""
         print(
             f"evr1-train: {args[0]!r} is neither a command nor a KEY=VALUE override; {hint}"

@@ -7,10 +7,9 @@ the probe, so an index always means the same frame whichever backend produced it
 
 from __future__ import annotations
 
-import difflib
-
 from evr1_cache.decoders import ffmpeg_cli, pyav  # noqa: F401  (each import registers one backend)
 from evr1_cache.decoders.base import DECODERS, Decoder, FrameSink, register, rotate
+from evr1_cache.registry import unknown_name
 
 __all__ = ["AUTO_ORDER", "DECODERS", "Decoder", "FrameSink", "get_decoder", "register", "rotate"]
 
@@ -28,9 +27,7 @@ def get_decoder(name: str = "auto") -> Decoder:
                 return dec
         raise RuntimeError("no video decoder available: install PyAV (`pip install av`) or the ffmpeg CLI")
     if name not in DECODERS:
-        close = difflib.get_close_matches(name, list(DECODERS), n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise KeyError(f"unknown decoder {name!r}{hint} (known: auto, {', '.join(sorted(DECODERS))})")
+        raise KeyError(unknown_name("decoder", name, ["auto", *DECODERS]))
     dec = DECODERS[name]()
     if not dec.available():
         raise RuntimeError(f"decoder {name!r} is not available on this machine ({dec.version()})")

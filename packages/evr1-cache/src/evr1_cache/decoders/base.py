@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from evr1_cache.registry import registering
+from evr1_cache.registry import register_unique
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,7 +45,12 @@ _D = TypeVar("_D", bound=Callable[[], Decoder])
 
 def register(name: str) -> Callable[[_D], _D]:
     """Class decorator adding a decoder factory under `name`; refuses duplicates."""
-    return registering(DECODERS, name, "decoder")  # type: ignore[return-value]  # _D is a Callable[[], Decoder]
+
+    def deco(factory: _D) -> _D:
+        register_unique(DECODERS, name, factory, "decoder")
+        return factory
+
+    return deco
 
 
 def rotate(frame: np.ndarray, rotation: int) -> np.ndarray:
