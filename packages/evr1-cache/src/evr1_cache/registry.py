@@ -52,7 +52,7 @@ def lookup(
     cutoff: float = 0.6,
 ) -> _V:
     """`table[name]` (or the entry an alias points to); an unknown name raises `KeyError(unknown_name(...))`."""
-    key = name.strip() if isinstance(name, str) else name
+    key = name.strip()
     if aliases:
         key = aliases.get(key, key)
     if key in table:

@@ -47,7 +47,8 @@ def register(name: str) -> Callable[[_D], _D]:
     """Class decorator adding a decoder factory under `name`; refuses duplicates."""
 
     def deco(factory: _D) -> _D:
-        register_unique(DECODERS, name, factory, "decoder")
+        entry: Callable[[], Decoder] = factory  # (the table holds factories; the class keeps its own type)
+        register_unique(DECODERS, name, entry, "decoder")
         return factory
 
     return deco

@@ -18,7 +18,8 @@ def register(name: str) -> Callable[[F], F]:
     """Register a backend factory (usually the class) under `name`; a second registration of a name is a bug."""
 
     def deco(factory: F) -> F:
-        register_unique(_BACKENDS, name, factory, "backend")
+        entry: Factory = factory  # (the table holds factories; `factory` keeps its own type for the caller)
+        register_unique(_BACKENDS, name, entry, "backend")
         return factory
 
     return deco
