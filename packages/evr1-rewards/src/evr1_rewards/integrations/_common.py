@@ -93,7 +93,7 @@ def merge_extras(*sources: object) -> dict[str, object]:
 def weights_from(kw: Mapping[str, object]) -> tuple[float, float]:
     w = kw.get("weights")
     if isinstance(w, Mapping):
-        acc = float(w.get("accuracy", 1.0 - float(w.get("format", 0.1))))  # type: ignore[arg-type]
-        return acc, float(w.get("format", 1.0 - acc))  # type: ignore[arg-type]
+        acc = float(w.get("accuracy", 1.0 - float(w.get("format", 0.1))))
+        return acc, float(w.get("format", 1.0 - acc))
     acc = float(kw.get("accuracy_weight", 0.9))  # type: ignore[arg-type]
     return acc, float(kw.get("format_weight", 1.0 - acc))  # type: ignore[arg-type]

@@ -49,7 +49,7 @@ def _limit(resource: object, name: str, soft: int, hard: int) -> None:
         pass  # a limit the platform does not support: the others (and the kernel boundary) still apply
 
 
-def _set_limits(lim: dict, cpu: bool = True) -> None:  # type: ignore[type-arg]
+def _set_limits(lim: dict, cpu: bool = True) -> None:
     import resource
 
     if cpu:

@@ -174,7 +174,7 @@ def _truthy(v: object) -> bool:
     return bool(v)
 
 
-class _Pairs(list):  # type: ignore[type-arg]
+class _Pairs(list):
     """A comprehension's (op, left, right) records; `all()`/`any()` over them compares each pair here."""
 
     def results(self) -> list[bool]:
