@@ -210,10 +210,11 @@ class _Settings:
     """What both specs share: canonical dict, strict inverse and a stable key (`kind` keeps the two apart)."""
 
     _kind: ClassVar[str]
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # (every subclass is a dataclass)
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical settings (defaults resolved), as stored next to a cache."""
-        result: dict[str, Any] = dataclasses.asdict(self)  # type: ignore[call-overload]
+        result = dataclasses.asdict(self)
         if result.get("family") is None:  # specs without a model family keep the keys they always had
             result.pop("family", None)
         return result

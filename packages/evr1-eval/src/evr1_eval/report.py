@@ -176,8 +176,10 @@ def delta_knowledge(runs: Sequence[RunReport]) -> dict[str, Any] | None:
     values: dict[str, float | None] = {}
     for name, run in after:
         acc = run.summaries[DELTA_BENCH].metrics.get(DELTA_TRACK)
-        ok = before is not None and acc is not None and before < 100.0
-        values[name] = (acc - before) / (100.0 - before) * 100.0 if ok else None  # type: ignore[operator]
+        if before is None or acc is None or before >= 100.0:
+            values[name] = None
+        else:
+            values[name] = (acc - before) / (100.0 - before) * 100.0
     notes = [f"{len(baselines)} --without-video runs: {base_name} is the baseline"] if len(baselines) > 1 else []
     return {"baseline": base_name, "before": before, "runs": values, "notes": notes}
 
