@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evr1_eval.types import PROTOCOLS, ProtocolName
+
 ANNOTATION_SUFFIXES = (".json", ".jsonl")
 
 
@@ -183,6 +185,14 @@ class RunSettings:
         return lines
 
 
+def _protocol_name(protocol: str) -> ProtocolName:
+    """`protocol` as one of `PROTOCOLS` (an unknown name is refused by name)."""
+    for name in PROTOCOLS:
+        if protocol == name:
+            return name
+    raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+
+
 def resolve_settings(
     *,
     protocol: str | None = "official",
@@ -224,7 +234,7 @@ def resolve_settings(
     if system is None and protocol == "evr1":
         system = evr1.system_prompt
     return RunSettings(
-        protocol=ProtocolSettings(protocol=protocol, prompt_variant=variant, evr1=evr1),  # type: ignore[arg-type]
+        protocol=ProtocolSettings(protocol=_protocol_name(protocol), prompt_variant=variant, evr1=evr1),
         preset=chosen,
         response_filter=response_filter or (chosen.response_filter if chosen else "none"),
         system_prompt=system,

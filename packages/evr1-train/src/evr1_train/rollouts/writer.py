@@ -34,9 +34,12 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evr1_cache.atomic import atomic_bytes, atomic_text
+
+if TYPE_CHECKING:
+    from evr1_train.data import DataOptions
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +156,8 @@ class RolloutDumpWriter:
         self.manifest.video_spec = dict(video_spec) if video_spec else None
         self.manifest.image_spec = dict(image_spec) if image_spec else None
         self.manifest.config = asdict(config)
+        #: The data options the rows of this run are served with (set by the verl hook, which rebuilds prompts).
+        self.opts: DataOptions | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def start(self, first_step: int) -> list[int]:
