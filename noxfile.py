@@ -100,7 +100,9 @@ def integration(session: nox.Session) -> None:
         "sys.exit(f'the integration venv must stay light, it holds {bad}') if bad else None",
     )  # fmt: skip
     # tests/browser/ needs a browser and Playwright: the `viewer_browser` session runs it
-    session.run("pytest", str(ROOT / "tests"), "--ignore", str(ROOT / "tests" / "browser"), *session.posargs)
+    # tests/test_import_cycles.py needs import-linter's graph library: `nox -s imports` runs it
+    ignore = ["--ignore", str(ROOT / "tests" / "browser"), "--ignore", str(ROOT / "tests" / "test_import_cycles.py")]
+    session.run("pytest", str(ROOT / "tests"), *ignore, *session.posargs)
 
 
 # -- the viewer in a real browser -----------------------------------------------------------------------
@@ -182,10 +184,16 @@ print(f"import {module}: light ({len(loaded)} top-level modules loaded: {sorted(
 
 @nox.session(python=HOST)
 def imports(session: nox.Session) -> None:
-    """Import-direction contracts (import-linter, root pyproject) + what importing each light package loads."""
+    """Import-direction contracts (import-linter, root pyproject), no import cycle anywhere (testenv/import_cycles.py),
+    and what importing each light package loads."""
     install(session, "evr1-eval", "", "import-linter>=2.1")
     session.install("--no-deps", str(member("evr1-train")))  # analysed statically only: its deps are not installed
     session.run("lint-imports")
+    # every import cycle (lazy imports included), and the test that proves the check fails on a planted one
+    session.run(
+        "python", str(ROOT / "testenv" / "import_cycles.py"), "evr1_cache", "evr1_rewards", "evr1_eval", "evr1_train"
+    )
+    session.run("pytest", str(ROOT / "tests" / "test_import_cycles.py"), "-q")
     probe = Path(session.create_tmp(), "import_probe.py")
     probe.write_text(_IMPORT_PROBE)
     heavy = ("torch", "vllm", "verl", "transformers", "ray")
@@ -285,7 +293,7 @@ def wheels(session: nox.Session) -> None:
 
 # -- evr1-eval's official protocols against lmms-eval's real task code ---------------------------------------------------
 
-#: The released lmms-eval whose task functions the official protocols reproduce (evr1_eval/benchmarks/references.py).
+#: The released lmms-eval whose task functions the official protocols reproduce (evr1_eval/api/references.py).
 LMMS_EVAL = "lmms-eval==0.7.3"
 #: What lmms-eval's task files use at import and in their scoring functions. Its own dependency tree (torch,
 #: transformers, datasets, decord, ...) serves its engines and task registry, which the tests stub instead.

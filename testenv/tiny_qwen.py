@@ -1,4 +1,8 @@
-"""Test env only: build tiny, randomly initialised Qwen2.5-VL / Qwen3-VL checkpoints (with tokenizer and processor).
+"""Test env only: tiny, randomly initialised Qwen2.5-VL / Qwen3-VL checkpoints (with tokenizer and processor).
+
+The model itself comes from evr1-train's quickstart builder (`evr1_train.quickstart.model.tiny_vlm_model`, the one
+tiny Qwen-VL builder), sized here for vLLM on CPU; this file adds the test tokenizer and processors (and the config
+helpers the other families in tiny_vlm.py share).
 
 No weights can be downloaded in CI, yet the evaluator must be tested against the real vLLM / transformers code paths of
 these two architectures. A 2-layer model with a 2-block vision tower builds in about a second and is ~1 MB on disk.
@@ -77,28 +81,6 @@ def _token_ids(tok) -> dict[str, int]:
     return {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
 
 
-def _text_config(tok, head_dim: int, mrope: list[int], rope_theta: float, interleaved: bool) -> dict:
-    ids = _token_ids(tok)
-    rope = {"rope_type": "default", "rope_theta": rope_theta, "mrope_section": mrope}
-    if interleaved:
-        rope["mrope_interleaved"] = True
-    return {
-        "vocab_size": len(tok),
-        "hidden_size": 2 * head_dim,
-        "intermediate_size": 128,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 1,
-        "head_dim": head_dim,
-        "max_position_embeddings": 4096,
-        "rope_parameters": rope,
-        "tie_word_embeddings": True,
-        "bos_token_id": ids["<|endoftext|>"],
-        "eos_token_id": ids["<|im_end|>"],
-        "pad_token_id": ids["<|endoftext|>"],
-    }
-
-
 def _vl_config(config_cls, tok, text: dict, vision: dict):
     """A Qwen-VL config over the tiny text/vision towers, with the tokenizer's vision token ids."""
     ids = _token_ids(tok)
@@ -136,19 +118,25 @@ def _save(model, processor, out: Path) -> None:
     model.generation_config.save_pretrained(out)
 
 
-def build_qwen2_5_vl(out: Path, tok, head_dim: int) -> None:
-    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+def tiny_spec(kind: str, head_dim: int) -> Any:
+    """The quickstart's `TinyVLMSpec` (evr1-train's one tiny Qwen-VL builder) at the size vLLM on CPU runs: 2 heads of
+    `head_dim` in the language model and in the vision tower, bf16 weights, the wider `INIT_STD`."""
+    from evr1_train.quickstart.model import TinyVLMSpec
 
-    half = head_dim // 2
-    mrope = [half // 4, (half - half // 4) // 2, half - half // 4 - (half - half // 4) // 2]
-    text = _text_config(tok, head_dim, mrope, 1_000_000.0, interleaved=False)
-    text["rope_parameters"]["type"] = "mrope"
-    vision = _vision_config(head_dim, 14, window_size=56, fullatt_block_indexes=[1])
-    cfg = _vl_config(Qwen2_5_VLConfig, tok, text, vision)
-    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
-        setattr(cfg, key, text[key])
-    model = _random_model(Qwen2_5_VLForConditionalGeneration, cfg)
-    _save(model, qwen2_5_processor(tok), out)
+    return TinyVLMSpec(
+        arch=kind, hidden_size=2 * head_dim, intermediate_size=128, num_heads=2, num_kv_heads=1,
+        vision_num_heads=2, init_std=INIT_STD, dtype="bfloat16",
+    )  # fmt: skip
+
+
+def _build_qwen(out: Path, tok, head_dim: int, kind: str, processor) -> None:
+    from evr1_train.quickstart.model import tiny_vlm_model
+
+    _save(tiny_vlm_model(tiny_spec(kind, head_dim), tok), processor, out)
+
+
+def build_qwen2_5_vl(out: Path, tok, head_dim: int) -> None:
+    _build_qwen(out, tok, head_dim, "qwen2_5_vl", qwen2_5_processor(tok))
 
 
 def qwen2_5_processor(tok):
@@ -182,15 +170,7 @@ def _vision_config(head_dim: int, patch_size: int, **family: Any) -> dict[str, A
 
 
 def build_qwen3_vl(out: Path, tok, head_dim: int) -> None:
-    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
-
-    half = head_dim // 2
-    mrope = [half - 2 * (half * 3 // 8), half * 3 // 8, half * 3 // 8]
-    text = _text_config(tok, head_dim, mrope, 5_000_000.0, interleaved=True)
-    vision = _vision_config(head_dim, 16, num_position_embeddings=64, deepstack_visual_indexes=[0])
-    cfg = _vl_config(Qwen3VLConfig, tok, text, vision)
-    model = _random_model(Qwen3VLForConditionalGeneration, cfg)
-    _save(model, qwen3_processor(tok), out)
+    _build_qwen(out, tok, head_dim, "qwen3_vl", qwen3_processor(tok))
 
 
 def qwen3_processor(tok):

@@ -152,7 +152,8 @@ def test_a_stale_cache_reference_is_never_served(
 def test_data_options_name_the_spec_the_cache_cli_builds(video: dict[str, Any]) -> None:
     """`data.evr1.video` takes the same settings as `evr1-cache build`'s flags, with the same meaning (the trainer's
     defaults fill only what is not given), so the trainer looks up the entries the CLI wrote."""
-    from evr1_cache.cli import parser, specs_from_args
+    from evr1_cache.cli import parser
+    from evr1_cache.spec_args import specs_from_args
 
     defaults = {"fps": 2.0, "max_frames": 64, "min_pixels": 128 * 28 * 28, "max_pixels": 768 * 28 * 28}
     given = {**{k: v for k, v in defaults.items() if not (k == "fps" and "nframes" in video)}, **video}

@@ -313,7 +313,7 @@ def test_memory_shapes_from_configs(tmp_path: Path) -> None:
     est = activation_memory(shape, 100, vision_tokens=10)
     assert est.vision > 0
     assert est.total == est.layers + est.final + est.logprobs + est.vision
-    with pytest.raises(KeyError, match="did you mean qwen2_5_vl_7b"):
+    with pytest.raises(KeyError, match="did you mean 'qwen2_5_vl_7b'"):
         ModelShape.preset("qwen2_5_vl_7")
     with pytest.raises(ValueError, match="divide"):
         activation_memory(shape, 100, sp=3)

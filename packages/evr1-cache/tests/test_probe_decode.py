@@ -248,7 +248,7 @@ def test_decoder_mismatch_triggers_exact_reprobe(clip: Path, spec: SamplingSpec)
 def test_registry_refuses_duplicates_and_suggests_names() -> None:
     with pytest.raises(ValueError, match="already registered"):
         register("pyav")(lambda: None)  # type: ignore[arg-type,return-value]
-    with pytest.raises(KeyError, match="did you mean pyav"):
+    with pytest.raises(KeyError, match="did you mean 'pyav'"):
         get_decoder("pyavv")
     assert {"pyav", "ffmpeg"} <= set(DECODERS)
     assert get_decoder("auto").name == "pyav"

@@ -98,7 +98,7 @@ def test_unknown_benchmark_and_missing_file_are_clear_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["inspect", "videome", "--annotations", str(tmp_path / "x.json")]) == 2
-    assert "Did you mean: videomme" in capsys.readouterr().err
+    assert "did you mean 'videomme'" in capsys.readouterr().err
     assert main(["inspect", "videomme", "--annotations", str(tmp_path / "x.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
 

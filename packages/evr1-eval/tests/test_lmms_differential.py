@@ -35,8 +35,8 @@ pytest.importorskip("lmms_eval", reason="needs lmms-eval 0.7.3 (--no-deps): nox 
 import diff_corpus
 import lmms_reference as lmms
 
+from evr1_eval.api.base import Benchmark
 from evr1_eval.benchmarks import get_benchmark
-from evr1_eval.benchmarks.base import Benchmark
 from evr1_eval.types import Sample, ScoredSample
 
 pytestmark = pytest.mark.lmms_eval
@@ -68,7 +68,7 @@ class _LastChoice:
 
 @pytest.fixture(autouse=True)
 def _deterministic_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
-    import evr1_eval.benchmarks.extractors as ex
+    import evr1_eval.api.extractors as ex
     import evr1_eval.benchmarks.longvideobench as lvb
     import evr1_eval.benchmarks.minerva as mi
 

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-import evr1_eval.benchmarks.extractors as extractors
+import evr1_eval.api.extractors as extractors
+from evr1_eval.api.extractors import (
+    capped,
+    extract_mcq_answer,
+    first_letter_after_prefixes,
+    mmmu_parse_multi_choice,
+    strip_reasoning,
+)
 from evr1_eval.benchmarks import (
     charades_sta,
     longvideobench,
@@ -25,13 +32,6 @@ from evr1_eval.benchmarks import (
     videomme,
     videommmu,
     vsibench,
-)
-from evr1_eval.benchmarks.extractors import (
-    capped,
-    extract_mcq_answer,
-    first_letter_after_prefixes,
-    mmmu_parse_multi_choice,
-    strip_reasoning,
 )
 from evr1_eval.benchmarks.ovobench import rule as ovobench_rule
 from evr1_eval.types import Sample

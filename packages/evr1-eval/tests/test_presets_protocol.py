@@ -50,7 +50,7 @@ def test_the_published_numbers_are_the_presets() -> None:
 def test_registry_refuses_duplicates_and_suggests_names() -> None:
     with pytest.raises(ValueError, match="already registered"):
         register(get_preset("qwen2_5_vl_official"))
-    with pytest.raises(KeyError, match="Did you mean: qwen3_vl_official"):
+    with pytest.raises(KeyError, match="did you mean 'qwen3_vl_official'"):
         get_preset("qwen3_vl_oficial")
     with pytest.raises(ValueError, match="must cite its sources"):
         Preset(name="x", family="x", description="x", sources=())

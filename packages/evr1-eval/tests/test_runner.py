@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from evr1_cache import SamplingSpec
+from evr1_eval.api.base import make_error_row
 from evr1_eval.backends import BackendConfig, EngineDead, GenerationParams, ImageInput, VideoInput, create_backend
 from evr1_eval.backends.fake import FakeBackend
-from evr1_eval.benchmarks.base import make_error_row
 from evr1_eval.results import SettingsMismatch, iter_rows, load_rows, results_path
 from evr1_eval.runner import Job, Media, RunConfig, evaluate, select
 from evr1_eval.types import BenchmarkSummary, Judge, Reference, Sample, ScoredSample
@@ -361,7 +361,7 @@ def test_backend_registry_refuses_duplicates_and_suggests_names() -> None:
     from evr1_eval.backends import backend_names, register
 
     assert {"vllm", "hf", "openai", "fake"} <= set(backend_names())
-    with pytest.raises(KeyError, match="Did you mean vllm"):
+    with pytest.raises(KeyError, match="did you mean 'vllm'"):
         create_backend("vlm", BackendConfig(model="m"))
     with pytest.raises(ValueError, match="already registered"):
         register("fake")(FakeBackend)

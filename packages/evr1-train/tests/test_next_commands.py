@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from evr1_train.atomic import atomic_json, atomic_text
+from evr1_cache.atomic import atomic_json, atomic_text
 from evr1_train.export import command_prefix, evaluation_commands
 
 

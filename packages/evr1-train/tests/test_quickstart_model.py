@@ -65,3 +65,34 @@ def test_spec_validation_and_folder_reuse(tmp_path) -> None:
     assert (folder / "model.safetensors").stat().st_mtime_ns == stamp
     with pytest.raises(ValueError, match="different settings"):
         save_tiny_vlm(tmp_path / "m", TinyVLMSpec(hidden_size=64, intermediate_size=128, seed=1))
+
+
+def test_the_test_environment_sizes_are_settings_of_the_same_builder(tmp_path) -> None:
+    """testenv's vLLM-sized checkpoints come from this builder: bf16 weights, 2 vision heads, another tokenizer."""
+    import torch
+
+    from evr1_train.quickstart.model import tiny_vlm_model
+    from evr1_train.quickstart.tokenizer import QWEN3_VL_CHAT_TEMPLATE, train_tiny_tokenizer
+
+    spec = TinyVLMSpec(
+        arch="qwen3_vl", hidden_size=64, num_heads=2, num_kv_heads=1, vision_num_heads=2, dtype="bfloat16"
+    )
+    tok = train_tiny_tokenizer([], vocab_size=400, chat_template=QWEN3_VL_CHAT_TEMPLATE)
+    model = tiny_vlm_model(spec, tok)
+    assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+    assert model.config.vision_config.num_heads == 2
+    assert model.config.text_config.head_dim == 32
+    assert model.config.video_token_id == tok.convert_tokens_to_ids("<|video_pad|>")
+    with pytest.raises(ValueError, match="dtype must be 'float32' or 'bfloat16'"):
+        TinyVLMSpec(dtype="float16")
+
+
+def test_a_folder_from_before_the_new_settings_is_still_reused(tmp_path) -> None:
+    spec = TinyVLMSpec(hidden_size=64, intermediate_size=128)
+    folder = save_tiny_vlm(tmp_path / "m", spec)
+    marker = folder / "evr1_tiny_vlm.json"
+    old = {k: v for k, v in json.loads(marker.read_text()).items() if k not in ("vision_num_heads", "dtype")}
+    marker.write_text(json.dumps(old))
+    assert save_tiny_vlm(tmp_path / "m", spec) == folder  # the defaults of the new settings are what it was built with
+    with pytest.raises(ValueError, match="different settings"):
+        save_tiny_vlm(tmp_path / "m", TinyVLMSpec(hidden_size=64, intermediate_size=128, dtype="bfloat16"))

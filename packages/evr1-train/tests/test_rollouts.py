@@ -258,7 +258,7 @@ def test_verl_fields_become_one_record_per_group(tmp_path: Path, make_opts: Any)
     }
     opts = make_opts()
     w = RolloutDumpWriter(tmp_path, DumpConfig(enable=True), engine="verl", cache_dir=opts.cache_dir)
-    w.opts = opts  # type: ignore[attr-defined]
+    w.opts = opts
     groups = verl_groups(data, Tok(), w)
     assert [g["row_id"] for g in groups] == ["p0", "p1"]
     assert groups[0]["task"] == "color"

@@ -28,7 +28,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from evr1_cache.prompt_record import PromptRecord, PromptRecordError
+# The model families (standard library only) install their lookup into the spec, so a `SamplingSpec(family=...)`
+# resolves whichever evr1_cache module is imported first (Python runs this `__init__` before any submodule).
+import evr1_cache.families  # noqa: F401
 from evr1_cache.spec import (
     IMAGE_RESIZE,
     RESIZE_RULES,
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
     from evr1_cache.mrope import reference_rope_index, use_reference_mrope
     from evr1_cache.paths import ALLOW_OUTSIDE_FLAG, MediaPathError, MediaPaths, add_media_path_args
     from evr1_cache.probing import VideoInfo, probe
+    from evr1_cache.prompt_record import PromptRecord, PromptRecordError
     from evr1_cache.reader import CacheReader
     from evr1_cache.resampling import ResizeStream, register_resampler, resample
     from evr1_cache.train_settings import (
@@ -85,6 +88,8 @@ if TYPE_CHECKING:
     from evr1_cache.verify import VerifyReport, verify_cache
 
 _LAZY = {
+    "PromptRecord": "evr1_cache.prompt_record",
+    "PromptRecordError": "evr1_cache.prompt_record",
     "BuildReport": "evr1_cache.build",
     "EntryJob": "evr1_cache.build",
     "EntryResult": "evr1_cache.build",

@@ -11,6 +11,7 @@ from typing import Any
 
 from evr1_cache.paths import add_media_path_args
 from evr1_cache.plan.cli import PLAN_EXAMPLES, add_plan_args
+from evr1_cache.spec_args import add_spec_args, specs_from_args
 
 EXAMPLES = """examples:
   evr1-cache build data/train.jsonl --out cache/ --fps 2 --max-frames 64 --max-pixels 200704 --workers 2
@@ -20,51 +21,6 @@ EXAMPLES = """examples:
   evr1-cache verify cache/ --delete
   evr1-cache plan data/train.jsonl --model ckpt/ --max-prompt-length 16384 --micro-batch 1 --sp 4
 """
-
-
-def _spec_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("video sampling (SamplingSpec; unset = the spec's defaults)")
-    g.add_argument("--fps", type=float, help="target frames per second (Qwen default 2.0)")
-    g.add_argument("--nframes", type=int, help="fixed number of frames instead of --fps")
-    g.add_argument("--min-frames", type=int)
-    g.add_argument("--max-frames", type=int)
-    g.add_argument("--min-pixels", type=int, help="per-frame lower pixel bound")
-    g.add_argument("--max-pixels", type=int, help="per-frame upper pixel bound")
-    g.add_argument("--total-pixels", type=int, help="pixel budget over all frames")
-    g.add_argument("--size-factor", type=int, help="28 for Qwen2/2.5-VL, 32 for Qwen3-VL")
-    g.add_argument(
-        "--family", help="model family whose own frame rule and budget apply (evr1_cache.families: glm4v, internvl)"
-    )
-    g.add_argument(
-        "--timeline",
-        choices=("reference", "presentation"),
-        help="variable-rate videos: the i-th frame as fetch_video takes it (reference, default) or the frame shown at "
-        "the labelled instant (presentation: for answers in real seconds, e.g. temporal grounding); docs/spec.md",
-    )
-    g2 = p.add_argument_group("images (ImageSpec, independent of the video budget)")
-    g2.add_argument("--image-min-pixels", type=int)
-    g2.add_argument("--image-max-pixels", type=int)
-
-
-def specs_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
-    from evr1_cache.spec import ImageSpec, SamplingSpec
-
-    names: tuple[str, ...] = ("fps", "nframes", "min_frames", "max_frames", "min_pixels", "max_pixels", "total_pixels")
-    names = (*names, "size_factor", "family", "timeline")
-    kw = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
-    if args.nframes is not None and args.fps is None:
-        kw["fps"] = None
-    spec = SamplingSpec(**kw)
-    ikw: dict[str, Any] = {}
-    if args.image_min_pixels is not None:
-        ikw["min_pixels"] = args.image_min_pixels
-    if args.image_max_pixels is not None:
-        ikw["max_pixels"] = args.image_max_pixels
-    if args.size_factor is not None:
-        ikw["size_factor"] = args.size_factor
-    if args.family is not None:
-        ikw["family"] = args.family
-    return spec, ImageSpec(**ikw)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -93,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--rank", type=int, default=0, help="this shard (e.g. $SLURM_ARRAY_TASK_ID)")
     b.add_argument("--world-size", type=int, default=1, help="number of shards; no coordination needed")
     b.add_argument("--no-progress", action="store_true")
-    _spec_args(b)
+    add_spec_args(b)
     add_plan_args(b, in_build=True)
 
     pl = sub.add_parser(
@@ -105,7 +61,7 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("data", help="dataset file (.json, .jsonl, .parquet): raw rows or the dataset `build` wrote")
     pl.add_argument("--media-root", help="base for relative media paths (default: the data file's folder)")
     add_media_path_args(pl)
-    _spec_args(pl)
+    add_spec_args(pl)
     add_plan_args(pl)
 
     pr = sub.add_parser("probe", help="measure a video (true frame count, fps, duration, size, rotation)")

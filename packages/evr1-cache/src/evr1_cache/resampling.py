@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
     import numpy as np
+    from threadpoolctl import ThreadpoolController
 
 #: uint8 frames: one `[T, H, W, 3]` array, or a sequence of `[H, W, 3]` arrays (as decoders hand them over).
 Frames = Union["np.ndarray", Sequence["np.ndarray"]]
@@ -424,7 +425,7 @@ def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int)
 
 
 @functools.lru_cache(maxsize=1)
-def _blas_controller() -> object:
+def _blas_controller() -> ThreadpoolController:
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()  # finds the loaded BLAS libraries once (a scan of the process's libraries)
@@ -432,7 +433,8 @@ def _blas_controller() -> object:
 
 def _single_threaded_blas() -> contextlib.AbstractContextManager[object]:
     """BLAS limited to one thread (see `_chunked` for why) from now until the result's `__exit__` (a `with` block)."""
-    return _blas_controller().limit(limits=1, user_api="blas")  # type: ignore[attr-defined, no-any-return]
+    limiter: contextlib.AbstractContextManager[object] = _blas_controller().limit(limits=1, user_api="blas")
+    return limiter
 
 
 class ResizeStream:

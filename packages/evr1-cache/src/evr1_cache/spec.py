@@ -11,18 +11,16 @@ implementation cached pixels equal bit for bit); the pixel code itself lives in 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import itertools
 import json
 import math
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+from typing import Any, ClassVar, Final, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from evr1_cache.families.base import ModelFamily
+from evr1_cache.registry import did_you_mean, register_unique, unknown_name
 
 __all__ = [
     "FRAME_FACTOR",
@@ -32,11 +30,13 @@ __all__ = [
     "SPEC_VERSION",
     "TIMELINES",
     "VIDEO_RESIZE",
+    "FamilyRules",
     "ImageSpec",
     "ResizeRule",
     "SamplingSpec",
     "VideoMeta",
     "get_resize_rule",
+    "install_family_lookup",
     "qwen_frame_indices",
     "qwen_resized_hw",
     "qwen_resized_image_hw",
@@ -117,8 +117,8 @@ def _from_mapping(cls: type[Any], data: Mapping[str, Any]) -> Any:
     known = [f.name for f in dataclasses.fields(cls)]
     for key in data:
         if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(key, known, n=1)
+            hint = f" ({hint})" if hint else ""
             raise ValueError(f"{cls.__name__} has no setting {key!r}{hint}; known: {', '.join(known)}")
     return cls(**data)
 
@@ -163,19 +163,14 @@ RESIZE_RULES: dict[str, ResizeRule] = {}
 
 def register_resize_rule(rule: ResizeRule) -> ResizeRule:
     """Add `rule` to `RESIZE_RULES`; a second rule under a taken name is refused (bump `version` instead)."""
-    if rule.name in RESIZE_RULES:
-        raise ValueError(f"resize rule {rule.name!r} is already registered ({RESIZE_RULES[rule.name].id})")
-    RESIZE_RULES[rule.name] = rule
-    return rule
+    return register_unique(RESIZE_RULES, rule.name, rule, "resize rule")
 
 
 def get_resize_rule(name: object) -> ResizeRule:
     """The registered rule `name`; an unknown name (or not a string) is a ValueError naming the closest known ones."""
     rule = RESIZE_RULES.get(name) if isinstance(name, str) else None
     if rule is None:
-        close = difflib.get_close_matches(str(name), list(RESIZE_RULES), n=2)
-        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-        raise ValueError(f"unknown resize rule {name!r}{hint}; known: {', '.join(sorted(RESIZE_RULES))}")
+        raise ValueError(unknown_name("resize rule", name, RESIZE_RULES))
     return rule
 
 
@@ -221,10 +216,11 @@ class _Settings:
     """What both specs share: canonical dict, strict inverse and a stable key (`kind` keeps the two apart)."""
 
     _kind: ClassVar[str]
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # (every subclass is a dataclass)
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical settings (defaults resolved), as stored next to a cache."""
-        result: dict[str, Any] = dataclasses.asdict(self)  # type: ignore[call-overload]
+        result = dataclasses.asdict(self)
         if result.get("family") is None:  # specs without a model family keep the keys they always had
             result.pop("family", None)
         if result.get("timeline") == TIMELINES[0]:  # ... and so do specs on the reference timeline
@@ -317,11 +313,7 @@ class SamplingSpec(_Settings):
             _family(self.family).check_spec(self)
         get_resize_rule(self.resize)
         if self.timeline not in TIMELINES:
-            close = difflib.get_close_matches(str(self.timeline), TIMELINES, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ValueError(
-                f"{owner}.timeline {self.timeline!r} is not a timeline; {hint}known: {', '.join(TIMELINES)}"
-            )
+            raise ValueError(f"{owner}.timeline: " + unknown_name("timeline", self.timeline, TIMELINES))
 
 
 @dataclass(frozen=True)
@@ -486,11 +478,40 @@ def qwen_resized_image_hw(height: int, width: int, image_spec: ImageSpec) -> tup
     return _smart_resize(height, width, image_spec.size_factor, image_spec.min_pixels, image_spec.max_pixels)
 
 
-def _family(name: str) -> ModelFamily:
-    """The registered model family `name` (imported lazily: the spec itself stays one stdlib module)."""
-    from evr1_cache.families import get_family
+class FamilyRules(Protocol):
+    """What the spec asks of a model family (`evr1_cache.families.ModelFamily` is one): its factors, budget, checks
+    and frame/size rules. The spec never imports its plugins: the families install their lookup here."""
 
-    return get_family(name)
+    @property
+    def spec_rule(self) -> bool: ...
+
+    def check_size_factor(self, owner: str, value: object) -> int: ...
+
+    def default_pixels(self, kind: str, factor: int) -> tuple[int, int]: ...
+
+    def check_spec(self, spec: SamplingSpec | ImageSpec) -> None: ...
+
+    def sample_frame_indices(self, total_num_frames: int, native_fps: float, spec: SamplingSpec) -> tuple[int, ...]: ...
+
+    def resized_hw(self, height: int, width: int, nframes: int, spec: SamplingSpec) -> tuple[int, int]: ...
+
+    def resized_image_hw(self, height: int, width: int, spec: ImageSpec) -> tuple[int, int]: ...
+
+
+_family_lookup: list[Callable[[str], FamilyRules]] = []
+
+
+def install_family_lookup(lookup: Callable[[str], FamilyRules]) -> None:
+    """Let specs with `family=NAME` find that family: `evr1_cache.families` installs its registry's lookup on import
+    (and `evr1_cache` imports it first), so the contract depends on no plugin while its plugins depend on it."""
+    _family_lookup[:] = [lookup]
+
+
+def _family(name: str) -> FamilyRules:
+    """The model family `name`, through the lookup `evr1_cache.families` installed."""
+    if not _family_lookup:
+        raise RuntimeError(f"model family {name!r}: no family lookup is installed; import evr1_cache.families first")
+    return _family_lookup[0](name)
 
 
 # -- metadata -------------------------------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evr1_cache import ImageSpec, SamplingSpec
 
+from evr1_eval.types import PROTOCOLS, ProtocolName
+
 ANNOTATION_SUFFIXES = (".json", ".jsonl")
 
 
@@ -41,7 +43,7 @@ def find_annotations(annotations_dir: Path, names: Sequence[str]) -> Path:
 
 def file_digest(path: Path) -> str:
     """sha256 of an annotation file, or of a folder's annotation files (names and contents, in name order)."""
-    from evr1_eval.benchmarks.loading import annotation_files
+    from evr1_eval.api.loading import annotation_files
 
     h = hashlib.sha256()
     files = annotation_files(path)
@@ -194,6 +196,14 @@ class RunSettings:
         return lines
 
 
+def _protocol_name(protocol: str) -> ProtocolName:
+    """`protocol` as one of `PROTOCOLS` (an unknown name is refused by name)."""
+    for name in PROTOCOLS:
+        if protocol == name:
+            return name
+    raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+
+
 def resolve_settings(
     *,
     protocol: str | None = "official",
@@ -235,7 +245,7 @@ def resolve_settings(
     if system is None and protocol == "evr1":
         system = evr1.system_prompt
     return RunSettings(
-        protocol=ProtocolSettings(protocol=protocol, prompt_variant=variant, evr1=evr1),  # type: ignore[arg-type]
+        protocol=ProtocolSettings(protocol=_protocol_name(protocol), prompt_variant=variant, evr1=evr1),
         preset=chosen,
         response_filter=response_filter or (chosen.response_filter if chosen else "none"),
         system_prompt=system,

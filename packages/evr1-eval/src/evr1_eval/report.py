@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evr1_cache.atomic import atomic_bytes, atomic_path, atomic_text
 from evr1_eval.types import BenchmarkSummary
 from evr1_eval.verify import Annotations, Verification, verify_benchmark
 
 if TYPE_CHECKING:
-    from evr1_eval.benchmarks.base import Benchmark
+    from evr1_eval.api.base import Benchmark
     from evr1_eval.results import Sources
 
 #: Problems listed per benchmark in report.md (all of them are printed and in summary.json).
@@ -274,8 +275,10 @@ def delta_knowledge(runs: Sequence[RunReport]) -> dict[str, Any] | None:
     values: dict[str, float | None] = {}
     for name, run in after:
         acc = run.summaries[DELTA_BENCH].metrics.get(DELTA_TRACK)
-        ok = before is not None and acc is not None and before < 100.0
-        values[name] = (acc - before) / (100.0 - before) * 100.0 if ok else None  # type: ignore[operator]
+        if before is None or acc is None or before >= 100.0:
+            values[name] = None
+        else:
+            values[name] = (acc - before) / (100.0 - before) * 100.0
     notes = [f"{len(baselines)} --without-video runs: {base_name} is the baseline"] if len(baselines) > 1 else []
     return {"baseline": base_name, "before": before, "runs": values, "notes": notes}
 
@@ -419,10 +422,9 @@ def write_chart_matplotlib(runs: Sequence[RunReport], path: Path) -> None:
     ax.set_ylim(0, 110)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=120)
+    with atomic_path(path, keep_suffix=True) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
-    tmp.replace(path)
 
 
 def _png_bytes(width: int, height: int, pixels: bytearray) -> bytes:
@@ -465,9 +467,7 @@ def write_chart_stdlib(runs: Sequence[RunReport], path: Path) -> None:
             if h == 0:  # a zero result: a dark stub below the axis, so it never looks like a missing result
                 fill(x0, base + 1, x0 + bar_w - 1, base + 5, (40, 40, 40))
     fill(margin, base, width - margin, base + 1, (0, 0, 0))
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    tmp.write_bytes(_png_bytes(width, height, px))
-    tmp.replace(path)
+    atomic_bytes(path, _png_bytes(width, height, px))
 
 
 def write_chart(runs: Sequence[RunReport], path: Path, *, backend: str = "auto") -> str:
@@ -521,9 +521,7 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
     delta = delta_knowledge(runs)
     if delta:
         md += "\n" + _delta_markdown(delta)
-    tmp = out_dir / ".report.md.tmp"
-    tmp.write_text(md, encoding="utf-8")
-    tmp.replace(out_dir / "report.md")
+    atomic_text(out_dir / "report.md", md)
     write_json_atomic(out_dir / "summary.json", summary_json(runs))
     written = {"markdown": str(out_dir / "report.md"), "summary": str(out_dir / "summary.json")}
     if chart != "none":

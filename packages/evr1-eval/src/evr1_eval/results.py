@@ -17,7 +17,6 @@ import dataclasses
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,20 +91,10 @@ def row_problem(row: ScoredSample) -> str | None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON through a temp file in the same folder + rename, so a reader never sees half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """evr1-eval's JSON layout (sorted keys, indent 2), written with the one atomic-write helper (evr1_cache.atomic)."""
+    from evr1_cache.atomic import atomic_text
+
+    atomic_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def _complete_length(path: Path) -> int:

@@ -50,7 +50,7 @@ SHOWN_PROBLEMS = 20
 
 
 class BenchmarkLike(Protocol):
-    """What the runner needs from a benchmark; `evr1_eval.benchmarks.base.Benchmark` is one (a test double can be
+    """What the runner needs from a benchmark; `evr1_eval.api.base.Benchmark` is one (a test double can be
     another): scoring with and without a judge, the error row of a failed sample, the official aggregation."""
 
     @property

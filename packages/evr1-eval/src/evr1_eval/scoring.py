@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from evr1_eval.types import BenchmarkSummary, Judge, Sample, ScoredSample
 
 if TYPE_CHECKING:
-    from evr1_eval.benchmarks.base import Benchmark
+    from evr1_eval.api.base import Benchmark
 
 
 @dataclass(frozen=True, slots=True)

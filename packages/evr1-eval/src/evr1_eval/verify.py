@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from evr1_eval.results import RESULTS_GLOB, row_from_dict, row_problem
 
 if TYPE_CHECKING:
-    from evr1_eval.benchmarks.base import Benchmark
+    from evr1_eval.api.base import Benchmark
     from evr1_eval.types import Sample, ScoredSample
 
 #: Files a run writes into a benchmark folder, recorded with their hashes in manifest.json (`files`).

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Protocol
 
 from evr1_rewards.errors import MissingExtraError, RewardError
 from evr1_rewards.ground_truth import parse_ground_truth
@@ -78,7 +79,15 @@ def _router(args: argparse.Namespace) -> RewardRouter:
     )  # fmt: skip
 
 
-def _progress(total: int | None, desc: str):  # type: ignore[no-untyped-def]
+class _Bar(Protocol):
+    """What the scoring loop needs of a progress bar (tqdm's, or the no-op one)."""
+
+    def update(self, n: int = 1) -> object: ...
+
+    def close(self) -> None: ...
+
+
+def _progress(total: int | None, desc: str) -> _Bar:
     """tqdm when installed (it is optional: the core imports no third-party package), else a no-op."""
     try:
         from tqdm import tqdm
@@ -196,17 +205,17 @@ def cmd_score(args: argparse.Namespace) -> int:
             f.flush()
             chunk.clear()
 
-        for line, row, err in _rows(src):  # type: ignore[assignment]
+        for lineno, row, err in _rows(src):
             if row is None:
-                print(f"{src}:{line}: {err}", file=sys.stderr)
+                print(f"{src}:{lineno}: {err}", file=sys.stderr)
                 bad_lines += 1
                 continue
             sid = _first(row, ID_KEYS, None)
-            key = str(sid) if sid is not None else f"line{line}"
+            key = str(sid) if sid is not None else f"line{lineno}"
             if key in done:
                 bar.update()
                 continue
-            chunk.append((line, key, row))  # type: ignore[arg-type]
+            chunk.append((lineno, key, row))
             if len(chunk) >= 8 * args.workers:
                 flush()
         flush()

@@ -109,16 +109,18 @@ def strip_end_of_turn(text: str, tokens: Sequence[str] | None = None) -> str:
 _LAST_CHARS: dict[tuple[str, ...], frozenset[str]] = {}
 
 
-_LAST_SEEN: list[object] = [None, frozenset()]
+#: The last (tokens, last characters) pair asked for, as a one-slot list.
+_LAST_SEEN: list[tuple[tuple[str, ...] | None, frozenset[str]]] = [(None, frozenset())]
 
 
 def _last_chars(toks: tuple[str, ...]) -> frozenset[str]:
-    if toks is _LAST_SEEN[0]:  # the same tuple every call (a router's): skip hashing it
-        return _LAST_SEEN[1]  # type: ignore[return-value]
+    seen, seen_chars = _LAST_SEEN[0]
+    if toks is seen:  # the same tuple every call (a router's): skip hashing it
+        return seen_chars
     chars = _LAST_CHARS.get(toks)
     if chars is None:
         chars = frozenset(t[-1] for t in toks)
         if len(_LAST_CHARS) < 64:
             _LAST_CHARS[toks] = chars
-    _LAST_SEEN[0], _LAST_SEEN[1] = toks, chars
+    _LAST_SEEN[0] = (toks, chars)
     return chars

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+_C = TypeVar("_C", bound=str)
+
+
+def one_of(what: str, value: object, allowed: tuple[_C, ...]) -> _C:
+    """`value` as one of the `allowed` choices (typed as those literals), else a `RewardConfigError` naming `what`."""
+    for option in allowed:
+        if value == option:
+            return option
+    raise RewardConfigError(f"{what} must be one of {allowed}, got {value!r}")
+
 
 class RewardError(ValueError):
     """Base class: something about the data or configuration (not the model output) is wrong."""

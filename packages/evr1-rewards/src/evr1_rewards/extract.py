@@ -162,7 +162,7 @@ class Response:
                 if open_ >= 0:
                     content = self.text[open_ + 8 : close].strip()
                     self._tag = content or None
-        return self._tag  # type: ignore[return-value]
+        return self._tag if isinstance(self._tag, str) else None
 
     def region(self) -> tuple[int, bool]:
         """(start, after_think): where boxed answers and statements are searched."""

@@ -33,6 +33,7 @@ from evr1_rewards.vocabulary import CODE
 log = logging.getLogger(__name__)
 
 ThinkPolicy = Literal["optional", "required", "forbidden"]
+THINK_POLICIES: tuple[ThinkPolicy, ...] = ("optional", "required", "forbidden")
 
 TRUTH_CACHE_SIZE = 4096
 _EMPTY: Mapping[str, object] = {}
@@ -53,8 +54,8 @@ def _frozen(v: object, budget: list[int] | None = None) -> object:
     budget[0] -= 1
     if budget[0] < 0:
         raise _TooBig
-    if t is list or t is tuple:
-        return (t.__name__, *(_frozen(x, budget) for x in v))  # type: ignore[attr-defined]
+    if (t is list or t is tuple) and isinstance(v, (list, tuple)):  # (exact types: subclasses stay as they are)
+        return (t.__name__, *(_frozen(x, budget) for x in v))
     if isinstance(v, Mapping):
         return ("dict", *((k, _frozen(x, budget)) for k, x in v.items()))
     return v
@@ -145,7 +146,7 @@ class RewardRouter:
         self._scorers: dict[str, Scorer[Any]] = {}
         self.sandbox = SandboxConfig.coerce(sandbox)
         self.extra_end_of_turn = tuple(end_of_turn_tokens)
-        self._plain_ctx: dict[str, Context] = {m: Context({}, m, self.sandbox) for m in MODES}  # type: ignore[arg-type]
+        self._plain_ctx: dict[str, Context] = {m: Context({}, m, self.sandbox) for m in MODES}
         self._by_name: dict[str, tuple[str, Scorer[Any]]] = {}
         self._eot_version = -1
         self._eot: tuple[str, ...] = ()

@@ -520,7 +520,7 @@ def make_config(app: Any, host: str, port: int, limits: ServerLimits | None = No
     if importlib.util.find_spec("httptools"):
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
     else:
-        from uvicorn.protocols.http.h11_impl import H11Protocol as base  # type: ignore[assignment]
+        from uvicorn.protocols.http.h11_impl import H11Protocol as base
     return uvicorn.Config(
         app,
         host=host,
@@ -540,7 +540,7 @@ def header_deadline_protocol(base: type[Any], seconds: float) -> type[Any]:
     `ServerLimits.header_timeout_s`): a connection still waiting for them after `seconds` is answered 408 (a JSON
     body with the reason) and closed, and the refusal is logged."""
 
-    class HeaderDeadline(base):  # type: ignore[misc, valid-type]
+    class HeaderDeadline(base):  # type: ignore[misc]  # uvicorn is analysed as Any (follow_imports=skip)
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._evr1_seen: Any = None

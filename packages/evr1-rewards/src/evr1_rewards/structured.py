@@ -72,21 +72,17 @@ def find_json(text: str, *, want: type = dict) -> object | None:
 
 def as_float(v: object) -> float | None:
     """A finite float from a JSON number or numeric string; None otherwise (booleans are not numbers)."""
-    t = type(v)
-    if t is float:
-        return v if math.isfinite(v) else None  # type: ignore[return-value, arg-type]
-    if t is int:
-        return float(v)  # type: ignore[arg-type]
     if isinstance(v, bool):
         return None
-    if isinstance(v, (int, float)):
-        f = float(v)
-    elif isinstance(v, str) and len(v) < 64:
-        try:
-            f = float(v.strip().rstrip("s"))
-        except ValueError:
-            return None
-    else:
+    if isinstance(v, float):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, int):
+        return float(v)
+    if not isinstance(v, str) or len(v) >= 64:
+        return None
+    try:
+        f = float(v.strip().rstrip("s"))
+    except ValueError:
         return None
     return f if math.isfinite(f) else None
 
@@ -134,10 +130,10 @@ def as_box(v: object) -> tuple[float, float, float, float] | None:
         return as_box(v[0])
     if not isinstance(v, (list, tuple)) or len(v) != 4:
         return None
-    vals = [as_float(x) for x in v]
-    if any(x is None for x in vals):
+    x1, y1, x2, y2 = (as_float(x) for x in v)
+    if x1 is None or y1 is None or x2 is None or y2 is None:
         return None
-    return vals[0], vals[1], vals[2], vals[3]  # type: ignore[return-value]
+    return x1, y1, x2, y2
 
 
 def span_from_prose(text: str) -> tuple[float, float] | None:
@@ -158,7 +154,8 @@ def box_from_prose(text: str) -> tuple[float, float, float, float] | None:
         last = m
     if last is None:
         return None
-    return tuple(float(g) for g in last.groups())  # type: ignore[return-value]
+    x1, y1, x2, y2 = (float(g) for g in last.groups())
+    return x1, y1, x2, y2
 
 
 def iou_1d(a: tuple[float, float], b: tuple[float, float]) -> float:

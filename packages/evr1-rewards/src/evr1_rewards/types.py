@@ -17,7 +17,7 @@ Mode = Literal["reward", "metric"]
 """`reward`: strict (RL training; malformed answers score 0). `metric`: benchmark conventions (e.g. lmms-eval swaps
 reversed spans; regression may follow the official `<=` MRA)."""
 
-MODES: tuple[str, ...] = ("reward", "metric")
+MODES: tuple[Mode, ...] = ("reward", "metric")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,6 @@ Names (stable): main(argv=None) -> int, run(cfg, overrides=()), register_command
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -82,9 +81,9 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> Any:
         return run_local(cfg, overrides=overrides)
     if name == "verl":
         return run_verl(cfg)
-    close = difflib.get_close_matches(name, ENGINES, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"unknown engine.name {name!r}{hint} (known: {', '.join(ENGINES)})")
+    from evr1_cache.registry import unknown_name
+
+    raise ValueError(unknown_name("engine.name", name, ENGINES))
 
 
 def run_verl(cfg: Any) -> None:
@@ -136,7 +135,7 @@ def write_verl_protocol(cfg: Any) -> None:
     from pathlib import Path
 
     from evr1_cache import TRAIN_SETTINGS_FILE
-    from evr1_train.atomic import atomic_json
+    from evr1_cache.atomic import atomic_json
     from evr1_train.engine.protocol import verl_training_protocol
 
     folder = Path(str(cfg.trainer.default_local_dir))
@@ -266,7 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] in COMMANDS:
         return int(COMMANDS[args[0]].load()(args[1:]) or 0)
     if args and args[0] not in ("-", "--") and not args[0].startswith(("-", "+", "~")) and "=" not in args[0]:
-        close = difflib.get_close_matches(args[0], list(COMMANDS), n=1)
+        from evr1_cache.registry import close_names
+
+        close = close_names(args[0], COMMANDS, n=1)
         hint = f"did you mean `evr1-train {close[0]}`? " if close else ""
         print(
             f"evr1-train: {args[0]!r} is neither a command nor a KEY=VALUE override; {hint}"

@@ -99,8 +99,9 @@ def _usable_rows(rows: list[dict[str, Any]], opts: Any, settings: Mapping[str, A
     weights = _unflatten(settings, "engine.reward.weights.") or None
     think = settings.get("engine.reward.think", "optional")
     owner = SimpleNamespace(data_opts=opts, router=RewardRouter(weights, think=think))
-    owner._check_row = lambda row, index: BaseTrainer._check_row(owner, row, index)  # type: ignore[arg-type]
-    kept: list[dict[str, Any]] = BaseTrainer._usable(owner, rows, "held-out")  # type: ignore[arg-type]
+    # (a stand-in owner with only what the row check reads: the trainer's own check, without building a trainer)
+    owner._check_row = lambda row, index: BaseTrainer._check_row(owner, row, index)  # type: ignore[arg-type]  # stand-in
+    kept: list[dict[str, Any]] = BaseTrainer._usable(owner, rows, "held-out")  # type: ignore[arg-type]  # stand-in
     return kept
 
 
@@ -175,7 +176,7 @@ def run_data(run: str | Path, split: str = "heldout") -> RunData:
 def export_heldout(run: str | Path, out: str | Path, split: str = "heldout") -> ExportReport:
     """Write the run's held-out rows (or `split="train"`: its training rows) to `out`; see the module docstring."""
     from evr1_cache import row_id
-    from evr1_train.atomic import atomic_text
+    from evr1_cache.atomic import atomic_text
 
     data = run_data(run, split)
     opts = data.opts

@@ -13,11 +13,12 @@ Names (stable): MODULE_GROUPS, register_module_group(name, regex), pattern_of(sp
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from evr1_cache.registry import did_you_mean
 
 _PREFIX = r"(?:.*\.)?"
 _SUFFIX = r"(?:\..*)?"
@@ -52,8 +53,8 @@ def pattern_of(spec: str) -> re.Pattern[str]:
     if spec in MODULE_GROUPS:
         return re.compile(MODULE_GROUPS[spec])
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", spec):
-        close = difflib.get_close_matches(spec, list(MODULE_GROUPS), n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(spec, MODULE_GROUPS, n=1)
+        hint = f"{hint} " if hint else ""
         raise ValueError(
             f"unknown module group {spec!r}; {hint}groups: {sorted(MODULE_GROUPS)} (or give a regex over parameter "
             r"names, e.g. 'model\.visual\.blocks\.[0-3]\..*')"

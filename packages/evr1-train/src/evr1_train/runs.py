@@ -138,7 +138,7 @@ def read_settings(folder: Path) -> dict[str, Any] | None:
 
 
 def write_settings(folder: Path, settings: Mapping[str, Any]) -> None:
-    from evr1_train.atomic import atomic_json
+    from evr1_cache.atomic import atomic_json
 
     folder.mkdir(parents=True, exist_ok=True)
     atomic_json(folder / SETTINGS_FILE, {"format": 1, "settings": dict(settings)})

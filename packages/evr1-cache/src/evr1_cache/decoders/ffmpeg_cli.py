@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evr1_cache.budget import codec_options, decode_threads
-from evr1_cache.decoders import FrameSink, register, rotate
+from evr1_cache.decoders.base import FrameSink, register, rotate
 from evr1_cache.errors import DecodeMismatch
 from evr1_cache.paths import FFMPEG_PROTOCOLS, ffmpeg_input
 

@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evr1_cache.budget import decode_threads
-from evr1_cache.decoders import FrameSink, register, rotate
+from evr1_cache.decoders.base import FrameSink, register, rotate
 from evr1_cache.errors import DecodeMismatch
 from evr1_cache.paths import open_container
 
 if TYPE_CHECKING:
     import numpy as np
+    from av.codec.context import CodecContext
 
     from evr1_cache.probing import VideoInfo
 
@@ -66,8 +67,8 @@ class PyAVDecoder:
         return [kept[p] for p in positions] if sink is None else []
 
 
-def _bitexact(codec_context: object) -> None:
+def _bitexact(codec_context: CodecContext) -> None:
     """Bit-exact decoding, as the ffmpeg CLI decoder asks for: the same IDCT whichever FFmpeg build decodes."""
     from av.codec.context import Flags
 
-    codec_context.flags |= Flags.bitexact  # type: ignore[attr-defined]
+    codec_context.flags |= Flags.bitexact

@@ -6,13 +6,14 @@ raises with the closest known names, so a typo in a config is a one-line fix.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from pathlib import Path
 from typing import TypeVar
 
 from evr1_cache.families.base import ModelFamily
+from evr1_cache.registry import unknown_name
+from evr1_cache.spec import install_family_lookup
 
 F = TypeVar("F", bound=ModelFamily)
 
@@ -55,10 +56,11 @@ def get_family(name: str | ModelFamily) -> ModelFamily:
         return _FAMILIES[key]
     if key in _BY_MODEL_TYPE:
         return _FAMILIES[_BY_MODEL_TYPE[key]]
-    known = list(dict.fromkeys([*_FAMILIES, *_BY_MODEL_TYPE]))
-    close = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise KeyError(f"unknown model family {name!r}{hint} (known: {', '.join(family_names())})") from None
+    known = [*_FAMILIES, *_BY_MODEL_TYPE]
+    raise KeyError(unknown_name("model family", name, known, fix=f"known: {', '.join(family_names())}", cutoff=0.5))
+
+
+install_family_lookup(get_family)  # specs with `family=NAME` resolve through this registry (the spec imports no plugin)
 
 
 def family_for_model(model: str | os.PathLike[str]) -> ModelFamily:

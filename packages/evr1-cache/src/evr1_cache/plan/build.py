@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from evr1_cache.plan.cli import build_with_plan, write_rows
+from evr1_cache.atomic import atomic_open
 from evr1_cache.plan.row_spec import PLAN_COLUMN
+from evr1_cache.spec_args import specs_from_args
 
 INDEX = "evr1_plan_index"
 
 
 def build_planned(args: argparse.Namespace) -> int:
     from evr1_cache.build import build_cache
-    from evr1_cache.cli import specs_from_args
     from evr1_cache.spec import SamplingSpec
 
     rows, resampled, report_path = build_with_plan(args)
@@ -91,6 +92,97 @@ def build_planned(args: argparse.Namespace) -> int:
     print(f"dataset: {target} ({len(merged)} rows)")
     print(f"plan report: {report_path}")
     return status
+
+
+def resolve_family(args: argparse.Namespace) -> Any:
+    """The family from --family, else the model folder's config.json; the spec args then name it."""
+    from evr1_cache.families import family_for_model, get_family
+
+    if args.family is not None:
+        return get_family(args.family)
+    model = getattr(args, "model", None) or getattr(args, "tokenizer", None)
+    if model:
+        fam = family_for_model(model)
+        args.family = fam.name
+        return fam
+    raise ValueError("the planner needs the model family: give --family NAME or --model CHECKPOINT_FOLDER")
+
+
+def run_plan(
+    args: argparse.Namespace, data_file: str, rows: list[dict[str, Any]] | None = None, *, fresh: bool = False
+) -> tuple[Any, ...]:
+    """(family, spec, image_spec, counter, rows, messages, plans) for the parsed arguments. `fresh`: plan every row
+    under the given spec, dropping any `evr1_plan` override an earlier `build --plan` wrote (build re-decides)."""
+    from evr1_cache.plan.tokens import default_messages, load_text_counter, plan_rows
+
+    family = resolve_family(args)
+    spec, image_spec = specs_from_args(args)
+    tok = args.tokenizer or args.model
+    counter = load_text_counter(tok) if tok else None
+    if rows is None:
+        from evr1_cache.dataset import read_rows
+
+        rows = read_rows(data_file)
+    if fresh:
+        from evr1_cache.plan.row_spec import PLAN_COLUMN
+
+        rows = [{k: v for k, v in row.items() if k != PLAN_COLUMN} for row in rows]
+    messages = []
+    for row in rows:
+        try:
+            messages.append(default_messages(row, args.prompt_key))
+        except ValueError:
+            messages.append([])
+    plans = plan_rows(
+        rows,
+        family,
+        spec,
+        image_spec,
+        counter=counter,
+        prompt_key=args.prompt_key,
+        data_file=data_file,
+        media_root=args.media_root,
+        allow_outside_media=getattr(args, "allow_outside_media", False),
+    )
+    return family, spec, image_spec, counter, rows, messages, plans
+
+
+def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]], Path]:
+    """Plan the input rows; returns (kept rows, {row index: resampled spec dict}, report path). Prints a summary."""
+    from evr1_cache.plan.report import decide, summary, write_report
+
+    if args.max_prompt_length is None:
+        raise ValueError("build --plan needs --max-prompt-length (the limit rows are checked against)")
+    margin = int(getattr(args, "prompt_margin", 0) or 0)
+    if not 0 <= margin < args.max_prompt_length:
+        raise ValueError(f"--prompt-margin must be >= 0 and below --max-prompt-length, got {margin}")
+    limit = args.max_prompt_length - margin
+    family, spec, image_spec, counter, rows, messages, plans = run_plan(args, args.data, fresh=True)
+    decisions = decide(plans, rows, messages, family, spec, image_spec, limit, args.on_over_limit, counter)
+    report = Path(args.report) if args.report else Path(args.out) / "plan-report.jsonl"
+    write_report(report, plans, decisions, limit)
+    by_index = {d.index: d for d in decisions}
+    dropped = {d.index for d in decisions if d.action == "drop"}
+    resampled = {d.index: dict(d.video_spec or {}) for d in decisions if d.action == "resample"}
+    for d in decisions:
+        print(f"plan: row {d.row_id} (line {d.index + 1}): {d.action}: {d.reason}", file=sys.stderr)
+    info = summary(plans, limit)
+    reserved = f" ({args.max_prompt_length} - margin {margin})" if margin else ""
+    print(
+        f"plan: {info['rows']} rows, {info['over_limit']} over {limit} tokens{reserved}: "
+        f"{len(dropped)} dropped, {len(resampled)} resampled, "
+        f"{sum(1 for d in by_index.values() if d.action == 'keep')} kept over; report {report}"
+    )
+    kept = [{**row, "_evr1_original_index": i} for i, row in enumerate(rows) if i not in dropped]
+    return kept, resampled, report
+
+
+def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """Rows as JSONL, atomically (the filtered input `build` reads after planning)."""
+    with atomic_open(path, "w") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    return path
 
 
 def _reasons(report: Path) -> dict[int, str]:

@@ -120,13 +120,9 @@ class ModelShape:
     @classmethod
     def preset(cls, name: str) -> ModelShape:
         """A named published size (see `PRESETS`); unknown names list the known ones."""
-        if name not in PRESETS:
-            import difflib
+        from evr1_cache.registry import lookup
 
-            close = difflib.get_close_matches(name, PRESETS, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise KeyError(f"unknown model size preset {name!r}{hint} (known: {', '.join(sorted(PRESETS))})")
-        return PRESETS[name]
+        return lookup(PRESETS, name, "model size preset")
 
 
 _QWEN25_VIT = VisionShape(layers=32, hidden=1280, intermediate=3420, heads=16)

@@ -238,11 +238,11 @@ def write_report(
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """A JSONL report, written atomically: one summary line, then one line per row (its decision when it has one)."""
+    from evr1_cache.atomic import atomic_open
+
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     by_index = {d.index: d for d in decisions}
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_open(target, "w") as fh:
         fh.write(json.dumps({"summary": summary(plans, limit), **(dict(extra) if extra else {})}) + "\n")
         for p in plans:
             record: dict[str, Any] = {
@@ -262,5 +262,4 @@ def write_report(
             if p.index in by_index:
                 record["decision"] = by_index[p.index].as_dict()
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, target)
     return target

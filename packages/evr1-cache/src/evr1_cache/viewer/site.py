@@ -430,6 +430,6 @@ def _mean(values: Iterable[float]) -> float | None:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    from evr1_cache.atomic import atomic_text
+
+    atomic_text(path, text)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.atomic import atomic_json, atomic_open
 from evr1_cache.viewer.records import MediaRef
 
 #: Longest side of a thumbnail in pixels (shown at about half that: sharp on high-density screens).
@@ -136,9 +137,8 @@ class ThumbnailWriter:
         for i, frame in enumerate(stack):
             img = Image.fromarray(frame)
             img.thumbnail((self.max_side, self.max_side), Image.Resampling.LANCZOS)
-            tmp = folder / f".{i:05d}.jpg.tmp"
-            img.save(tmp, "JPEG", quality=JPEG_QUALITY)
-            os.replace(tmp, folder / f"{i:05d}.jpg")
+            with atomic_open(folder / f"{i:05d}.jpg", "wb", fsync=False) as fh:
+                img.save(fh, "JPEG", quality=JPEG_QUALITY)
         info = {
             "count": len(stack),
             "frame_indices": indices,
@@ -146,9 +146,7 @@ class ThumbnailWriter:
             "max_side": self.max_side,
             "entry": entry.name,
         }
-        tmp = folder / ".index.json.tmp"
-        tmp.write_text(json.dumps(info), encoding="utf-8")
-        os.replace(tmp, index)
+        atomic_json(index, info, indent=None)
         with self._lock:
             self.written += 1
         return info

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import TypeVar
 
+from evr1_cache.registry import lookup, register_unique
 from evr1_eval.backends.base import Backend, BackendConfig
 
 Factory = Callable[[BackendConfig], Backend]
@@ -18,9 +18,8 @@ def register(name: str) -> Callable[[F], F]:
     """Register a backend factory (usually the class) under `name`; a second registration of a name is a bug."""
 
     def deco(factory: F) -> F:
-        if name in _BACKENDS:
-            raise ValueError(f"backend {name!r} is already registered (by {_BACKENDS[name]!r})")
-        _BACKENDS[name] = factory
+        entry: Factory = factory  # (the table holds factories; `factory` keeps its own type for the caller)
+        register_unique(_BACKENDS, name, entry, "backend")
         return factory
 
     return deco
@@ -32,13 +31,7 @@ def backend_names() -> list[str]:
 
 def create_backend(name: str, config: BackendConfig) -> Backend:
     """Instantiate a registered backend (it is not started yet: `await backend.start()`)."""
-    try:
-        factory = _BACKENDS[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, _BACKENDS, n=3)
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise KeyError(f"unknown backend {name!r}; known: {', '.join(backend_names())}.{hint}") from None
-    return factory(config)
+    return lookup(_BACKENDS, name, "backend")(config)
 
 
 def check_backend(name: str, config: BackendConfig) -> None:

@@ -1,9 +1,12 @@
 """The benchmark registry: importing this package registers every benchmark module.
 
-`registry` holds the dict and the lookups; `base` the `Benchmark` contract; one module per benchmark declares its
-loader, its official protocol (reference, prompt, per-sample rule, aggregation) and registers itself here.
+The framework lives in `evr1_eval.api` (`registry` holds the dict and the lookups; `base` the `Benchmark` contract);
+one module per benchmark here declares its loader, its official protocol (reference, prompt, per-sample rule,
+aggregation) and registers itself.
 """
 
+from evr1_eval.api.base import DEFAULT_SAMPLING, Benchmark
+from evr1_eval.api.registry import available_benchmarks, get_benchmark, register
 from evr1_eval.benchmarks import (  # noqa: F401  (each import registers one benchmark)
     charades_sta,
     evr1_data,
@@ -29,8 +32,6 @@ from evr1_eval.benchmarks import (  # noqa: F401  (each import registers one ben
     videoreasonbench,
     vsibench,
 )
-from evr1_eval.benchmarks.base import DEFAULT_SAMPLING, Benchmark
-from evr1_eval.benchmarks.registry import available_benchmarks, get_benchmark, register
 from evr1_eval.types import Judge, LoadError, LoadResult, Outcome
 
 __all__ = [

@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from evr1_cache import BOOKKEEPING_COLUMNS
-from evr1_eval.benchmarks.aggregation import micro
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.loading import RowView
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import doc_of, jsonable
+from evr1_eval.api.aggregation import micro
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.loading import RowView
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import doc_of, jsonable
 from evr1_eval.manifest import package_version
 from evr1_eval.types import Outcome, Reference, Sample
 

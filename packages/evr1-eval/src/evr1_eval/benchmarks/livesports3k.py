@@ -2,8 +2,8 @@
 and OCR breakdowns; evr1-rewards letter extraction.
 """
 
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.registry import register
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.registry import register
 
 BENCHMARK = register(
     Benchmark(

@@ -2,8 +2,8 @@
 letter extraction (the paper's rule is a letter match). EasyVideoR1's file has 851 rows (split size unverified).
 """
 
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.registry import register
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.registry import register
 
 BENCHMARK = register(
     Benchmark(

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.adapters import official_mc
-from evr1_eval.benchmarks.aggregation import Result, by_group, group_names
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.extractors import first_letter_after_prefixes, random_choice
-from evr1_eval.benchmarks.loading import LETTERS, RowView
-from evr1_eval.benchmarks.references import lmms_eval
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import doc_of, lmms_input
+from evr1_eval.api.adapters import official_mc
+from evr1_eval.api.aggregation import Result, by_group, group_names
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import first_letter_after_prefixes, random_choice
+from evr1_eval.api.loading import LETTERS, RowView
+from evr1_eval.api.references import lmms_eval
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import doc_of, lmms_input
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 PREFIXES = (

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evr1_eval.benchmarks.adapters import official_mc
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.extractors import extract_mcq_answer
-from evr1_eval.benchmarks.loading import LETTERS, RowView
-from evr1_eval.benchmarks.references import lmms_eval
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import letter_rule, lmms_input
+from evr1_eval.api.adapters import official_mc
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import extract_mcq_answer
+from evr1_eval.api.loading import LETTERS, RowView
+from evr1_eval.api.references import lmms_eval
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import letter_rule, lmms_input
 from evr1_eval.types import Sample
 
 

@@ -14,12 +14,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.extractors import random_choice
-from evr1_eval.benchmarks.loading import LETTERS, RowView
-from evr1_eval.benchmarks.references import lmms_eval
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import doc_of, lmms_input
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import random_choice
+from evr1_eval.api.loading import LETTERS, RowView
+from evr1_eval.api.references import lmms_eval
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import doc_of, lmms_input
 from evr1_eval.types import Outcome, Sample
 
 OPTIONS = ("A", "B", "C", "D", "E")

@@ -17,14 +17,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.adapters import official_mc
-from evr1_eval.benchmarks.aggregation import Result, breakdown, by_group, pct
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.extractors import extract_mcq_answer
-from evr1_eval.benchmarks.loading import RowView
-from evr1_eval.benchmarks.references import MLVU_OWN, lmms_eval
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import letter_rule, lmms_input
+from evr1_eval.api.adapters import official_mc
+from evr1_eval.api.aggregation import Result, breakdown, by_group, pct
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import extract_mcq_answer
+from evr1_eval.api.loading import RowView
+from evr1_eval.api.references import MLVU_OWN, lmms_eval
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import letter_rule, lmms_input
 from evr1_eval.types import Sample, ScoredSample
 
 DEV_TASKS = ("anomaly_reco", "count", "ego", "needle", "order", "plotQA", "topic_reasoning")

@@ -20,12 +20,12 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.aggregation import Result, by_group, pct
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.loading import RowView, parent_folder
-from evr1_eval.benchmarks.references import lmms_eval
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import doc_of, lmms_input
+from evr1_eval.api.aggregation import Result, by_group, pct
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.loading import RowView, parent_folder
+from evr1_eval.api.references import lmms_eval
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import doc_of, lmms_input
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 DISCIPLINES = {

@@ -15,12 +15,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.aggregation import Result, answered, breakdown, pct
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.loading import RowView
-from evr1_eval.benchmarks.references import lmms_eval
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import letter_rule, lmms_input
+from evr1_eval.api.aggregation import Result, answered, breakdown, pct
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.loading import RowView
+from evr1_eval.api.references import lmms_eval
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import letter_rule, lmms_input
 from evr1_eval.types import Sample, ScoredSample
 
 _PREFIXES = ("THE BEST ANSWER IS", "THE CORRECT ANSWER IS", "THE ANSWER IS", "BEST ANSWER:", "ANSWER:")

@@ -2,8 +2,8 @@
 evr1-rewards letter extraction. EasyVideoR1's annotation file (over 4 MiB) could not be read: schema unverified.
 """
 
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.registry import register
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.registry import register
 
 BENCHMARK = register(
     Benchmark(

@@ -14,10 +14,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.aggregation import Result, pct
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.judging import final_text
-from evr1_eval.benchmarks.registry import register
+from evr1_eval.api.aggregation import Result, pct
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.judging import final_text
+from evr1_eval.api.registry import register
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 _JSON_SCAN = 20_000  # characters scanned back from a closing brace (real answers are far shorter)

@@ -26,12 +26,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import evr1_eval.benchmarks.aggregation as aggregation
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.extractors import capped
-from evr1_eval.benchmarks.loading import LETTERS, RowView
-from evr1_eval.benchmarks.references import TEMPCOMPASS
-from evr1_eval.benchmarks.registry import register
+import evr1_eval.api.aggregation as aggregation
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import capped
+from evr1_eval.api.loading import LETTERS, RowView
+from evr1_eval.api.references import TEMPCOMPASS
+from evr1_eval.api.registry import register
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 #: File stems of the official release -> format name used in groups and ids.

@@ -5,8 +5,8 @@ need a judge; MC rows are judged when a judge is given, else scored by evr1-rewa
 counts them as rule-scored).
 """
 
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.registry import register
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.registry import register
 
 BENCHMARK = register(
     Benchmark(

@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.extractors import mmmu_parse_multi_choice
-from evr1_eval.benchmarks.loading import RowView
-from evr1_eval.benchmarks.references import lmms_eval
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import doc_of, letter_rule, lmms_input
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import mmmu_parse_multi_choice
+from evr1_eval.api.loading import RowView
+from evr1_eval.api.references import lmms_eval
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import doc_of, letter_rule, lmms_input
 from evr1_eval.types import Sample
 
 _INSTRUCTION = (

@@ -18,13 +18,13 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.aggregation import Result, by_group, pct
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.extractors import first_letter_after_prefixes
-from evr1_eval.benchmarks.loading import RowView
-from evr1_eval.benchmarks.references import lmms_eval
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import letter_rule, lmms_input
+from evr1_eval.api.aggregation import Result, by_group, pct
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import first_letter_after_prefixes
+from evr1_eval.api.loading import RowView
+from evr1_eval.api.references import lmms_eval
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import letter_rule, lmms_input
 from evr1_eval.benchmarks.videomme import PREFIXES_4E7566D
 from evr1_eval.types import Sample, ScoredSample
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.adapters import official_mc
-from evr1_eval.benchmarks.aggregation import Result, answered, by_group, group_names, pct
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.extractors import capped, first_letter_after_prefixes
-from evr1_eval.benchmarks.loading import RowView
-from evr1_eval.benchmarks.references import VIDEOMME
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import letter_rule
+from evr1_eval.api.adapters import official_mc
+from evr1_eval.api.aggregation import Result, answered, by_group, group_names, pct
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import capped, first_letter_after_prefixes
+from evr1_eval.api.loading import RowView
+from evr1_eval.api.references import VIDEOMME
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import letter_rule
 from evr1_eval.types import Sample, ScoredSample
 
 #: `extract_characters_regex`'s prefix list as Video-MME first shipped it (evaluation/eval_your_results.py@4e7566d;

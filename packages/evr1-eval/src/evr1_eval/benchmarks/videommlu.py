@@ -3,8 +3,8 @@ judge: EasyVideoR1 ships the captions (with an empty `problem`; the prompt becom
 but cannot score them (reward 0); here they stay pending instead.
 """
 
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.registry import register
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.registry import register
 
 BENCHMARK = register(
     Benchmark(

@@ -23,13 +23,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from evr1_eval.benchmarks.aggregation import Result, by_group, group_names
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.extractors import extract_mcq_answer
-from evr1_eval.benchmarks.loading import LETTERS, RowView
-from evr1_eval.benchmarks.references import lmms_eval
-from evr1_eval.benchmarks.registry import register
-from evr1_eval.benchmarks.scoring_rules import doc_of, lmms_input
+from evr1_eval.api.aggregation import Result, by_group, group_names
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import extract_mcq_answer
+from evr1_eval.api.loading import LETTERS, RowView
+from evr1_eval.api.references import lmms_eval
+from evr1_eval.api.registry import register
+from evr1_eval.api.scoring_rules import doc_of, lmms_input
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 _PRE = "You should watch and learn the video content. Then apply what you learned to "

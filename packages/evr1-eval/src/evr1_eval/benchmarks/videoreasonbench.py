@@ -2,9 +2,9 @@
 Official accuracy is judged by Qwen2.5-72B: every row needs a judge; without one the benchmark reports no score.
 """
 
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.loading import first_folder
-from evr1_eval.benchmarks.registry import register
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.loading import first_folder
+from evr1_eval.api.registry import register
 
 BENCHMARK = register(
     Benchmark(

@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.adapters import vsibench_official
-from evr1_eval.benchmarks.aggregation import Result, by_group, pct
-from evr1_eval.benchmarks.base import Benchmark
-from evr1_eval.benchmarks.extractors import capped
-from evr1_eval.benchmarks.loading import RowView
-from evr1_eval.benchmarks.references import VSIBENCH
-from evr1_eval.benchmarks.registry import register
+from evr1_eval.api.adapters import vsibench_official
+from evr1_eval.api.aggregation import Result, by_group, pct
+from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import capped
+from evr1_eval.api.loading import RowView
+from evr1_eval.api.references import VSIBENCH
+from evr1_eval.api.registry import register
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 

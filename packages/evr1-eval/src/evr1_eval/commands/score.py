@@ -46,13 +46,12 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _write_rows(path: Path, rows: list[Any]) -> None:
+    from evr1_cache.atomic import atomic_open
     from evr1_eval.results import row_to_dict
 
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_open(path, "w") as fh:
         for row in rows:
             fh.write(json.dumps(row_to_dict(row), ensure_ascii=False, default=str) + "\n")
-    tmp.replace(path)
 
 
 def run(args: argparse.Namespace) -> int:

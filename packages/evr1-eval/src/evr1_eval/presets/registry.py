@@ -10,11 +10,11 @@ calls `register(Preset(...))` and one import line in `evr1_eval/presets/__init__
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from evr1_cache.registry import lookup, register_unique
 from evr1_eval.protocol import check_variant
 
 #: How a response is read before it is scored: as returned, or the text after its last `</think>` (the Qwen3-VL
@@ -94,18 +94,11 @@ _PRESETS: dict[str, Preset] = {}
 
 
 def register(preset: Preset) -> Preset:
-    if preset.name in _PRESETS:
-        raise ValueError(f"preset {preset.name!r} is already registered")
-    _PRESETS[preset.name] = preset
-    return preset
+    return register_unique(_PRESETS, preset.name, preset, "preset")
 
 
 def get_preset(name: str) -> Preset:
-    if name in _PRESETS:
-        return _PRESETS[name]
-    close = difflib.get_close_matches(name, list(_PRESETS), n=3, cutoff=0.4)
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    raise KeyError(f"unknown preset {name!r}.{hint} Known: {', '.join(sorted(_PRESETS))}")
+    return lookup(_PRESETS, name, "preset", cutoff=0.4)
 
 
 def available_presets() -> list[str]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
-from evr1_rewards.errors import RewardConfigError
-from evr1_rewards.router import RewardRouter
+from evr1_rewards.errors import RewardConfigError, one_of
+from evr1_rewards.router import THINK_POLICIES, RewardRouter
 from evr1_rewards.sandbox.config import SandboxConfig
+from evr1_rewards.types import MODES
 
 
 @lru_cache(maxsize=64)
@@ -24,10 +25,10 @@ def cached_router(
     """One router per configuration (adapters are called per sample; building routers per call is waste)."""
     return RewardRouter(
         {"accuracy": accuracy, "format": fmt},
-        mode=mode,  # type: ignore[arg-type]
-        think=think,  # type: ignore[arg-type]
-        on_unknown=on_unknown,  # type: ignore[arg-type]
-        on_error=on_error,  # type: ignore[arg-type]
+        mode=one_of("mode", mode, MODES),
+        think=one_of("think", think, THINK_POLICIES),
+        on_unknown=one_of("on_unknown", on_unknown, ("raise", "open_ended")),
+        on_error=one_of("on_error", on_error, ("raise", "zero")),
         sandbox=sandbox,
         end_of_turn_tokens=end_of_turn,
     )
@@ -36,7 +37,7 @@ def cached_router(
 def sandbox_from(kw: Mapping[str, object]) -> SandboxConfig | None:
     """A sandbox config from adapter kwargs: `sandbox` (backend name, URL or mapping), `sandbox_fusion_url`,
     `unsafe_local`, `sandbox_workers`; None when none is given (the environment decides)."""
-    base = SandboxConfig.coerce(plain(kw.get("sandbox")))  # type: ignore[arg-type]
+    base = SandboxConfig.coerce(plain(kw.get("sandbox")))
     url, unsafe, workers = kw.get("sandbox_fusion_url"), kw.get("unsafe_local"), kw.get("sandbox_workers")
     if base is None and url is None and unsafe is None and workers is None:
         return None
@@ -44,7 +45,7 @@ def sandbox_from(kw: Mapping[str, object]) -> SandboxConfig | None:
     return SandboxConfig(
         backend="sandbox_fusion" if url else base.backend,
         url=str(url) if url else base.url,
-        workers=int(workers) if workers is not None else base.workers,  # type: ignore[call-overload]
+        workers=int(_number("sandbox_workers", workers)) if workers is not None else base.workers,
         unsafe_local=bool(unsafe) if unsafe is not None else base.unsafe_local,
         python=base.python,
     )
@@ -69,8 +70,8 @@ def plain(value: object) -> object:
         value = tolist()
     elif not isinstance(value, (str, bytes, Mapping, list, tuple)) and hasattr(value, "items"):
         value = dict(value.items())  # OmegaConf DictConfig and other mapping-likes
-    elif type(value).__name__ == "ListConfig":
-        value = list(value)  # type: ignore[call-overload]
+    elif type(value).__name__ == "ListConfig" and isinstance(value, Iterable):
+        value = list(value)
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -93,7 +94,17 @@ def merge_extras(*sources: object) -> dict[str, object]:
 def weights_from(kw: Mapping[str, object]) -> tuple[float, float]:
     w = kw.get("weights")
     if isinstance(w, Mapping):
-        acc = float(w.get("accuracy", 1.0 - float(w.get("format", 0.1))))  # type: ignore[arg-type]
-        return acc, float(w.get("format", 1.0 - acc))  # type: ignore[arg-type]
-    acc = float(kw.get("accuracy_weight", 0.9))  # type: ignore[arg-type]
-    return acc, float(kw.get("format_weight", 1.0 - acc))  # type: ignore[arg-type]
+        acc = _number("weights.accuracy", w.get("accuracy", 1.0 - _number("weights.format", w.get("format", 0.1))))
+        return acc, _number("weights.format", w.get("format", 1.0 - acc))
+    acc = _number("accuracy_weight", kw.get("accuracy_weight", 0.9))
+    return acc, _number("format_weight", kw.get("format_weight", 1.0 - acc))
+
+
+def _number(what: str, value: object) -> float:
+    """A setting given as a number or numeric string (YAML, CLI overrides), as a float."""
+    if isinstance(value, (int, float, str)):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise RewardConfigError(f"{what} must be a number, got {value!r}")

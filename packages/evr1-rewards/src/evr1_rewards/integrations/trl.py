@@ -161,6 +161,5 @@ def _column(columns: Mapping[str, object], name: str) -> list[object]:
     return _as_list(columns[name])
 
 
-def make_reward_func(**options: object) -> RewardFunction:
-    """`RewardFunction(**options)` (kept for existing code; the instance is picklable)."""
-    return RewardFunction(**options)  # type: ignore[arg-type]
+#: `make_reward_func(**options)` is `RewardFunction(**options)` (the name kept for existing code; picklable).
+make_reward_func = RewardFunction

@@ -24,21 +24,22 @@ def encode(value: object, depth: int = 0) -> object:
     t = type(value)
     if value is None or t is bool or t is str:
         return value
-    if t is int:
-        return value if -(1 << 53) < value < (1 << 53) else {"I": str(value)}  # type: ignore[operator]
+    # (`t is T and isinstance(...)`: exact built-in types only, a subclass is {"X": ...}; the isinstance narrows)
+    if t is int and isinstance(value, int):
+        return value if -(1 << 53) < value < (1 << 53) else {"I": str(value)}
     if t is float:
         return value if value == value and value not in (float("inf"), float("-inf")) else {"F": repr(value)}
     if depth > 64:
         return {"X": "too deep"}
     tags: dict[type, str] = {list: "L", tuple: "T", set: "S", frozenset: "FS"}
-    if t in tags:
-        return {tags[t]: [encode(v, depth + 1) for v in value]}  # type: ignore[attr-defined]
-    if t is dict:
-        return {"D": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}  # type: ignore[attr-defined]
-    if t is complex:
-        return {"C": [repr(value.real), repr(value.imag)]}  # type: ignore[attr-defined]
-    if t is bytes:
-        return {"B": value.hex()}  # type: ignore[attr-defined]
+    if t in tags and isinstance(value, (list, tuple, set, frozenset)):
+        return {tags[t]: [encode(v, depth + 1) for v in value]}
+    if t is dict and isinstance(value, dict):
+        return {"D": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    if t is complex and isinstance(value, complex):
+        return {"C": [repr(value.real), repr(value.imag)]}
+    if t is bytes and isinstance(value, bytes):
+        return {"B": value.hex()}
     return {"X": t.__name__}
 
 
@@ -49,7 +50,7 @@ def _limit(resource: object, name: str, soft: int, hard: int) -> None:
         pass  # a limit the platform does not support: the others (and the kernel boundary) still apply
 
 
-def _set_limits(lim: dict, cpu: bool = True) -> None:  # type: ignore[type-arg]
+def _set_limits(lim: dict, cpu: bool = True) -> None:
     import resource
 
     if cpu:

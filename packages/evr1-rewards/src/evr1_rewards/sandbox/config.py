@@ -18,13 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from evr1_rewards.errors import RewardConfigError
+from evr1_rewards.errors import RewardConfigError, one_of
 from evr1_rewards.sandbox.types import Backend, SandboxUnavailableError
 
 log = logging.getLogger(__name__)
 
 BackendName = Literal["auto", "bwrap", "sandbox_fusion", "unsafe_local"]
-BACKENDS: tuple[str, ...] = ("auto", "bwrap", "sandbox_fusion", "unsafe_local")
+BACKENDS: tuple[BackendName, ...] = ("auto", "bwrap", "sandbox_fusion", "unsafe_local")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,37 +57,54 @@ class SandboxConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SandboxConfig:
         env = os.environ if env is None else env
-        backend = env.get("EVR1_SANDBOX", "auto").strip().lower() or "auto"
-        if backend not in BACKENDS:
-            raise RewardConfigError(f"EVR1_SANDBOX must be one of {BACKENDS}, got {backend!r}")
+        backend = one_of("EVR1_SANDBOX", env.get("EVR1_SANDBOX", "auto").strip().lower() or "auto", BACKENDS)
         workers = env.get("EVR1_SANDBOX_WORKERS")
         try:
             n = int(workers) if workers else None
         except ValueError:
             raise RewardConfigError(f"EVR1_SANDBOX_WORKERS must be an integer, got {workers!r}") from None
         return cls(
-            backend=backend,  # type: ignore[arg-type]
+            backend=backend,
             url=env.get("EVR1_SANDBOX_FUSION_URL") or None,
             workers=n,
             python=env.get("EVR1_SANDBOX_PYTHON") or None,
         )
 
     @classmethod
-    def coerce(cls, value: SandboxConfig | Mapping[str, object] | str | None) -> SandboxConfig | None:
+    def coerce(cls, value: object) -> SandboxConfig | None:
         """A config from a mapping (adapter kwargs), a backend name or URL string, or None (use the environment)."""
         if value is None or isinstance(value, SandboxConfig):
             return value
         if isinstance(value, str):
             if value.startswith(("http://", "https://")):
                 return cls(backend="sandbox_fusion", url=value)
-            return cls(backend=value)  # type: ignore[arg-type]
+            return cls(backend=one_of("sandbox backend", value, BACKENDS))
         if isinstance(value, Mapping):
             known = {"backend", "url", "workers", "unsafe_local", "python"}
             unknown = set(value) - known
             if unknown:
                 raise RewardConfigError(f"unknown sandbox settings {sorted(unknown)}; use {sorted(known)}")
-            return cls(**{k: v for k, v in value.items() if v is not None})  # type: ignore[arg-type]
+            given = {k: v for k, v in value.items() if v is not None}
+            return cls(
+                backend=one_of("sandbox backend", given.get("backend", "auto"), BACKENDS),
+                url=_optional_str("sandbox url", given.get("url")),
+                workers=_optional_int("sandbox workers", given.get("workers")),
+                unsafe_local=bool(given.get("unsafe_local", False)),
+                python=_optional_str("sandbox python", given.get("python")),
+            )
         raise RewardConfigError(f"sandbox must be a SandboxConfig, a mapping or a backend name, got {value!r}")
+
+
+def _optional_str(what: str, value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise RewardConfigError(f"{what} must be a string, got {value!r}")
+
+
+def _optional_int(what: str, value: object) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise RewardConfigError(f"{what} must be a positive integer, got {value!r}")
 
 
 _FIX = (

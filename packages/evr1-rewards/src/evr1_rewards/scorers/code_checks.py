@@ -174,7 +174,7 @@ def _truthy(v: object) -> bool:
     return bool(v)
 
 
-class _Pairs(list):  # type: ignore[type-arg]
+class _Pairs(list):
     """A comprehension's (op, left, right) records; `all()`/`any()` over them compares each pair here."""
 
     def results(self) -> list[bool]:
@@ -245,41 +245,56 @@ def _eval(node: ast.expr, values: Sequence[object], env: Mapping[str, object] | 
         _guard_binop(node.op, a, b)
         return _BINOPS[type(node.op)](a, b)
     if isinstance(node, ast.BoolOp):
-        result: Any = isinstance(node.op, ast.And)
-        for v in node.values:
-            result = _eval(v, values, env)
-            if isinstance(node.op, ast.And) and not _truthy(result):
-                return result
-            if isinstance(node.op, ast.Or) and _truthy(result):
-                return result
-        return result
+        return _eval_boolop(node, values, env)
     if isinstance(node, ast.Compare):
-        left = _eval(node.left, values, env)
-        for op, comp in zip(node.ops, node.comparators, strict=True):
-            right = _eval(comp, values, env)
-            if not _CMPOPS[type(op)](left, right):
-                return False
-            left = right
-        return True
+        return _eval_compare(node, values, env)
     if isinstance(node, ast.IfExp):
         return _eval(node.body if _truthy(_eval(node.test, values, env)) else node.orelse, values, env)
     if isinstance(node, ast.Subscript):
         return _eval(node.value, values, env)[_eval(node.slice, values, env)]
     if isinstance(node, ast.Call):
-        name = _dotted(node.func)
-        if name == "type" and ast.unparse(node) == "type(None)":
-            return type(None)
-        if name is None:
-            raise CheckError(f"call of {ast.unparse(node.func)[:80]}")
-        trusted = env is not None and name in _TRUSTED_CALLS
-        if name not in _SAFE_CALLS and not trusted:
-            raise CheckError(f"call of {name}")
-        args = [_eval(a, values, env) for a in node.args]
-        kwargs = {k.arg: _eval(k.value, values, env) for k in node.keywords if k.arg}
-        if trusted:
-            return _TRUSTED_CALLS[name](*args, **kwargs)
-        return _call(name, args, kwargs)
+        return _eval_call(node, values, env)
     raise CheckError(f"unsupported expression {type(node).__name__}")
+
+
+def _eval_boolop(node: ast.BoolOp, values: Sequence[object], env: Mapping[str, object] | None) -> Any:
+    """`and` / `or` with Python's short-circuit and operand result."""
+    result: Any = isinstance(node.op, ast.And)
+    for v in node.values:
+        result = _eval(v, values, env)
+        if isinstance(node.op, ast.And) and not _truthy(result):
+            return result
+        if isinstance(node.op, ast.Or) and _truthy(result):
+            return result
+    return result
+
+
+def _eval_compare(node: ast.Compare, values: Sequence[object], env: Mapping[str, object] | None) -> bool:
+    """A chained comparison (`a < b <= c`), each operand evaluated once."""
+    left = _eval(node.left, values, env)
+    for op, comp in zip(node.ops, node.comparators, strict=True):
+        right = _eval(comp, values, env)
+        if not _CMPOPS[type(op)](left, right):
+            return False
+        left = right
+    return True
+
+
+def _eval_call(node: ast.Call, values: Sequence[object], env: Mapping[str, object] | None) -> Any:
+    """A call of an allowed function (`_SAFE_CALLS`; in a test's own constants also `_TRUSTED_CALLS`)."""
+    name = _dotted(node.func)
+    if name == "type" and ast.unparse(node) == "type(None)":
+        return type(None)
+    if name is None:
+        raise CheckError(f"call of {ast.unparse(node.func)[:80]}")
+    trusted = env is not None and name in _TRUSTED_CALLS
+    if name not in _SAFE_CALLS and not trusted:
+        raise CheckError(f"call of {name}")
+    args = [_eval(a, values, env) for a in node.args]
+    kwargs = {k.arg: _eval(k.value, values, env) for k in node.keywords if k.arg}
+    if trusted:
+        return _TRUSTED_CALLS[name](*args, **kwargs)
+    return _call(name, args, kwargs)
 
 
 # -- test sources -> steps + checks ----------------------------------------------------------------------------------

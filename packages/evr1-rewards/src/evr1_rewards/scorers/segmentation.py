@@ -33,7 +33,7 @@ def _flat(poly: object) -> list[float] | None:
     if not isinstance(poly, Sequence) or isinstance(poly, str):
         return None
     if poly and all(isinstance(p, Sequence) and not isinstance(p, str) and len(p) == 2 for p in poly):
-        poly = [c for p in poly for c in p]  # type: ignore[union-attr]
+        poly = [c for p in poly for c in p]
     vals = [as_float(v) for v in poly]
     return None if any(v is None for v in vals) else vals  # type: ignore[return-value]
 
@@ -49,7 +49,7 @@ def _polygons(obj: Mapping[str, object]) -> list[list[float]] | None:
         and raw
         and all(isinstance(p, Sequence) and p and isinstance(p[0], (int, float)) for p in raw)
         and all(len(p) == 2 for p in raw)
-    ):  # type: ignore[arg-type]
+    ):
         raw = [raw]  # a single polygon given as [[x, y], …]
     if not isinstance(raw, Sequence):
         return None
@@ -69,7 +69,7 @@ def mask_from(obj: object, size: tuple[int, int] | None) -> Mask | None:
         counts = obj["counts"]
         if not isinstance(counts, (str, list)):
             raise ValueError("RLE counts must be a list or a compressed string")
-        return from_rle(h, w, counts)  # type: ignore[arg-type]
+        return from_rle(h, w, counts)
     polys = _polygons(obj)
     if polys is not None:
         return from_polygons(h, w, polys)

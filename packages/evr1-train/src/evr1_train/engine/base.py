@@ -85,6 +85,8 @@ class BaseTrainer:
 
     def __init__(self, cfg: LocalConfig) -> None:
         from evr1_rewards import RewardRouter
+        from evr1_rewards.errors import one_of
+        from evr1_rewards.router import THINK_POLICIES
         from evr1_train.data import DataOptions
         from evr1_train.hybrid import HybridConfig
 
@@ -103,7 +105,8 @@ class BaseTrainer:
             hybrid = dataclasses.replace(hybrid, base_loss_mode=cfg.loss_mode)
         hybrid.check_group_size(cfg.n)
         self.hybrid = hybrid
-        self.router = RewardRouter(dict(cfg.reward_weights), think=cfg.reward_think)  # type: ignore[arg-type]
+        think = one_of("engine.reward.think", cfg.reward_think, THINK_POLICIES)
+        self.router = RewardRouter(dict(cfg.reward_weights), think=think)
         self.train_rows = self._usable(read_rows(*cfg.train_files), "train")
         self.val_rows = self._usable(read_rows(*cfg.val_files), "validation") if cfg.val_files else []
         if len(self.train_rows) < cfg.train_batch_size:

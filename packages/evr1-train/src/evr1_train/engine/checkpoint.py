@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from evr1_train.atomic import atomic_folder, atomic_json
+from evr1_cache.atomic import atomic_folder, atomic_json
 from evr1_train.engine.state import TrainerState, python_random_from_json, python_random_to_json
 
 LATEST = "latest.json"

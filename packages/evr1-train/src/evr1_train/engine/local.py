@@ -111,7 +111,7 @@ def prepare_inputs(cfg: Any) -> None:
 
 def write_protocol(folder: Path, files: dict[str, Any]) -> None:
     """The run folder gets the same self-description files as every checkpoint in it."""
-    from evr1_train.atomic import atomic_json
+    from evr1_cache.atomic import atomic_json
 
     for name, data in files.items():
         atomic_json(folder / name, data)

@@ -22,7 +22,7 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path | None = None, base
     from transformers import AutoProcessor
 
     from evr1_cache import TRAIN_SETTINGS_FILE, TrainSettings, resolve_model_path
-    from evr1_train.atomic import atomic_folder
+    from evr1_cache.atomic import atomic_folder
     from evr1_train.engine.lora import is_adapter_folder, load_merged
 
     actor = Path(resolve_model_path(str(checkpoint)))

@@ -35,14 +35,14 @@ def curves_from_log(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[f
 
 def plot_curves(series: Series, path: str | os.PathLike[str], title: str = "evr1 local engine") -> Path:
     """Write the PNG atomically and return its path."""
+    from evr1_cache.atomic import atomic_path
+
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.stem}.tmp.png")
-    try:
-        _matplotlib(series, tmp, title)
-    except ImportError:
-        _pillow(series, tmp, title)
-    os.replace(tmp, out)
+    with atomic_path(out, keep_suffix=True) as tmp:
+        try:
+            _matplotlib(series, tmp, title)
+        except ImportError:
+            _pillow(series, tmp, title)
     return out
 
 

@@ -200,6 +200,6 @@ def write_checkpoint_protocol(checkpoint: str | os.PathLike[str], settings: Trai
     """Write `settings` with its `step` into a checkpoint folder (verl: `global_step_<step>/`)."""
     from pathlib import Path
 
-    from evr1_train.atomic import atomic_json
+    from evr1_cache.atomic import atomic_json
 
     atomic_json(Path(checkpoint) / TRAIN_SETTINGS_FILE, settings.with_step(step).to_json())

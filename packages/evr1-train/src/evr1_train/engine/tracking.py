@@ -39,7 +39,7 @@ class JsonlSink:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def truncate_after(self, step: int) -> None:
-        from evr1_train.atomic import atomic_text
+        from evr1_cache.atomic import atomic_text
 
         rows = [r for r in read_jsonl(self.path) if int(r.get("step", 0)) <= step]
         atomic_text(self.path, "".join(json.dumps(r) + "\n" for r in rows))

@@ -64,6 +64,8 @@ def write_dump(path: str | os.PathLike[str], records: list[SideRecord]) -> Path:
     import numpy as np
     from safetensors.numpy import save_file
 
+    from evr1_cache.atomic import atomic_path
+
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tensors: dict[str, Any] = {}
@@ -75,9 +77,8 @@ def write_dump(path: str | os.PathLike[str], records: list[SideRecord]) -> Path:
     if not tensors:  # safetensors needs at least one tensor
         tensors["_empty"] = np.zeros(1, np.float32)
     meta = {"format": FORMAT, "records": json.dumps([r.header() for r in records], allow_nan=False)}
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    save_file(tensors, str(tmp), metadata=meta)
-    os.replace(tmp, out)
+    with atomic_path(out) as tmp:
+        save_file(tensors, str(tmp), metadata=meta)
     return out
 
 

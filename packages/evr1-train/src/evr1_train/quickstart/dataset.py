@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evr1_train.atomic import atomic_text
+from evr1_cache.atomic import atomic_open, atomic_path, atomic_text
 from evr1_train.quickstart.shapes import TASK_MIX, Scene, make_scene, sample_kinds
 
 SPLITS = ("train", "heldout")
@@ -76,9 +76,8 @@ def write_video(path: Path, scene: Scene) -> None:
     """Encode the scene's frames as H.264 (yuv420p) with FFmpeg (PyAV), atomically."""
     import av
 
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     rate = fractions.Fraction(scene.fps).limit_denominator(1001)
-    with av.open(str(tmp), "w") as container:
+    with atomic_path(path, keep_suffix=True) as tmp, av.open(str(tmp), "w") as container:
         stream = container.add_stream("libx264", rate=rate)
         stream.width, stream.height = scene.width, scene.height
         stream.pix_fmt = "yuv420p"
@@ -90,15 +89,13 @@ def write_video(path: Path, scene: Scene) -> None:
                 container.mux(packet)
         for packet in stream.encode():
             container.mux(packet)
-    os.replace(tmp, path)
 
 
 def write_image(path: Path, scene: Scene) -> None:
     from PIL import Image
 
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
-    Image.fromarray(scene.frame(0.0)).save(tmp, format="PNG")
-    os.replace(tmp, path)
+    with atomic_open(path, "wb") as fh:
+        Image.fromarray(scene.frame(0.0)).save(fh, format="PNG")
 
 
 def iter_scenes(spec: QuickstartDataSpec, split: str) -> Iterator[tuple[str, Scene]]:

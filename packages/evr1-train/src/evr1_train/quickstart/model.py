@@ -29,6 +29,7 @@ class TinyVLMSpec:
     num_kv_heads: int = 2
     vision_depth: int = 2
     vision_hidden_size: int = 64
+    vision_num_heads: int = 4
     vocab_size: int = 512
     init_std: float = 0.02  # initializer_range of the random weights (Qwen's default 0.02)
     image_min_pixels: int = 56 * 56
@@ -36,10 +37,13 @@ class TinyVLMSpec:
     video_min_pixels: int = 56 * 56
     video_max_pixels: int = 56 * 56
     seed: int = 0
+    dtype: str = "float32"  # of the random weights: "float32" (training) or "bfloat16" (vLLM on CPU in the tests)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
             raise ValueError(f"unknown tiny model arch {self.arch!r}; choose one of {list(ARCHS)}")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"tiny model dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
         if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads}), and num_heads "
@@ -73,14 +77,20 @@ def _mrope_sections(head_dim: int, interleaved: bool) -> list[int]:
 
 
 def build_tiny_vlm(spec: TinyVLMSpec, extra_corpus: Iterable[str] = ()) -> tuple[Any, Any]:
-    """Return `(model, processor)`, random weights seeded by `spec.seed`, on the CPU in float32."""
-    import torch
-    from transformers import AutoModelForImageTextToText
-
+    """Return `(model, processor)`, random weights seeded by `spec.seed`, on the CPU in `spec.dtype`."""
     from evr1_train.quickstart.tokenizer import QWEN2_5_VL_CHAT_TEMPLATE, QWEN3_VL_CHAT_TEMPLATE, train_tiny_tokenizer
 
     template = QWEN2_5_VL_CHAT_TEMPLATE if spec.arch == "qwen2_5_vl" else QWEN3_VL_CHAT_TEMPLATE
     tok = train_tiny_tokenizer(extra_corpus, vocab_size=spec.vocab_size, chat_template=template)
+    return tiny_vlm_model(spec, tok), _processor(spec, tok, template)
+
+
+def tiny_vlm_model(spec: TinyVLMSpec, tok: Any) -> Any:
+    """The tiny model over the tokenizer `tok` (its vocabulary and vision token ids): the one tiny Qwen-VL builder,
+    used by the quickstart and by the test environment's checkpoints (which bring their own tokenizer/processor)."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
     ids = {t: tok.convert_tokens_to_ids(t) for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>")}
     ids["<|vision_end|>"] = tok.convert_tokens_to_ids("<|vision_end|>")
     vocab = (len(tok) + 63) // 64 * 64
@@ -109,14 +119,14 @@ def build_tiny_vlm(spec: TinyVLMSpec, extra_corpus: Iterable[str] = ()) -> tuple
         "depth": spec.vision_depth,
         "hidden_size": spec.vision_hidden_size,
         "intermediate_size": 2 * spec.vision_hidden_size,
-        "num_heads": 4,
+        "num_heads": spec.vision_num_heads,
         "out_hidden_size": spec.hidden_size,
         "spatial_merge_size": 2,
         "temporal_patch_size": 2,
         "initializer_range": spec.init_std,
     }
     if spec.arch == "qwen2_5_vl":
-        from transformers import Qwen2_5_VLConfig, Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
+        from transformers import Qwen2_5_VLConfig
 
         text["rope_parameters"] = {
             "rope_type": "default",
@@ -133,20 +143,8 @@ def build_tiny_vlm(spec: TinyVLMSpec, extra_corpus: Iterable[str] = ()) -> tuple
             initializer_range=spec.init_std,
             **token_ids,
         )
-        image_proc = Qwen2VLImageProcessor(min_pixels=spec.image_min_pixels, max_pixels=spec.image_max_pixels)
-        video_proc = Qwen2VLVideoProcessor(
-            min_pixels=spec.video_min_pixels,
-            max_pixels=spec.video_max_pixels,
-            do_sample_frames=False,
-            fps=2.0,
-            min_frames=4,
-            max_frames=64,
-        )
-        processor = Qwen2_5_VLProcessor(
-            image_processor=image_proc, video_processor=video_proc, tokenizer=tok, chat_template=template
-        )
     else:
-        from transformers import Qwen2VLImageProcessor, Qwen3VLConfig, Qwen3VLProcessor, Qwen3VLVideoProcessor
+        from transformers import Qwen3VLConfig
 
         text["head_dim"] = head_dim
         text["rope_parameters"] = {
@@ -163,37 +161,58 @@ def build_tiny_vlm(spec: TinyVLMSpec, extra_corpus: Iterable[str] = ()) -> tuple
             initializer_range=spec.init_std,
             **token_ids,
         )
-        image_proc = Qwen2VLImageProcessor(
-            patch_size=16,
-            merge_size=2,
-            temporal_patch_size=2,
-            size={"shortest_edge": spec.image_min_pixels, "longest_edge": spec.image_max_pixels},
-            image_mean=[0.5] * 3,
-            image_std=[0.5] * 3,
-        )
-        video_proc = Qwen3VLVideoProcessor(
-            size={"shortest_edge": spec.video_min_pixels, "longest_edge": spec.video_max_pixels * 64},
-            do_sample_frames=False,
-            fps=2,
-            min_frames=4,
-            max_frames=64,
-            image_mean=[0.5] * 3,
-            image_std=[0.5] * 3,
-            cap_pixels_per_frame=True,
-        )
-        processor = Qwen3VLProcessor(
-            image_processor=image_proc, video_processor=video_proc, tokenizer=tok, chat_template=template
-        )
     state = torch.random.get_rng_state()
     torch.manual_seed(spec.seed)
     try:
-        model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
+        model = AutoModelForImageTextToText.from_config(config, dtype=getattr(torch, spec.dtype))
     finally:
         torch.random.set_rng_state(state)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.bos_token_id = tok.pad_token_id
-    return model, processor
+    return model
+
+
+def _processor(spec: TinyVLMSpec, tok: Any, template: str) -> Any:
+    """The quickstart's processor: `spec`'s pixel budgets, frames already sampled (evr1 samples them)."""
+    if spec.arch == "qwen2_5_vl":
+        from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
+
+        image_proc = Qwen2VLImageProcessor(min_pixels=spec.image_min_pixels, max_pixels=spec.image_max_pixels)
+        video_proc = Qwen2VLVideoProcessor(
+            min_pixels=spec.video_min_pixels,
+            max_pixels=spec.video_max_pixels,
+            do_sample_frames=False,
+            fps=2.0,
+            min_frames=4,
+            max_frames=64,
+        )
+        return Qwen2_5_VLProcessor(
+            image_processor=image_proc, video_processor=video_proc, tokenizer=tok, chat_template=template
+        )
+    from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
+
+    image_proc = Qwen2VLImageProcessor(
+        patch_size=16,
+        merge_size=2,
+        temporal_patch_size=2,
+        size={"shortest_edge": spec.image_min_pixels, "longest_edge": spec.image_max_pixels},
+        image_mean=[0.5] * 3,
+        image_std=[0.5] * 3,
+    )
+    video_proc = Qwen3VLVideoProcessor(
+        size={"shortest_edge": spec.video_min_pixels, "longest_edge": spec.video_max_pixels * 64},
+        do_sample_frames=False,
+        fps=2,
+        min_frames=4,
+        max_frames=64,
+        image_mean=[0.5] * 3,
+        image_std=[0.5] * 3,
+        cap_pixels_per_frame=True,
+    )
+    return Qwen3VLProcessor(
+        image_processor=image_proc, video_processor=video_proc, tokenizer=tok, chat_template=template
+    )
 
 
 def save_tiny_vlm(out_dir: str | os.PathLike[str], spec: TinyVLMSpec, extra_corpus: Iterable[str] = ()) -> Path:
@@ -203,14 +222,15 @@ def save_tiny_vlm(out_dir: str | os.PathLike[str], spec: TinyVLMSpec, extra_corp
     out = Path(out_dir)
     marker = out / "evr1_tiny_vlm.json"
     if marker.exists():
-        saved = json.loads(marker.read_text())
+        # (a folder written before `vision_num_heads` / `dtype` existed was built with their defaults)
+        saved = {"vision_num_heads": 4, "dtype": "float32", **json.loads(marker.read_text())}
         if saved != asdict(spec):
             raise ValueError(
                 f"{out} holds a tiny model built with different settings ({saved}); delete the folder or choose "
                 "another output directory"
             )
         return out
-    from evr1_train.atomic import atomic_folder
+    from evr1_cache.atomic import atomic_folder
 
     model, processor = build_tiny_vlm(spec, extra_corpus)
     with atomic_folder(out) as tmp:  # replaces an incomplete folder from a killed build

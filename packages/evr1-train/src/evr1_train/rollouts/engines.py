@@ -147,7 +147,7 @@ def _verl_writer(trainer: Any, step: int) -> RolloutDumpWriter | None:
             out = Path(str(_get(trainer.config, "trainer.default_local_dir", "checkpoints"))) / "rollouts"
             writer = _writer(config, out, opts, "verl")
             writer.start(step)
-            writer.opts = opts  # type: ignore[attr-defined]
+            writer.opts = opts
     except Exception as exc:
         logger.warning("rollout dump disabled: %s: %s", type(exc).__name__, exc)
         writer = None
@@ -193,7 +193,9 @@ def verl_groups(data: Any, tokenizer: Any, writer: RolloutDumpWriter) -> list[di
     reward_model = _column(data, "reward_model", n)
     sources = _column(data, "data_source", n)
     infos = _column(data, "extra_info", n)
-    opts = writer.opts  # type: ignore[attr-defined]
+    opts = writer.opts
+    if opts is None:
+        raise ValueError("rollout dump: the writer has no data options (the verl hook sets them when it starts it)")
     vspec, ispec = opts.video_spec(), opts.image_spec()
     by_uid: dict[str, list[int]] = defaultdict(list)
     for i, uid in enumerate(uids):

@@ -38,10 +38,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evr1_cache import PromptRecord
+from evr1_cache.atomic import atomic_bytes, atomic_text
+
 if TYPE_CHECKING:
     from evr1_cache import ImageSpec, SamplingSpec
-
-from evr1_cache import PromptRecord
+    from evr1_train.data import DataOptions
 
 logger = logging.getLogger(__name__)
 
@@ -158,6 +160,8 @@ class RolloutDumpWriter:
         self.manifest.video_spec = dict(video_spec) if video_spec else None
         self.manifest.image_spec = dict(image_spec) if image_spec else None
         self.manifest.config = asdict(config)
+        #: The data options the rows of this run are served with (set by the verl hook, which rebuilds prompts).
+        self.opts: DataOptions | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def start(self, first_step: int) -> list[int]:
@@ -216,13 +220,7 @@ class RolloutDumpWriter:
                             cfg.max_bytes, step, self.folder,
                         )  # fmt: skip
                     return None
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
+            atomic_bytes(final, data)
             self.manifest.steps[str(step)] = {"bytes": len(data), "groups": len(groups)}
             self._write_manifest()
         return final
@@ -248,11 +246,7 @@ class RolloutDumpWriter:
             return _Manifest()
 
     def _write_manifest(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / "manifest.json"
-        tmp = path.with_name(f".manifest.json.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(self.manifest), indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_text(self.folder / "manifest.json", json.dumps(asdict(self.manifest), indent=1, sort_keys=True))
 
 
 # -- building records ------------------------------------------------------------------------------------------------

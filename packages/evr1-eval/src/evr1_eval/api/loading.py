@@ -25,13 +25,13 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from evr1_cache import MediaError, MediaPaths
-from evr1_eval.benchmarks.prompts import direct_prompt
+from evr1_eval.api.prompts import direct_prompt
 from evr1_eval.protocol import ProtocolSettings
 from evr1_eval.types import LoadError, LoadResult, Sample
 from evr1_rewards import RewardError, normalize_problem_type, parse_ground_truth, parse_options
 
 if TYPE_CHECKING:
-    from evr1_eval.benchmarks.base import Benchmark, DocumentFlattener
+    from evr1_eval.api.base import Benchmark, DocumentFlattener
 
 #: Deepest nesting of lists / objects an annotation row may have (real rows nest 3-4 levels).
 MAX_DEPTH = 32

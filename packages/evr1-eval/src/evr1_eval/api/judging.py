@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from evr1_eval.benchmarks.extractors import capped, last_answer_tag, strip_reasoning
+from evr1_eval.api.extractors import capped, last_answer_tag, strip_reasoning
 from evr1_eval.types import Judge, Outcome, Sample
 from evr1_rewards.judge import JUDGE_PROMPT_VERSION, ask_judge
 

@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from evr1_eval.benchmarks.extractors import capped, strip_reasoning
+from evr1_eval.api.extractors import capped, strip_reasoning
 from evr1_eval.types import Outcome, Sample
 
 #: An official per-sample rule: (sample, response) -> Outcome (`Benchmark.scorer`).

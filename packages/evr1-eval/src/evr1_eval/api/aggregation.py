@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from evr1_eval.types import BenchmarkSummary, ScoredSample
 
 if TYPE_CHECKING:
-    from evr1_eval.benchmarks.base import Benchmark
+    from evr1_eval.api.base import Benchmark
 
 Result = tuple[str, dict[str, float], list[str]]
 #: The official aggregation over rows already filtered for errors and pending judgements.

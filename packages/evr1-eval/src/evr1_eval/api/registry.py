@@ -7,9 +7,8 @@ package. A third-party benchmark registers itself the same way (`register(Benchm
 
 from __future__ import annotations
 
-import difflib
-
-from evr1_eval.benchmarks.base import Benchmark
+from evr1_cache.registry import lookup
+from evr1_eval.api.base import Benchmark
 
 _REGISTRY: dict[str, Benchmark] = {}
 _ALIASES: dict[str, str] = {}
@@ -28,14 +27,8 @@ def register(bench: Benchmark) -> Benchmark:
 
 def get_benchmark(name: str) -> Benchmark:
     """Look a benchmark up by name or alias; an unknown name raises with the closest known names."""
-    key = name.strip()
-    key = _ALIASES.get(key, key)
-    if key in _REGISTRY:
-        return _REGISTRY[key]
-    known = [*_REGISTRY, *_ALIASES]
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    raise KeyError(f"unknown benchmark {name!r}.{hint} Run `evr1-eval list` for all {len(_REGISTRY)} benchmarks.")
+    fix = f"`evr1-eval list` shows all {len(_REGISTRY)} benchmarks"
+    return lookup(_REGISTRY, name, "benchmark", aliases=_ALIASES, fix=fix, cutoff=0.5)
 
 
 def available_benchmarks() -> list[str]:

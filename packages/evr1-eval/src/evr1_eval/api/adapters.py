@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.benchmarks.loading import LETTERS
+from evr1_eval.api.loading import LETTERS
 
 _VIDEO_FIELDS = ("video_path", "video", "path")
 

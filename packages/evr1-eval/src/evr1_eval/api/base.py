@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evr1_cache.spec import SamplingSpec
-from evr1_eval.benchmarks.aggregation import Aggregator, summarize
-from evr1_eval.benchmarks.judging import judge_outcome
-from evr1_eval.benchmarks.loading import RowView, generic_prompt, load_samples
-from evr1_eval.benchmarks.prompts import check_variant
-from evr1_eval.benchmarks.scoring_rules import Rule, rewards_outcome
+from evr1_eval.api.aggregation import Aggregator, summarize
+from evr1_eval.api.judging import judge_outcome
+from evr1_eval.api.loading import RowView, generic_prompt, load_samples
+from evr1_eval.api.prompts import check_variant
+from evr1_eval.api.scoring_rules import Rule, rewards_outcome
 from evr1_eval.protocol import ProtocolSettings
 from evr1_eval.types import BenchmarkSummary, Judge, LoadResult, Outcome, Reference, Sample, ScoredSample
 
