@@ -308,12 +308,11 @@ async def streamed(backend: Any, job: Any, media: Any, params: Any, in_flight: i
 
 
 async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from evr1_cache import build_cache
+    from evr1_cache import MediaLoader, build_cache
     from evr1_eval.backends import BackendConfig, GenerationParams, create_backend
     from evr1_eval.benchmarks import get_benchmark
     from evr1_eval.jobs import image_spec_for, load_job
-    from evr1_eval.media import MediaLoader
-    from evr1_eval.runner import sampling_for
+    from evr1_eval.runner import SampleMedia, sampling_for
 
     ann = make_dataset(work, args.questions, args.generated, args.clip_seconds)
     model = tiny_model(work)
@@ -352,8 +351,8 @@ async def bench_modes(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     await engine.start()
     start_s = time.perf_counter() - t0
-    decode_media = MediaLoader(None, image_spec=image_spec_for(spec))
-    cache_media = MediaLoader(cache, image_spec=image_spec_for(spec))
+    decode_media = SampleMedia(MediaLoader(None, image_spec=image_spec_for(spec)))
+    cache_media = SampleMedia(MediaLoader(cache, image_spec=image_spec_for(spec)))
     results: dict[str, Any] = {
         "samples": len(ids),
         "videos": len(videos),
@@ -486,11 +485,11 @@ def peak_rss_mib() -> float:
 
 def rss_worker(cache: Path, media_root: Path, n: int, in_flight: int) -> None:
     """(In a fresh process.) Run n samples through the runner with the fake backend; print peak RSS in MiB."""
+    from evr1_cache import MediaLoader
     from evr1_eval.backends import BackendConfig, GenerationParams, create_backend
     from evr1_eval.benchmarks import get_benchmark
     from evr1_eval.jobs import image_spec_for
-    from evr1_eval.media import MediaLoader
-    from evr1_eval.runner import Job, RunConfig, evaluate, sampling_for
+    from evr1_eval.runner import Job, RunConfig, SampleMedia, evaluate, sampling_for
     from evr1_eval.types import Sample
 
     bench = get_benchmark("mvbench")
@@ -522,7 +521,7 @@ def rss_worker(cache: Path, media_root: Path, n: int, in_flight: int) -> None:
     evaluate(backend, [Job(bench, samples)], config, media=MediaLoader(cache, image_spec=image_spec_for(spec)))
     seconds = time.perf_counter() - t0
     peak = peak_rss_mib()
-    frames_mib = MediaLoader(cache).load(samples[0], spec).nbytes / 2**20
+    frames_mib = SampleMedia(MediaLoader(cache)).load(samples[0], spec).nbytes / 2**20
     print(json.dumps({"n": n, "in_flight": in_flight, "peak_mib": peak, "before_mib": before,
                       "seconds": seconds, "frames_per_sample_mib": frames_mib}))  # fmt: skip
 

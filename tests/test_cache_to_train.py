@@ -117,9 +117,8 @@ def test_a_stale_cache_reference_is_never_served(
     (re-encoded, trimmed), that entry holds another video's frames: the trainer must decode the new file, as
     evr1-eval does (its content-addressed look-up misses), and never train on frames the model will not be
     evaluated on."""
-    from evr1_cache import decode_video
+    from evr1_cache import MediaMissError, decode_video
     from evr1_cache.testing import make_synthetic_video
-    from evr1_train.data import MediaMissError
 
     data = dataset.copy_to(tmp_path / "data")
     cache = tmp_path / "cache"

@@ -178,11 +178,11 @@ def test_every_prompt_and_answer_is_the_trainers(trained: Path) -> None:
 
     import torch
 
+    from evr1_cache import MediaLoader
     from evr1_eval.backends import BackendConfig, Request, create_backend
     from evr1_eval.benchmarks import get_benchmark
     from evr1_eval.jobs import image_spec_for, load_job, resolve_settings, sampling_overrides
-    from evr1_eval.media import MediaLoader
-    from evr1_eval.runner import sampling_for
+    from evr1_eval.runner import SampleMedia, sampling_for
     from evr1_train.data import row_to_inputs
     from evr1_train.engine.batch import encode_prompt
     from evr1_train.engine.policy import eos_ids, generate, load_policy, pick_runtime, vision_token_ids
@@ -194,7 +194,7 @@ def test_every_prompt_and_answer_is_the_trainers(trained: Path) -> None:
     bench = get_benchmark("evr1_data")
     job = load_job(bench, trained / "heldout", None, settings.protocol)
     spec = sampling_for(bench, sampling_overrides(bench.sampling, settings.sampling_for(bench.name), None))
-    media = MediaLoader(run / "cache", image_spec=image_spec_for(spec, settings.image_sampling()))
+    media = SampleMedia(MediaLoader(run / "cache", image_spec=image_spec_for(spec, settings.image_sampling())))
     backend = create_backend("hf", BackendConfig(model=str(settings.trained.model_dir), device="cpu",
                                                  chat_template=settings.chat_template()))  # fmt: skip
     asyncio.run(backend.start())

@@ -192,7 +192,9 @@ def test_the_logprob_check_alone_catches_a_wrong_input(kind: str, workdir: Path,
     """Reversed frames (same metadata) through the HF side: the log-probs differ by more than the tolerance, so the
     log-prob check is not blind on these tiny models (their wider initialisation is what makes inputs matter)."""
     parity = pytest.importorskip("evr1_train.parity", reason="evr1-train (no deps) is installed by nox -s eval_engines")
-    from evr1_train.data.media import MediaLoader
+    import dataclasses
+
+    from evr1_cache import MediaLoader
 
     tiny, data_env = _testenv("tiny_vlm"), _testenv("family_data")
     model = tiny.build_tiny_vlm(workdir / "models", kind)
@@ -202,8 +204,8 @@ def test_the_logprob_check_alone_catches_a_wrong_input(kind: str, workdir: Path,
     real_video = MediaLoader.video
 
     def reversed_video(self: Any, *args: Any, **kwargs: Any) -> Any:
-        frames, meta = real_video(self, *args, **kwargs)
-        return frames[::-1].copy(), meta
+        served = real_video(self, *args, **kwargs)
+        return dataclasses.replace(served, frames=served.frames[::-1].copy())
 
     monkeypatch.setattr(MediaLoader, "video", reversed_video)
     bad = parity.collect_hf(str(model), data)

@@ -30,11 +30,11 @@ from typing import Any
 
 import pytest
 
+from evr1_cache import MediaLoader
 from evr1_eval.backends import BackendConfig, GenerationParams, Request, create_backend
 from evr1_eval.jobs import image_spec_for
-from evr1_eval.media import MediaLoader
 from evr1_eval.results import iter_rows
-from evr1_eval.runner import Job, RunConfig, Runner
+from evr1_eval.runner import Job, RunConfig, Runner, SampleMedia
 
 ROOT = Path(__file__).resolve().parents[3]
 KINDS = ("qwen2_5_vl", "qwen3_vl")
@@ -180,10 +180,10 @@ def _config(out: Path, kind: str, **kw: Any) -> RunConfig:
     return RunConfig(out_dir=out, params=PARAMS, progress=False, sampling_overrides=overrides, **kw)
 
 
-def _media(config: RunConfig, job: Job) -> MediaLoader:
+def _media(config: RunConfig, job: Job) -> SampleMedia:
     from evr1_eval.runner import sampling_for
 
-    return MediaLoader(image_spec=image_spec_for(sampling_for(job.benchmark, config.sampling_overrides)))
+    return SampleMedia(MediaLoader(image_spec=image_spec_for(sampling_for(job.benchmark, config.sampling_overrides))))
 
 
 def _rows(out: Path, bench: str = "mvbench") -> dict[str, Any]:

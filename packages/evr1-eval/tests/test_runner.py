@@ -13,19 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evr1_cache import SamplingSpec
 from evr1_eval.backends import BackendConfig, EngineDead, GenerationParams, ImageInput, VideoInput, create_backend
 from evr1_eval.backends.fake import FakeBackend
 from evr1_eval.benchmarks.base import make_error_row
-from evr1_eval.media import Media
 from evr1_eval.results import SettingsMismatch, iter_rows, load_rows, results_path
-from evr1_eval.runner import Job, RunConfig, evaluate, select
+from evr1_eval.runner import Job, Media, RunConfig, evaluate, select
 from evr1_eval.types import BenchmarkSummary, Judge, Reference, Sample, ScoredSample
 
-
-@dataclass(frozen=True)
-class Spec:
-    fps: float = 2.0
-    max_frames: int = 8
+#: The tiny benchmark's frame settings (a real spec: the runner records its key and settings).
+SPEC = SamplingSpec(fps=2.0, max_frames=8)
 
 
 @dataclass(frozen=True)
@@ -34,11 +31,11 @@ class TinyBench:
 
     name: str = "tiny"
     prompt_version: str = "t1"
-    spec: Spec = Spec()
+    spec: SamplingSpec = SPEC
     reference: Reference | None = None
 
     @property
-    def sampling(self) -> Spec:
+    def sampling(self) -> SamplingSpec:
         return self.spec
 
     async def score_with_judge(self, sample: Sample, response: str, judge: Judge | None) -> ScoredSample:
@@ -321,14 +318,14 @@ def test_select_applies_limit_before_the_split() -> None:
 
 
 def test_several_benchmarks_stream_together(tmp_path: Path) -> None:
-    a, b = TinyBench(name="bench_a"), TinyBench(name="bench_b", spec=Spec(fps=1.0))
+    a, b = TinyBench(name="bench_a"), TinyBench(name="bench_b", spec=SamplingSpec(fps=1.0, max_frames=8))
     media = SyntheticMedia()
     res = run(tmp_path, fake(), [Job(a, samples(3, "bench_a")), Job(b, samples(4, "bench_b"))], media=media)
     assert [r.ran for r in res] == [3, 4]
     assert len(rows_of(tmp_path, "bench_a")) == 3
     assert len(rows_of(tmp_path, "bench_b")) == 4
-    assert Spec(fps=1.0) in media.specs
-    assert Spec() in media.specs
+    assert SamplingSpec(fps=1.0, max_frames=8) in media.specs
+    assert SPEC in media.specs
 
 
 def test_duplicate_sample_ids_are_refused(tmp_path: Path) -> None:

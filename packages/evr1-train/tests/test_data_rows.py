@@ -8,7 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from evr1_train.data import MediaMissError, build_prompt_text, ground_truth_of, load_media, row_messages, row_to_inputs
+from evr1_cache import MediaMissError
+from evr1_train.data import build_prompt_text, ground_truth_of, load_media, row_messages, row_to_inputs
 from evr1_train.data.row import media_items
 from evr1_train.hybrid import HybridConfig
 
@@ -83,7 +84,7 @@ def test_raw_rows_in_prefer_cache_mode_use_the_cache_without_refs(video_data: di
     opts = make_opts(video_source="prefer_cache")
     raw = json.loads(video_data["raw"].read_text().splitlines()[0])
     assert "video_cache" not in raw
-    from evr1_train.data.media import loader_for
+    from evr1_train.data import loader_for
 
     loader = loader_for(opts)
     before = loader.misses

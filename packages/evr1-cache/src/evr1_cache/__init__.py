@@ -10,6 +10,8 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
   `CorruptEntry`; `CacheReader.ensure` writes through
 - building: `build_cache` -> `BuildReport`; `EntryJob` / `EntryResult`; `verify_cache` -> `VerifyReport`
 - media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
+- media for every consumer: `MediaLoader` (modes `cache-only` / `prefer-cache` / `decode`) -> `VideoFrames` /
+  `ImageFrames`, `MediaMissError`, `media_mode`, `media_key`
 - datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `DatasetError`
 """
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from evr1_cache.entry import CacheEntry, ImageMeta, Source
     from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
     from evr1_cache.image import load_image
+    from evr1_cache.media import ImageFrames, MediaLoader, MediaMissError, MediaMode, VideoFrames, media_key, media_mode
     from evr1_cache.mrope import reference_rope_index, use_reference_mrope
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.reader import CacheReader
@@ -65,6 +68,13 @@ _LAZY = {
     "CorruptEntry": "evr1_cache.errors",
     "MediaError": "evr1_cache.errors",
     "load_image": "evr1_cache.image",
+    "ImageFrames": "evr1_cache.media",
+    "MediaLoader": "evr1_cache.media",
+    "MediaMissError": "evr1_cache.media",
+    "MediaMode": "evr1_cache.media",
+    "VideoFrames": "evr1_cache.media",
+    "media_key": "evr1_cache.media",
+    "media_mode": "evr1_cache.media",
     "reference_rope_index": "evr1_cache.mrope",
     "use_reference_mrope": "evr1_cache.mrope",
     "VideoInfo": "evr1_cache.probing",
@@ -91,9 +101,13 @@ __all__ = [
     "DatasetRows",
     "EntryJob",
     "EntryResult",
+    "ImageFrames",
     "ImageMeta",
     "ImageSpec",
     "MediaError",
+    "MediaLoader",
+    "MediaMissError",
+    "MediaMode",
     "ResizeRule",
     "ResizeStream",
     "Row",
@@ -101,6 +115,7 @@ __all__ = [
     "SamplingSpec",
     "Source",
     "VerifyReport",
+    "VideoFrames",
     "VideoInfo",
     "VideoMeta",
     "__version__",
@@ -108,6 +123,8 @@ __all__ = [
     "decode_video",
     "get_resize_rule",
     "load_image",
+    "media_key",
+    "media_mode",
     "probe",
     "read_dataset",
     "reference_rope_index",

@@ -25,10 +25,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
+from evr1_cache import MediaLoader, SamplingSpec
 from evr1_eval import manifest
-from evr1_eval.backends.base import Backend, EngineDead, GenerationParams, Request
+from evr1_eval.backends.base import Backend, EngineDead, GenerationParams, ImageInput, Request, VideoInput
 from evr1_eval.manifest import package_version
-from evr1_eval.media import Media, MediaLoader, spec_key
 from evr1_eval.presets.registry import ResponseFilter, apply_response_filter
 from evr1_eval.progress import Progress
 from evr1_eval.results import (
@@ -57,7 +57,7 @@ class BenchmarkLike(Protocol):
     def prompt_version(self) -> str: ...
 
     @property
-    def sampling(self) -> Any: ...
+    def sampling(self) -> SamplingSpec: ...
 
     @property
     def reference(self) -> Reference | None: ...
@@ -71,8 +71,38 @@ class BenchmarkLike(Protocol):
     def aggregate(self, rows: Sequence[ScoredSample]) -> BenchmarkSummary: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Media:
+    """A sample's frames and images as backend inputs."""
+
+    videos: tuple[VideoInput, ...]
+    images: tuple[ImageInput, ...]
+    #: How many videos came from the cache (the rest were decoded now).
+    cache_hits: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return sum(v.frames.nbytes for v in self.videos) + sum(i.pixels.nbytes for i in self.images)
+
+
 class MediaSource(Protocol):
-    def load(self, sample: Sample, spec: Any) -> Media: ...
+    def load(self, sample: Sample, spec: SamplingSpec) -> Media: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SampleMedia:
+    """A sample's videos (under the benchmark's spec) and images through evr1-cache's one `MediaLoader`."""
+
+    loader: MediaLoader
+
+    def load(self, sample: Sample, spec: SamplingSpec) -> Media:
+        videos = [self.loader.video(path, spec, row=sample.id) for path in sample.videos]
+        images = [self.loader.image(path, row=sample.id) for path in sample.images]
+        return Media(
+            videos=tuple(VideoInput(frames=v.frames, metadata=v.meta.to_hf(), key=v.key) for v in videos),
+            images=tuple(ImageInput(pixels=i.pixels, key=i.key) for i in images),
+            cache_hits=sum(v.cached for v in videos),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,17 +185,9 @@ def prompt_hash(sample: Sample, system: str | None) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-def sampling_for(bench: BenchmarkLike, overrides: Mapping[str, Any]) -> Any:
+def sampling_for(bench: BenchmarkLike, overrides: Mapping[str, Any]) -> SamplingSpec:
     spec = bench.sampling
     return dataclasses.replace(spec, **dict(overrides)) if overrides else spec
-
-
-def _spec_record(spec: Any) -> Any:
-    if callable(getattr(spec, "to_dict", None)):  # the spec's canonical settings (a family-less spec names none)
-        return {"key": spec_key(spec), **spec.to_dict()}
-    if dataclasses.is_dataclass(spec) and not isinstance(spec, type):
-        return {"key": spec_key(spec), **dataclasses.asdict(spec)}
-    return {"key": spec_key(spec)}
 
 
 def _describe(exc: BaseException) -> str:
@@ -177,7 +199,7 @@ class _State:
     """Per-benchmark bookkeeping during a run."""
 
     job: Job
-    spec: Any
+    spec: SamplingSpec
     out_dir: Path
     store: ResultsStore
     pending: list[Sample]
@@ -194,18 +216,19 @@ class Runner:
         backend: Backend,
         config: RunConfig,
         *,
-        media: MediaSource | None = None,
+        media: MediaSource | MediaLoader | None = None,
         judge: Judge | None = None,
         judge_settings: Mapping[str, Any] | None = None,
     ) -> None:
         self.backend = backend
         self.config = config
-        self.media = media or MediaLoader()
+        loader = MediaLoader() if media is None else media
+        self.media: MediaSource = SampleMedia(loader) if isinstance(loader, MediaLoader) else loader
         self.judge = judge
         self.judge_settings = dict(judge_settings or {}) if judge else None
 
     # -- set-up -------------------------------------------------------------------------------------------------
-    def fingerprint(self, job: Job, spec: Any) -> dict[str, Any]:
+    def fingerprint(self, job: Job, spec: SamplingSpec) -> dict[str, Any]:
         """Everything that changes a number; a resumed run must match it exactly."""
         c = self.config
         return {
@@ -213,7 +236,7 @@ class Runner:
             "prompt_version": job.benchmark.prompt_version,
             "protocol": dict(job.protocol),
             "annotations": job.source,
-            "sampling": _spec_record(spec),
+            "sampling": {"key": spec.key(), **spec.to_dict()},
             "backend": self.backend.settings(),
             "generation": c.params.to_dict(),
             "system_prompt": c.system_prompt,
@@ -407,7 +430,7 @@ async def run_async(
     jobs: Sequence[Job],
     config: RunConfig,
     *,
-    media: MediaSource | None = None,
+    media: MediaSource | MediaLoader | None = None,
     judge: Judge | None = None,
     judge_settings: Mapping[str, Any] | None = None,
 ) -> list[JobResult]:

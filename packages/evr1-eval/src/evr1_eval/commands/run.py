@@ -241,9 +241,9 @@ def report_load_errors(name: str, loaded: int, reasons: list[str]) -> None:
 async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[str, Any]) -> list[Any]:
     from contextlib import AsyncExitStack
 
+    from evr1_cache import MediaLoader
     from evr1_eval.backends import GenerationParams, create_backend
     from evr1_eval.jobs import image_spec_for
-    from evr1_eval.media import MediaLoader
     from evr1_eval.runner import RunConfig, run_async, sampling_for
 
     settings = _settings(args)

@@ -2,13 +2,12 @@
 
 Public API (stable; the verl-free core is shared with the local engine):
     DataOptions, RowInputs, row_to_inputs, row_messages, load_media, row_extra_info, ground_truth_of,
-    build_prompt_text, MediaLoader, MediaMissError, check_model_family
+    build_prompt_text, check_model_family, loader_for (evr1-cache's `MediaLoader` set up by `DataOptions`)
 `Evr1Dataset` (needs verl) is imported lazily: `from evr1_train.data.dataset import Evr1Dataset`.
 """
 
 from typing import Any
 
-from evr1_train.data.media import MediaLoader, MediaMissError
 from evr1_train.data.options import DataOptions
 from evr1_train.data.prompt import build_prompt_text
 from evr1_train.data.row import (
@@ -16,6 +15,7 @@ from evr1_train.data.row import (
     check_model_family,
     ground_truth_of,
     load_media,
+    loader_for,
     row_extra_info,
     row_messages,
     row_to_inputs,
@@ -24,13 +24,12 @@ from evr1_train.data.row import (
 __all__ = [
     "DataOptions",
     "Evr1Dataset",
-    "MediaLoader",
-    "MediaMissError",
     "RowInputs",
     "build_prompt_text",
     "check_model_family",
     "ground_truth_of",
     "load_media",
+    "loader_for",
     "row_extra_info",
     "row_messages",
     "row_to_inputs",

@@ -18,13 +18,13 @@ from typing import Any
 import torch
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
-from evr1_train.data.media import loader_for
 from evr1_train.data.options import DataOptions
 from evr1_train.data.row import (
     check_model_family,
     ground_truth_of,
     item_spec,
     load_media,
+    loader_for,
     media_items,
     row_extra_info,
     row_messages,
@@ -99,10 +99,10 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
                     continue
                 on_disk = os.path.exists(src)
                 if item["type"] == "video":
-                    in_cache = mode != "decode" and loader.cached(src, ref, spec=item_spec(item))
+                    in_cache = loader.cached(src, item_spec(item) or loader.video_spec, ref)
                     usable = in_cache or (mode != "cache_only" and on_disk)
                 else:
-                    usable = on_disk or (mode != "decode" and loader.cached(src, ref, kind="image"))
+                    usable = on_disk or loader.cached(src, loader.image_spec, ref)
                 if not usable:
                     where = "in the cache" if mode == "cache_only" else "in the cache or on disk"
                     return f"{item['type']} {src} not found {where}"

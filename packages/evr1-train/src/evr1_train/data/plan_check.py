@@ -40,8 +40,7 @@ def check_row_specs(rows: Sequence[Mapping[str, Any]], opts: DataOptions, split:
     unless `data.evr1.video_source=decode` -- names frames the cache does not hold for that row (the dataset and the
     cache disagree: a hand-edited row, or a cache built without `--plan`). Raises `RowSpecError` naming the rows."""
     from evr1_cache.plan import RowSpecError, has_row_spec, row_id
-    from evr1_train.data.media import loader_for
-    from evr1_train.data.row import media_items, row_messages, row_spec
+    from evr1_train.data.row import loader_for, media_items, row_messages, row_spec
 
     problems: list[str] = []
     for i, row in enumerate(rows):
@@ -57,7 +56,7 @@ def check_row_specs(rows: Sequence[Mapping[str, Any]], opts: DataOptions, split:
             continue
         loader = loader_for(opts)
         for item in media_items(row_messages(row, opts)):
-            if item["type"] == "video" and not loader.cached(item["video"], item.get("evr1_cache"), spec=spec):
+            if item["type"] == "video" and not loader.cached(item["video"], spec, item.get("evr1_cache")):
                 problems.append(
                     f"row {name}: its evr1_plan names video spec {spec.key()}, but {item['video']} is not in the "
                     f"frame cache {opts.cache_dir} under that spec; rebuild with `evr1-cache build --plan` (same "

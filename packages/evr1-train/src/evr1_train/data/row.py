@@ -7,6 +7,7 @@ Names (stable):
     RowInputs(messages, images, videos, ground_truth, data_source, problem_type, extra_info, offline_text)
     row_messages(row, opts) -> list[dict]           # media items carry absolute paths / PIL images, no frames
     load_media(messages, opts, row_id) -> (images | None, videos | None)   # videos: [(frames [T,H,W,3] uint8, meta)]
+    loader_for(opts) -> evr1_cache.MediaLoader      # the one media loader, set up by the options (one per process)
     row_extra_info(row, opts, index) -> dict
     ground_truth_of(row, opts) -> Any
     row_to_inputs(row, opts, index=0, hybrid=None) -> RowInputs
@@ -17,14 +18,13 @@ Names (stable):
 
 from __future__ import annotations
 
-import os
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evr1_cache import BOOKKEEPING_COLUMNS
-from evr1_train.data.media import loader_for
+from evr1_cache import BOOKKEEPING_COLUMNS, MediaLoader, media_mode
 from evr1_train.data.options import DataOptions
 from evr1_train.data.prompt import build_prompt_text, normalise_problem_type
 
@@ -53,13 +53,26 @@ class RowInputs:
     offline_text: str | None = None
 
 
-def resolve_media_path(path: Any, opts: DataOptions) -> str:
-    p = str(os.fspath(path))
-    if p.startswith("file://"):
-        p = p[len("file://") :]
-    if not os.path.isabs(p) and opts.media_root:
-        p = os.path.normpath(os.path.join(opts.media_root, p))  # rebased `../` paths of a built dataset
-    return p
+_LOADERS: dict[str, MediaLoader] = {}
+_LOADERS_LOCK = threading.Lock()
+
+
+def loader_for(opts: DataOptions) -> MediaLoader:
+    """evr1-cache's media loader as `opts` configure it (`video_source` is its mode); one per distinct options per
+    process, since verl's agent-loop workers ask for one on every sample."""
+    key = repr(opts)
+    with _LOADERS_LOCK:
+        if key not in _LOADERS:
+            _LOADERS[key] = MediaLoader(
+                opts.cache_dir,
+                mode=media_mode(opts.video_source),
+                video_spec=opts.video_spec(),
+                image_spec=opts.image_spec(),
+                media_root=opts.media_root,
+                miss_fix="run `evr1-cache build` on the dataset with the same video settings, or set "
+                "data.evr1.video_source=prefer_cache",
+            )
+        return _LOADERS[key]
 
 
 def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, Any]]:
@@ -71,12 +84,13 @@ def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, An
     video_refs = _refs(row.get("video_cache"), len(videos))
     image_refs = _refs(row.get("image_cache"), len(images))
     content: list[dict[str, Any]] = []
+    resolve = loader_for(opts).resolve
     ii = vi = 0
     for seg in re.split(r"(<video>|<image>)", text):
         if seg == "<video>":
             item: dict[str, Any] = {
                 "type": "video",
-                "video": resolve_media_path(videos[vi], opts),
+                "video": resolve(videos[vi]),
                 "evr1_cache": video_refs[vi],
             }
             if own is not None:
@@ -89,7 +103,7 @@ def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, An
                 content.append({"type": "image", "image": {"bytes": img["bytes"]}})
             else:
                 src = img.get("image") if isinstance(img, Mapping) else img
-                content.append({"type": "image", "image": resolve_media_path(src, opts), "evr1_cache": image_refs[ii]})
+                content.append({"type": "image", "image": resolve(str(src)), "evr1_cache": image_refs[ii]})
             ii += 1
         elif seg:
             content.append({"type": "text", "text": seg})
@@ -144,14 +158,20 @@ def load_media(
     messages: Sequence[Mapping[str, Any]], opts: DataOptions, row_id: str = "?"
 ) -> tuple[list[Any] | None, list[tuple[Any, dict[str, Any]]] | None]:
     """Pixels for every media item of the prompt (None for a modality the prompt does not have, as verl expects)."""
+    from PIL import Image
+
     loader = loader_for(opts)
     images: list[Any] = []
     videos: list[tuple[Any, dict[str, Any]]] = []
     for item in media_items(messages):
         if item["type"] == "video":
-            videos.append(loader.video(item["video"], row_id, item.get("evr1_cache"), item_spec(item)))
+            served = loader.video(item["video"], item_spec(item), ref=item.get("evr1_cache"), row=row_id)
+            videos.append((served.frames, served.meta.to_hf()))
         else:
-            images.append(loader.image(item["image"], row_id, item.get("evr1_cache")))
+            src = item["image"]
+            src = src["bytes"] if isinstance(src, Mapping) and src.get("bytes") is not None else src
+            src = src["image"] if isinstance(src, Mapping) else src
+            images.append(Image.fromarray(loader.image(src, ref=item.get("evr1_cache"), row=row_id).pixels))
     return (images or None), (videos or None)
 
 
