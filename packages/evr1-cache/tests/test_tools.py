@@ -10,12 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evr1_cache import CacheReader, decode_video
+from evr1_cache import CacheReader, MediaLoader, decode_video
 from evr1_cache.spec import SamplingSpec, sample_frame_indices
 from evr1_cache.testing import make_synthetic_video, read_frame_index
 from evr1_cache.tools import (
     HERMES,
-    CacheFrameSource,
     ToolBudget,
     ToolCall,
     ToolConfig,
@@ -46,11 +45,11 @@ def long_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def source(tmp_path: Path) -> CacheFrameSource:
-    return CacheFrameSource(tmp_path / "cache")
+def source(tmp_path: Path) -> MediaLoader:
+    return MediaLoader(tmp_path / "cache", write_cache=True)
 
 
-def session(clip: Path, source: CacheFrameSource, **budget: int) -> ToolSession:
+def session(clip: Path, source: MediaLoader, **budget: int) -> ToolSession:
     return ToolSession(clip, source, config=CONFIG, budget=ToolBudget(**budget))
 
 
@@ -58,7 +57,7 @@ def call(name: str, **args: Any) -> str:
     return HERMES.render_call(ToolCall(name, args))
 
 
-def test_get_frames_serves_the_window_at_the_spec_rule_and_caches_it(long_clip: Path, source: CacheFrameSource) -> None:
+def test_get_frames_serves_the_window_at_the_spec_rule_and_caches_it(long_clip: Path, source: MediaLoader) -> None:
     s = session(long_clip, source)
     turn = s.answer("Let me look. " + call("get_frames", start=2.0, end=4.0, n=6))
     (result,) = turn.results
@@ -77,7 +76,8 @@ def test_get_frames_serves_the_window_at_the_spec_rule_and_caches_it(long_clip: 
     assert media.meta.total_num_frames == want[-1] - want[0] + 1  # the clip's own timing (a processor's rate)
     assert result.text.endswith(", ".join(f"{t:.2f}" for t in media.timestamps) + " s")
     # computed once, then served from the cache: the entry exists and holds what a decode of that spec gives
-    reader = CacheReader(source.reader.root)
+    assert source.cache_dir is not None
+    reader = CacheReader(source.cache_dir)
     assert reader.contains(long_clip, CONFIG.frames_spec())
     decoded, _ = decode_video(long_clip, CONFIG.frames_spec())
     cached, _ = reader.load(long_clip, CONFIG.frames_spec())
@@ -87,7 +87,7 @@ def test_get_frames_serves_the_window_at_the_spec_rule_and_caches_it(long_clip: 
     assert reader.path_for(long_clip, CONFIG.frames_spec()).stat().st_mtime_ns == stat  # reused, not rebuilt
 
 
-def test_get_frames_fps_and_default(long_clip: Path, source: CacheFrameSource) -> None:
+def test_get_frames_fps_and_default(long_clip: Path, source: MediaLoader) -> None:
     s = session(long_clip, source, frames_per_call=8)
     (by_fps,) = s.answer(call("get_frames", start=0.0, end=4.0, fps=2.0)).results
     assert by_fps.ok
@@ -113,7 +113,7 @@ def test_get_frames_fps_and_default(long_clip: Path, source: CacheFrameSource) -
     ],
 )
 def test_get_frames_bad_calls_are_answered_not_raised(
-    long_clip: Path, source: CacheFrameSource, args: dict[str, Any], message: str
+    long_clip: Path, source: MediaLoader, args: dict[str, Any], message: str
 ) -> None:
     s = session(long_clip, source)
     (result,) = s.answer(call("get_frames", **args)).results
@@ -125,12 +125,13 @@ def test_get_frames_bad_calls_are_answered_not_raised(
     assert s.stats.served == 0
 
 
-def test_zoom_crops_at_a_higher_resolution(long_clip: Path, source: CacheFrameSource) -> None:
+def test_zoom_crops_at_a_higher_resolution(long_clip: Path, source: MediaLoader) -> None:
     s = session(long_clip, source)
     (result,) = s.answer(call("zoom", time=3.2, box=[0.0, 0.0, 0.5, 0.5])).results
     assert result.ok, result.text
     (media,) = result.media
-    detail, meta = source.video(long_clip, CONFIG.detail_spec())  # the 2 fps detail stream it crops from
+    got = source.frames(long_clip, CONFIG.detail_spec())
+    detail, meta = got.frames, got.meta  # the 2 fps detail stream it crops from
     k = min(range(len(meta.timestamps)), key=lambda i: abs(meta.timestamps[i] - 3.2))
     assert media.kind == "image"
     assert media.timestamps == (meta.timestamps[k],)
@@ -156,20 +157,20 @@ def test_zoom_crops_at_a_higher_resolution(long_clip: Path, source: CacheFrameSo
         ({"time": 1.0, "box": [0.5, 0.5, 0.501, 0.502]}, "widen it"),
     ],
 )
-def test_zoom_bad_calls(long_clip: Path, source: CacheFrameSource, args: dict[str, Any], message: str) -> None:
+def test_zoom_bad_calls(long_clip: Path, source: MediaLoader, args: dict[str, Any], message: str) -> None:
     (result,) = session(long_clip, source).answer(call("zoom", **args)).results
     assert not result.ok
     assert message in str(result.error)
 
 
-def test_budgets_calls_per_turn_per_episode_and_pixels(long_clip: Path, source: CacheFrameSource) -> None:
+def test_budgets_calls_per_turn_per_episode_and_pixels(long_clip: Path, source: MediaLoader) -> None:
     s = session(long_clip, source, calls_per_turn=1, calls_per_episode=2)
     two = s.answer(call("get_frames", start=0, end=1) + call("get_frames", start=1, end=2))
     assert [r.ok for r in two.results] == [True, False]
     assert "per turn" in str(two.results[1].error)
     assert s.answer(call("get_frames", start=2, end=3)).results[0].ok is False  # 2 calls used (one refused)
     assert "used up" in str(s.answer(call("get_frames", start=2, end=3)).results[0].error)
-    stream, _ = source.video(long_clip, CONFIG.frames_spec())
+    stream = source.frames(long_clip, CONFIG.frames_spec()).frames
     frame = stream.shape[1] * stream.shape[2]  # pixels of one served frame: a budget of 3 frames refuses 4
     tight = session(long_clip, source, pixels_per_episode=3 * frame)
     refused = tight.answer(call("get_frames", start=0, end=2, n=4)).results[0]
@@ -182,7 +183,7 @@ def test_budgets_calls_per_turn_per_episode_and_pixels(long_clip: Path, source: 
     assert not tight.answer(call("get_frames", start=0, end=2, n=2)).results[0].ok  # 1 frame's pixels left
 
 
-def test_unknown_tool_and_malformed_calls_are_counted(long_clip: Path, source: CacheFrameSource) -> None:
+def test_unknown_tool_and_malformed_calls_are_counted(long_clip: Path, source: MediaLoader) -> None:
     s = ToolSession(long_clip, source, tools=("get_frames",), config=CONFIG)
     text = (
         '<tool_call>{"name": "zoom", "arguments": {"time": 1, "box": [0,0,1,1]}}</tool_call>'  # not enabled here
@@ -228,7 +229,7 @@ def test_call_formats_by_family() -> None:
     assert "<tool_call>" in text
 
 
-def test_registry_users_add_tools(long_clip: Path, source: CacheFrameSource) -> None:
+def test_registry_users_add_tools(long_clip: Path, source: MediaLoader) -> None:
     def duration(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
         if args["unit"] == "ms":
             raise ToolError("milliseconds are not offered")
@@ -269,7 +270,7 @@ def test_tool_media_pixels() -> None:
     assert ToolMedia("image", np.zeros((28, 56, 3), np.uint8), (0.0,)).pixels == 28 * 56
 
 
-def test_unreadable_video_is_an_error_answer(tmp_path: Path, source: CacheFrameSource) -> None:
+def test_unreadable_video_is_an_error_answer(tmp_path: Path, source: MediaLoader) -> None:
     bad = tmp_path / "bad.mp4"
     bad.write_bytes(b"not a video")
     (result,) = ToolSession(bad, source, config=CONFIG).answer(call("get_frames", start=0, end=1)).results

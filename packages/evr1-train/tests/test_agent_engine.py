@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import torch
 
-from evr1_cache import SamplingSpec
+from evr1_cache import MediaLoader, SamplingSpec
 from evr1_cache.families import get_family
 from evr1_cache.testing import make_synthetic_video
-from evr1_cache.tools import HERMES, CacheFrameSource, ToolBudget, ToolCall, ToolConfig, ToolSession
+from evr1_cache.tools import HERMES, ToolBudget, ToolCall, ToolConfig, ToolSession
 
 TOOLS = ToolConfig(
     fps=2.0, frame_max_pixels=3136, min_pixels=3136, zoom_fps=1.0, zoom_source_pixels=112 * 112,
@@ -29,11 +29,11 @@ def setup(tiny_vl: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
     root = tmp_path_factory.mktemp("agent_engine")
     video = make_synthetic_video(root / "v.mp4", 60, 10.0, (112, 84))
-    source = CacheFrameSource(root / "cache")
+    source = MediaLoader(root / "cache", write_cache=True)
     model, processor = load_policy(str(tiny_vl), pick_runtime("cpu"))
     family = get_family("qwen2_5_vl")
-    frames, meta = source.video(video, OVERVIEW)
-    frames = frames.copy()  # the cache maps entries read-only; torch wants a writable array
+    got = source.frames(video, OVERVIEW)
+    frames, meta = got.frames.copy(), got.meta  # the cache maps entries read-only; torch wants a writable array
     session = ToolSession(video, source, config=TOOLS, budget=ToolBudget(frames_per_call=4))
     messages = [
         {"role": "system", "content": session.system_text()},

@@ -8,7 +8,7 @@ and cached on first use, then reused), so training and evaluation see the same p
 - an episode: `ToolSession(video, source, tools, config, budget)` -> `answer(turn_text)` -> `TurnAnswer`
   (`ToolResult`s: text + `ToolMedia` with timestamps, or an error), `EpisodeStats`; budgets `ToolBudget`,
   sampling `ToolConfig`; a bad call is an error answer, never an exception (`ToolError`)
-- frames: `FrameSource` (the media loader's protocol), `CacheFrameSource` (on `CacheReader`, writes through)
+- frames: `FrameSource`, what tools read frames through: `evr1_cache.MediaLoader(cache_dir, write_cache=True)`
 - call syntax: `call_format(family)` -> `CallFormat` (Hermes `<tool_call>` JSON for the Qwen families) with
   `parse` -> `ParsedTurn` (`ToolCall`s, `CallError`s), `render_call`, `render_response`, `system_text`
 """
@@ -31,14 +31,12 @@ from evr1_cache.tools.calls import (
 from evr1_cache.tools.registry import TOOLS, Tool, ToolFn, get_tool, register_tool, tool_names, tool_schemas
 from evr1_cache.tools.schema import SchemaError, check_arguments
 from evr1_cache.tools.session import DEFAULT_TOOLS, EpisodeStats, ToolSession, TurnAnswer
-from evr1_cache.tools.source import CacheFrameSource
 
 __all__ = [
     "CALL_FORMATS",
     "DEFAULT_TOOLS",
     "HERMES",
     "TOOLS",
-    "CacheFrameSource",
     "CallError",
     "CallFormat",
     "EpisodeStats",

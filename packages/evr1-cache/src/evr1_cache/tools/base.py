@@ -1,7 +1,7 @@
 """The values every tool shares: its result (text + frames with timestamps, or an error), budgets, settings, context.
 
-Tools never decode on their own: they ask a `FrameSource` for the frames of a source under a `SamplingSpec` (the
-media loader: served from the cache, computed and cached on first use), so a tool call in training and in evaluation
+Tools never decode on their own: they ask a `FrameSource` (the media loader, `evr1_cache.MediaLoader.frames`) for
+the frames of a source under a `SamplingSpec` (served from the cache, computed and cached on first use), so a tool call in training and in evaluation
 sees the same pixels and timestamps as the overview the model was given.
 """
 
@@ -16,6 +16,8 @@ from evr1_cache.spec import VIDEO_MAX_TOKENS, ImageSpec, SamplingSpec, VideoMeta
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from evr1_cache.media import VideoFrames
 
 __all__ = [
     "FrameSource",
@@ -33,10 +35,11 @@ class ToolError(ValueError):
 
 
 class FrameSource(Protocol):
-    """Frames of a media source under a spec, as the media loader serves them (cached on first use, then reused)."""
+    """Frames of a media source under a spec, cached on first use then reused: `evr1_cache.MediaLoader` is one
+    (`MediaLoader(cache_dir, write_cache=True)`); a test or a remote store may bring another."""
 
-    def video(self, source: str | os.PathLike[str], spec: SamplingSpec) -> tuple[np.ndarray, VideoMeta]:
-        """uint8 `[T, H, W, 3]` frames of `source` sampled and sized by `spec`, and their `VideoMeta`."""
+    def frames(self, path: str | os.PathLike[str], spec: SamplingSpec) -> VideoFrames:
+        """uint8 `[T, H, W, 3]` frames of `path` sampled and sized by `spec`, with their `VideoMeta`."""
         ...
 
 
@@ -187,16 +190,24 @@ class ToolContext:
     budget: ToolBudget
     pixels_left: int
     _meta: VideoMeta | None = field(default=None, repr=False)
+    _held: dict[str, VideoFrames] = field(default_factory=dict, repr=False)
 
     def frames(self) -> tuple[np.ndarray, VideoMeta]:
-        """The window stream of the video (cached on first use)."""
-        frames, meta = self.source.video(self.video, self.config.frames_spec())
-        self._meta = meta
-        return frames, meta
+        """The window stream of the video (cached on first use; held for the episode)."""
+        got = self._stream(self.config.frames_spec())
+        self._meta = got.meta
+        return got.frames, got.meta
 
     def detail(self) -> tuple[np.ndarray, VideoMeta]:
-        """The high-resolution stream `zoom` crops from (cached on first use)."""
-        return self.source.video(self.video, self.config.detail_spec())
+        """The high-resolution stream `zoom` crops from (cached on first use; held for the episode)."""
+        got = self._stream(self.config.detail_spec())
+        return got.frames, got.meta
+
+    def _stream(self, spec: SamplingSpec) -> VideoFrames:
+        key = spec.key()
+        if key not in self._held:
+            self._held[key] = self.source.frames(self.video, spec)
+        return self._held[key]
 
     def meta(self) -> VideoMeta:
         """The video's metadata (duration, native size) from the window stream."""

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evr1_cache.errors import CacheMiss, MediaError
+from evr1_cache.media import MediaMissError
 from evr1_cache.tools.base import FrameSource, ToolBudget, ToolConfig, ToolContext, ToolError, ToolResult
 from evr1_cache.tools.calls import CallFormat, ParsedTurn, ToolCall, call_format
 from evr1_cache.tools.registry import get_tool, tool_schemas
@@ -123,7 +124,7 @@ class ToolSession:
             result = tool.fn(self._ctx, call.arguments)
         except (ToolError, SchemaError) as exc:
             return self._refuse(call, str(exc), counted=True)
-        except (MediaError, CacheMiss) as exc:  # the video itself is unreadable: the model cannot fix it
+        except (MediaError, CacheMiss, MediaMissError) as exc:  # the video is unreadable: the model cannot fix it
             logger.warning("tool %s on %s: %s", call.name, self.video, exc)
             return self._refuse(call, "the video cannot be read for this tool", counted=True)
         if result.pixels > self._ctx.pixels_left:  # a user tool that did not charge its own output
