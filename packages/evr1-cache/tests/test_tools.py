@@ -285,3 +285,17 @@ def test_budget_and_config_validation() -> None:
         ToolBudget.from_mapping({"frames": 3})
     with pytest.raises(ValueError, match="fps"):
         ToolConfig(fps=-1.0)
+
+
+def test_split_turns_of_a_stored_trajectory() -> None:
+    a = call("get_frames", start=0, end=1)
+    b = call("zoom", time=1, box=[0, 0, 1, 1])
+    assert HERMES.split_turns(f"look {a} closer {a}\n{b} <answer>B</answer>") == [
+        f"look {a}",
+        f" closer {a}\n{b}",
+        "<answer>B</answer>",
+    ]
+    assert HERMES.split_turns("<answer>B</answer>") == ["<answer>B</answer>"]
+    assert HERMES.split_turns(f"only {a}") == [f"only {a}"]
+    for text in (f"look {a} closer {a}\n{b} <answer>B</answer>", f"x {a}"):
+        assert "".join(HERMES.split_turns(text)).replace(" ", "") == text.replace(" ", "")

@@ -127,6 +127,28 @@ class CallFormat:
             return CallError('the call\'s "arguments" must be a JSON object', raw[:200])
         return ToolCall(name, args)
 
+    def split_turns(self, text: str) -> list[str]:
+        """The model turns of a stored trajectory written as one text: a turn ends after its last call (the tools
+        answer there), so `"look <call/> closer <call/><call/> <answer>B</answer>"` is three turns. The answers are
+        not stored: an engine replaying the turns recomputes them from the cache."""
+        turns: list[str] = []
+        rest = text
+        while True:
+            end = rest.find(self.call_close)
+            if end == -1:
+                break
+            cut = end + len(self.call_close)
+            while rest[cut:].lstrip().startswith(self.call_open):  # calls written back to back: one turn
+                nxt = rest.find(self.call_close, cut)
+                if nxt == -1:
+                    break
+                cut = nxt + len(self.call_close)
+            turns.append(rest[:cut])
+            rest = rest[cut:]
+        if rest.strip() or not turns:
+            turns.append(rest.lstrip() if turns else rest)
+        return turns
+
     def render_call(self, call: ToolCall) -> str:
         """The text a model of this format writes for `call` (stored trajectories, scripted policies)."""
         payload = json.dumps({"name": call.name, "arguments": dict(call.arguments)}, separators=(", ", ": "))
@@ -135,6 +157,17 @@ class CallFormat:
     def render_response(self, body: str) -> str:
         """One tool answer wrapped as the format wants it (`body` holds the text and the media placeholders)."""
         return f"{self.response_open}\n{body}\n{self.response_close}"
+
+    def response_content(self, results: Sequence[Any]) -> list[dict[str, Any]]:
+        """The tools' answers (`ToolResult`s, in call order) as the content items of one chat message: each answer's
+        text inside the response tags with its media as `{"type": "image"}` / `{"type": "video"}` items in order
+        (the pixels travel beside the messages, as for any prompt). Every engine renders tool turns from this."""
+        content: list[dict[str, Any]] = []
+        for result in results:
+            content.append({"type": "text", "text": f"{self.response_open}\n{result.text}"})
+            content += [{"type": media.kind} for media in result.media]
+            content.append({"type": "text", "text": f"\n{self.response_close}"})
+        return content
 
     def system_text(self, schemas: Sequence[Mapping[str, Any]]) -> str:
         """The instructions listing the tools, for prompts built without the chat template's `tools=` argument."""

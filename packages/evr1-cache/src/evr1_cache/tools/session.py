@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -91,6 +91,17 @@ class ToolSession:
     def system_text(self) -> str:
         """The tool instructions in the family's format (for prompts built as text)."""
         return self.format.system_text(self.schemas())
+
+    def instruct(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """`messages` with the tool instructions in the system turn (added first, or appended to a string system
+        turn): templates that render `tools=` themselves (Qwen3-VL) and ones that do not (Qwen2.5-VL) get the same."""
+        out = [dict(m) for m in messages]
+        text = self.system_text()
+        if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
+            out[0]["content"] = f"{out[0]['content']}\n\n{text}"
+        else:
+            out.insert(0, {"role": "system", "content": text})
+        return out
 
     def answer(self, text: str) -> TurnAnswer:
         """Parse one generated turn and run its calls; a turn without calls is final (no results)."""

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import torch
 
 from evr1_cache.tools import DEFAULT_TOOLS, ToolBudget, ToolConfig, ToolResult, ToolSession
+from evr1_rewards import AgentShaping
 from evr1_train.engine.batch import EncodedPrompt, collate_vision, video_kwargs
 from evr1_train.engine.policy import Runtime, generate
 
@@ -44,7 +45,8 @@ __all__ = [
 @dataclass(frozen=True)
 class AgentSettings:
     """An episode's limits: `max_turns` model turns of at most `max_turn_tokens` tokens each, `max_response_tokens`
-    after the prompt (model and tool tokens together), the tools offered, their budgets and sampling."""
+    after the prompt (model and tool tokens together), the tools offered, their budgets and sampling, and the
+    reward's shaping (`evr1_rewards.AgentShaping`). Config node: `evr1.agent`."""
 
     max_turns: int = 3
     max_turn_tokens: int = 128
@@ -52,6 +54,7 @@ class AgentSettings:
     tools: tuple[str, ...] = DEFAULT_TOOLS
     budget: ToolBudget = field(default_factory=ToolBudget)
     tool_config: ToolConfig = field(default_factory=ToolConfig)
+    shaping: AgentShaping = field(default_factory=AgentShaping)
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_turn_tokens", "max_response_tokens"):
@@ -71,6 +74,8 @@ class AgentSettings:
             node["budget"] = ToolBudget.from_mapping(node["budget"])
         if "tool_config" in node:
             node["tool_config"] = ToolConfig(**dict(node["tool_config"] or {}))
+        if "shaping" in node:
+            node["shaping"] = AgentShaping.from_mapping(node["shaping"])
         if "tools" in node:
             node["tools"] = tuple(node["tools"])
         return cls(**node)
@@ -194,11 +199,7 @@ def tool_turn_text(processor: Any, results: Sequence[ToolResult], response: Any)
 
     Found as the difference of two renderings (a conversation with and without the answer turn), so the template's
     own separators are kept; `response` is the family's `CallFormat` (its `<tool_response>` tags)."""
-    content: list[dict[str, Any]] = []
-    for result in results:
-        content.append({"type": "text", "text": f"{response.response_open}\n{result.text}"})
-        content += [{"type": m.kind} for m in result.media]
-        content.append({"type": "text", "text": f"\n{response.response_close}"})
+    content = response.response_content(results)
     before = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
     head = processor.apply_chat_template(before, tokenize=False, add_generation_prompt=False)
     full = processor.apply_chat_template(
