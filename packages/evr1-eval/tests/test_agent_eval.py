@@ -135,3 +135,21 @@ def test_parse_tools() -> None:
         parse_tools("zom")
     with pytest.raises(ValueError, match="at least one"):
         parse_tools(" , ")
+
+
+def test_viewer_shows_each_turn(tmp_path: Path, clip: Path) -> None:
+    import asyncio
+
+    from evr1_eval.types import ScoredSample
+    from evr1_eval.viewer import _record
+
+    backend = ScriptedBackend(SCRIPT)
+    request = Request(id="q", prompt="?", videos=())
+    out = asyncio.run(run_agent(backend, request, GenerationParams(), _agent(tmp_path), str(clip)))
+    row = ScoredSample(id="q", benchmark="tiny", problem_type="multiple_choice", response=out.final, extracted="B",
+                       score=1.0, details={"agent": out.record})  # fmt: skip
+    text = _record(row, None, None, None, False, None).responses[0].text or ""
+    assert "[turn 1] Looking." in text
+    assert "-> get_frames(start=0.5, end=2.5, n=4): video at " in text
+    assert "-> zoom(time=1.0, box=[0.0, 0.0, 0.5, 0.5]): image at " in text
+    assert "[turn 3] B" in text

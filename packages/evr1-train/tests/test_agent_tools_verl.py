@@ -72,6 +72,7 @@ def _run(
             },
             "data": {
                 "prompt_key": "problem",
+                "filter_overlong_prompts": False,  # no forked filter workers after the tools' threads ran
                 "mm_processor_kwargs": {"do_resize": False},
                 "evr1": {
                     "cache_dir": str(video_data["cache"]),

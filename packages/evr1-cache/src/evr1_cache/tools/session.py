@@ -21,7 +21,7 @@ from evr1_cache.tools.calls import CallFormat, ParsedTurn, ToolCall, call_format
 from evr1_cache.tools.registry import get_tool, tool_schemas
 from evr1_cache.tools.schema import SchemaError, check_arguments
 
-__all__ = ["EpisodeStats", "ToolSession", "TurnAnswer"]
+__all__ = ["EpisodeStats", "ToolSession", "TurnAnswer", "episode_transcript"]
 
 logger = logging.getLogger(__name__)
 
@@ -155,3 +155,30 @@ class ToolSession:
     def record(self) -> dict[str, Any]:
         """Every turn (calls, arguments, returned frame timestamps, errors) and the counts, JSON-ready."""
         return {"turns": [t.record() for t in self.turns], "stats": self.stats.as_dict()}
+
+
+def episode_transcript(record: Mapping[str, Any]) -> str:
+    """A readable transcript of `ToolSession.record()` for viewers: each turn's text (when recorded as `said`), its
+    calls with arguments, the returned frames' timestamps or the error, then the counts."""
+    lines: list[str] = []
+    for i, turn in enumerate(record.get("turns") or [], 1):
+        said = turn.get("said", turn.get("content", ""))
+        lines.append(f"[turn {i}] {said}".rstrip())
+        for err in turn.get("malformed") or []:
+            lines.append(f"  ! malformed call: {err}")
+        for call in turn.get("calls") or []:
+            if not call.get("name"):
+                continue
+            args = ", ".join(f"{k}={v}" for k, v in (call.get("arguments") or {}).items())
+            if call.get("ok"):
+                shown = "; ".join(
+                    f"{m.get('kind')} at " + ", ".join(f"{t:.2f}" for t in m.get("timestamps") or []) + " s"
+                    for m in call.get("media") or []
+                )
+                lines.append(f"  -> {call['name']}({args}): {shown or call.get('text', '')}")
+            else:
+                lines.append(f"  -> {call['name']}({args}): error: {call.get('error')}")
+    stats = record.get("stats") or {}
+    if stats:
+        lines.append("[tools] " + ", ".join(f"{k} {v}" for k, v in stats.items()))
+    return "\n".join(lines)
