@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import evr1_cache.dataset as ds
-from evr1_cache import DatasetError, Row, RowError, read_dataset
+from evr1_cache import DatasetError, Row, RowError, cache_refs, read_dataset, read_rows, row_id
 
 
 def test_jsonl_rows_keep_their_lines_and_bad_lines_cost_only_themselves(tmp_path: Path) -> None:
@@ -109,3 +109,32 @@ def test_whole_file_problems_are_dataset_errors(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="not UTF-8"):
         read_dataset(tmp_path / "latin.json")
     assert issubclass(DatasetError, ValueError)  # every evr1 CLI maps it to exit code 2
+
+
+def test_read_rows_joins_files_in_order_and_names_the_first_bad_line(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.json"
+    a.write_text('{"id": "a1"}\n\n{"id": "a2"}\n')
+    b.write_text('[{"id": "b1"}]')
+    assert [r["id"] for r in read_rows(a, b)] == ["a1", "a2", "b1"]
+    a.write_text('{"id": "a1"}\n{oops\n[]\n')
+    with pytest.raises(DatasetError, match=r"a\.jsonl:2: not valid JSON .*\(and 1 more\)"):
+        read_rows(b, a)
+
+
+def test_row_id_is_the_rows_own_id_else_its_one_based_number() -> None:
+    assert row_id({"problem_id": "p7", "id": 3}, 5) == "p7"
+    assert row_id({"id": 0}, 5) == "0"  # a falsy id is still an id
+    assert row_id({"problem_id": None, "uid": "u"}, 5) == "u"
+    assert row_id({"sample_id": 9}) == "9"
+    assert row_id({"problem_id": ""}, 5) == "#5"
+    assert row_id({}, 1) == "#1"
+    assert row_id({}) == "(no id column)"
+
+
+def test_cache_refs_read_what_build_writes_and_nothing_else() -> None:
+    ref = {"file": "videos/k/ab/x.safetensors", "meta": "{}"}
+    row = {"video_cache": [ref, None, "videos/k/cd/y.safetensors", 7], "image_cache": "not a list"}
+    assert cache_refs(row, "video", 5) == [ref, None, {"file": "videos/k/cd/y.safetensors"}, None, None]
+    assert cache_refs(row, "video", 1) == [ref]
+    assert cache_refs(row, "image", 2) == [None, None]
+    assert cache_refs({}, "video", 1) == [None]

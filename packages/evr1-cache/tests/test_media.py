@@ -133,3 +133,16 @@ def test_images_from_a_file_the_cache_bytes_and_pil_are_the_same_pixels(tmp_path
         assert np.array_equal(loader.image(img).pixels, want)
     with pytest.raises(MediaMissError, match=r"row q: cannot read image .*gone\.png"):
         MediaLoader(image_spec=image_spec).image(tmp_path / "gone.png", row="q")
+
+
+def test_entry_file_names_the_serving_entry_inside_the_cache_only(
+    tmp_path: Path, clip: Path, spec: SamplingSpec
+) -> None:
+    loader = MediaLoader(tmp_path, video_spec=spec)
+    assert loader.entry_file(clip, spec) is None  # not built yet
+    entry = CacheReader(tmp_path).ensure(clip, spec)
+    rel = os.fspath(entry.file.relative_to(tmp_path))
+    assert loader.entry_file(clip, spec) == rel  # by content and spec
+    assert loader.entry_file(clip, spec, {"file": rel}) == rel  # by the row's reference
+    assert loader.entry_file(clip, spec, "../../etc/passwd") == rel  # a reference outside the cache is not followed
+    assert MediaLoader(video_spec=spec).entry_file(clip, spec) is None  # no cache

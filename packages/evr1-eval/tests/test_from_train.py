@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from evr1_cache import TrainSettings
 from evr1_cache.testing import make_synthetic_video
 from evr1_eval.cli import main
 from evr1_eval.protocol import Evr1Settings
@@ -92,6 +93,11 @@ def protocol_record(step: int = 40, think: bool = False) -> dict[str, Any]:
     }
 
 
+def schema(record: dict[str, Any]) -> TrainSettings:
+    """A record as the reader holds it (the schema both sides share)."""
+    return TrainSettings.from_json(record, "test record")
+
+
 def make_run(root: Path, record: dict[str, Any] | None = None, steps: tuple[int, ...] = (20, 40)) -> Path:
     """A run folder in the local engine's layout: run-level record, checkpoints/step_N/{actor/, record}, latest.json."""
     run = root / "run"
@@ -124,7 +130,7 @@ def test_every_layout_finds_the_newest_checkpoint_and_its_model(tmp_path: Path) 
 
 
 def test_the_record_becomes_the_evr1_settings() -> None:
-    s = settings_from_protocol(protocol_record(), "ckpt")
+    s = settings_from_protocol(schema(protocol_record()), "ckpt")
     assert s.think is False
     assert s.instruction_direct == "Give {format} inside <answer></answer>."
     assert s.answer_format("multiple_choice") == "the option letter"
@@ -147,15 +153,15 @@ def test_the_record_becomes_the_evr1_settings() -> None:
         s.render("numerical", "<video><video>How many?", [], n_videos=1)
     sampled = protocol_record()
     sampled["generation"]["validation"]["do_sample"] = True
-    assert settings_from_protocol(sampled, "ckpt").generation["temperature"] == 1.0
-    assert settings_from_protocol(protocol_record(think=True), "ckpt").think is True
+    assert settings_from_protocol(schema(sampled), "ckpt").generation["temperature"] == 1.0
+    assert settings_from_protocol(schema(protocol_record(think=True)), "ckpt").think is True
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda r: r.update(version=2), r"version 2 .*upgrade evr1-eval"),
-        (lambda r: r.update(version="1"), "not one this evr1-eval reads"),
+        (lambda r: r.update(version=2), r"version 2 .*upgrade evr1"),
+        (lambda r: r.update(version="1"), "not one this reader knows"),
         (lambda r: r.update(format="something-else"), "format"),
         (lambda r: r.pop("generation"), "`generation` is missing"),
         (lambda r: r["generation"].update(max_new_tokens="16"), "max_new_tokens` must be int"),
@@ -276,6 +282,6 @@ def test_from_train_refuses_conflicting_protocol_settings(heldout: Path, tmp_pat
 
 def test_the_default_evr1_settings_are_the_recorded_quickstart_ones() -> None:
     """evr1-eval's built-in evr1 settings (no --from-train) reproduce the same trainer's prompt."""
-    default, recorded = Evr1Settings(think=False), settings_from_protocol(protocol_record(), "x")
+    default, recorded = Evr1Settings(think=False), settings_from_protocol(schema(protocol_record()), "x")
     for args in (("multiple_choice", "<video>What?", ["A. x"]), ("temporal_grounding", "When?", [])):
         assert default.render(*args) == recorded.render(*args)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from evr1_eval.backends import BackendConfig, BackendError, GenerationParams, ImageInput, Request, VideoInput
-from evr1_eval.backends.model_path import check_model_path
+from evr1_eval.backends.base import checked_model
 from evr1_eval.backends.openai import OpenAIBackend, chat_messages
 from evr1_eval.cli import main
 
@@ -81,24 +81,12 @@ def test_openai_requests_carry_stops_suppression_penalties_and_the_template() ->
     assert not {"stop_token_ids", "logit_bias", "presence_penalty", "repetition_penalty", "chat_template"} & set(plain)
 
 
-def test_a_model_path_that_is_not_a_model_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(BackendError, match=r"--model \./missing/model: no such folder"):
-        check_model_path("./missing/model", "hf")
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    assert check_model_path("Qwen/Qwen3-VL-8B-Instruct", "hf") == "Qwen/Qwen3-VL-8B-Instruct"  # a Hub id
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    if importlib.util.find_spec("huggingface_hub") is not None:  # offline, a Hub id must be in the local cache
-        with pytest.raises(BackendError, match="HF_HUB_OFFLINE set, not a Hugging Face Hub id in the local cache"):
-            check_model_path("nobody/not-cached-here", "hf")
-    step = tmp_path / "step_000040"
-    (step / "actor").mkdir(parents=True)
-    (step / "actor" / "config.json").write_text("{}")
-    with pytest.raises(BackendError, match=r"evr1-train checkpoint: pass --model .*actor or --from-train"):
-        check_model_path(str(step), "vllm")
-    (tmp_path / "weights.bin").write_text("")
-    with pytest.raises(BackendError, match="is a file"):
-        check_model_path(str(tmp_path / "weights.bin"), "hf")
-    assert check_model_path(str(step / "actor"), "hf") == str(step / "actor")
+def test_a_model_path_that_is_not_a_model_is_a_backend_error(tmp_path: Path) -> None:
+    """The backends check `--model` with evr1-cache's checker (tested there) and report it as their own error."""
+    with pytest.raises(BackendError, match=r"^hf backend: --model='\./missing/model': no such model folder"):
+        checked_model("hf", "./missing/model")
+    (tmp_path / "config.json").write_text("{}")
+    assert checked_model("vllm", str(tmp_path)) == str(tmp_path)
 
 
 @pytest.fixture
@@ -129,7 +117,7 @@ def test_a_missing_model_folder_is_one_line(annotations: Path, capsys: Any) -> N
     assert _run(annotations, "--backend", "hf", "--model", "missing/path") == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
-    assert "--model missing/path is no local folder" in err  # offline (as in CI): checked before anything loads
+    assert "--model='missing/path': no such model folder" in err  # offline (as in CI): checked before anything loads
     assert "Hub id" in err
     assert not (annotations / "out").exists()
 
@@ -157,7 +145,7 @@ def test_a_folder_that_does_not_load_is_one_line(tmp_path: Path, capsys: Any) ->
     assert _run(tmp_path, "--backend", "hf", "--model", str(broken)) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
-    assert f"cannot load the model in {broken}" in err
+    assert f"--model={str(broken)!r}: the folder could not be loaded as a model" in err
 
 
 # -- transformers --------------------------------------------------------------------------------------------------

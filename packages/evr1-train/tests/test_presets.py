@@ -320,9 +320,9 @@ def test_a_verl_run_describes_itself_beside_every_checkpoint(
     from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
     import evr1_train.verl_hooks.trainer  # noqa: F401  # registers the evr1 trainer mode
+    from evr1_cache import TRAIN_SETTINGS_FILE as PROTOCOL_FILE
     from evr1_train.cli import write_verl_protocol
     from evr1_train.data.dataset import _options
-    from evr1_train.engine.protocol import PROTOCOL_FILE
     from evr1_train.verl_config import prepare_verl_config
 
     path = str(tiny_models["qwen2_5_vl_7b"])

@@ -136,9 +136,8 @@ def test_cap_rotate_keeps_the_newest_steps(tmp_path: Path) -> None:
 
 
 def test_media_records_point_at_the_cache_entries(video_data: dict[str, Path], make_opts: Any) -> None:
-    from evr1_cache import CacheReader
+    from evr1_cache import CacheReader, read_rows
     from evr1_train.data import row_messages
-    from evr1_train.engine.rows import read_rows
 
     opts = make_opts()
     reader = CacheReader(opts.cache_dir)
@@ -159,8 +158,8 @@ def test_media_records_point_at_the_cache_entries(video_data: dict[str, Path], m
 
 
 def test_view_builds_the_site_from_dumps(video_data: dict[str, Path], make_opts: Any, tmp_path: Path, capsys) -> None:
+    from evr1_cache import read_rows
     from evr1_train.data import row_messages
-    from evr1_train.engine.rows import read_rows
 
     opts = make_opts(media_root=str(video_data["built"].parent))
     row = next(r for r in read_rows(video_data["built"]) if r.get("videos"))

@@ -195,21 +195,3 @@ def test_verls_start_up_noise_is_filtered_and_only_that(caplog: pytest.LogCaptur
     finally:
         for f in installed:
             logger.addFilter(f)
-
-
-def test_a_missing_model_path_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from evr1_train.model_path import check_model_path
-
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(FileNotFoundError, match=r"actor_rollout_ref\.model\.path='missing/path': no such model folder"):
-        check_model_path("missing/path")
-    with pytest.raises(FileNotFoundError, match="no such model folder"):
-        check_model_path(str(tmp_path / "nope"))
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(FileNotFoundError, match=r"has no config\.json"):
-        check_model_path(str(tmp_path / "empty"))
-    monkeypatch.delenv("HF_HUB_OFFLINE")
-    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
-    check_model_path("Qwen/Qwen2.5-VL-7B-Instruct")  # a Hub id is left to the Hub (an error there is explained)
-    with pytest.raises(FileNotFoundError, match="no such model folder"):
-        check_model_path("./models/mine")

@@ -181,14 +181,3 @@ def open_dict(cfg: Any) -> Any:
     from omegaconf import open_dict as od
 
     return od(cfg)
-
-
-def test_a_verl_checkpoint_folder_names_its_newest_hf_model(tmp_path: Path) -> None:
-    """RL from `evr1-train sft`: the SFT run's checkpoint folder resolves to global_step_N/huggingface."""
-    from evr1_train.model_path import resolve_model_path
-
-    for step in (50, 100):
-        (tmp_path / f"global_step_{step}" / "huggingface").mkdir(parents=True)
-    (tmp_path / "latest_checkpointed_iteration.txt").write_text("100\n")
-    assert resolve_model_path(str(tmp_path)) == str(tmp_path / "global_step_100" / "huggingface")
-    assert resolve_model_path("Qwen/Qwen2.5-VL-7B-Instruct") == "Qwen/Qwen2.5-VL-7B-Instruct"

@@ -12,7 +12,12 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 - media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
 - media for every consumer: `MediaLoader` (modes `cache-only` / `prefer-cache` / `decode`) -> `VideoFrames` /
   `ImageFrames`, `MediaMissError`, `media_mode`, `media_key`
-- datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `DatasetError`
+- model paths (training and evaluation): `check_model_path`, `resolve_model_path`, `explain_load_error`,
+  `ModelPathError`
+- the train -> eval settings file (`evr1_train_protocol.json`): `TrainSettings` (`PromptSettings`,
+  `GenerationSettings`, `spec_record`), `TrainSettingsError`, `TRAIN_SETTINGS_FILE`
+- datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `read_rows`, `row_id` (how a
+  row is named everywhere), `cache_refs` (a built row's cache references), `DatasetError`
 """
 
 from __future__ import annotations
@@ -37,16 +42,35 @@ from evr1_cache.spec import (
 
 if TYPE_CHECKING:
     from evr1_cache.build import BuildReport, EntryJob, EntryResult, build_cache
-    from evr1_cache.dataset import BOOKKEEPING_COLUMNS, DatasetError, DatasetRows, Row, RowError, read_dataset
+    from evr1_cache.dataset import (
+        BOOKKEEPING_COLUMNS,
+        DatasetError,
+        DatasetRows,
+        Row,
+        RowError,
+        cache_refs,
+        read_dataset,
+        read_rows,
+        row_id,
+    )
     from evr1_cache.decode import decode_video
     from evr1_cache.entry import CacheEntry, ImageMeta, Source
     from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
     from evr1_cache.image import load_image
     from evr1_cache.media import ImageFrames, MediaLoader, MediaMissError, MediaMode, VideoFrames, media_key, media_mode
+    from evr1_cache.model_path import ModelPathError, check_model_path, explain_load_error, resolve_model_path
     from evr1_cache.mrope import reference_rope_index, use_reference_mrope
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.reader import CacheReader
     from evr1_cache.resampling import ResizeStream, register_resampler, resample
+    from evr1_cache.train_settings import (
+        TRAIN_SETTINGS_FILE,
+        GenerationSettings,
+        PromptSettings,
+        TrainSettings,
+        TrainSettingsError,
+        spec_record,
+    )
     from evr1_cache.verify import VerifyReport, verify_cache
 
 _LAZY = {
@@ -58,7 +82,10 @@ _LAZY = {
     "DatasetRows": "evr1_cache.dataset",
     "Row": "evr1_cache.dataset",
     "RowError": "evr1_cache.dataset",
+    "cache_refs": "evr1_cache.dataset",
     "read_dataset": "evr1_cache.dataset",
+    "read_rows": "evr1_cache.dataset",
+    "row_id": "evr1_cache.dataset",
     "BOOKKEEPING_COLUMNS": "evr1_cache.dataset",
     "decode_video": "evr1_cache.decode",
     "CacheEntry": "evr1_cache.entry",
@@ -75,6 +102,10 @@ _LAZY = {
     "VideoFrames": "evr1_cache.media",
     "media_key": "evr1_cache.media",
     "media_mode": "evr1_cache.media",
+    "ModelPathError": "evr1_cache.model_path",
+    "check_model_path": "evr1_cache.model_path",
+    "explain_load_error": "evr1_cache.model_path",
+    "resolve_model_path": "evr1_cache.model_path",
     "reference_rope_index": "evr1_cache.mrope",
     "use_reference_mrope": "evr1_cache.mrope",
     "VideoInfo": "evr1_cache.probing",
@@ -83,6 +114,12 @@ _LAZY = {
     "register_resampler": "evr1_cache.resampling",
     "resample": "evr1_cache.resampling",
     "ResizeStream": "evr1_cache.resampling",
+    "TRAIN_SETTINGS_FILE": "evr1_cache.train_settings",
+    "GenerationSettings": "evr1_cache.train_settings",
+    "PromptSettings": "evr1_cache.train_settings",
+    "TrainSettings": "evr1_cache.train_settings",
+    "TrainSettingsError": "evr1_cache.train_settings",
+    "spec_record": "evr1_cache.train_settings",
     "VerifyReport": "evr1_cache.verify",
     "verify_cache": "evr1_cache.verify",
 }
@@ -91,6 +128,7 @@ __all__ = [
     "BOOKKEEPING_COLUMNS",
     "IMAGE_RESIZE",
     "RESIZE_RULES",
+    "TRAIN_SETTINGS_FILE",
     "VIDEO_RESIZE",
     "BuildReport",
     "CacheEntry",
@@ -101,6 +139,7 @@ __all__ = [
     "DatasetRows",
     "EntryJob",
     "EntryResult",
+    "GenerationSettings",
     "ImageFrames",
     "ImageMeta",
     "ImageSpec",
@@ -108,32 +147,43 @@ __all__ = [
     "MediaLoader",
     "MediaMissError",
     "MediaMode",
+    "ModelPathError",
+    "PromptSettings",
     "ResizeRule",
     "ResizeStream",
     "Row",
     "RowError",
     "SamplingSpec",
     "Source",
+    "TrainSettings",
+    "TrainSettingsError",
     "VerifyReport",
     "VideoFrames",
     "VideoInfo",
     "VideoMeta",
     "__version__",
     "build_cache",
+    "cache_refs",
+    "check_model_path",
     "decode_video",
+    "explain_load_error",
     "get_resize_rule",
     "load_image",
     "media_key",
     "media_mode",
     "probe",
     "read_dataset",
+    "read_rows",
     "reference_rope_index",
     "register_resampler",
     "register_resize_rule",
     "resample",
     "resized_hw",
     "resized_image_hw",
+    "resolve_model_path",
+    "row_id",
     "sample_frame_indices",
+    "spec_record",
     "use_reference_mrope",
     "verify_cache",
 ]

@@ -4,8 +4,9 @@ Why our own reader: one malformed line must cost that row only. Read through `da
 became a 72-line traceback ("in row 6"), the whole build stopped and no row was processed. Here a line that is not a
 JSON object becomes a `RowError` naming the file and the line, and every other row is read. A problem with the file
 as a whole (missing, not a regular file, an unknown suffix, an unreadable Parquet file) is a `DatasetError` — a usage
-error, exit code 2 in every evr1 CLI. This is the one reader of the EasyVideoR1 row format that evr1-cache's build,
-`evr1-eval precompute` and training code share.
+error, exit code 2 in every evr1 CLI. This is the one reader of the EasyVideoR1 row format that evr1-cache's build
+and planner, `evr1-eval precompute` and evr1-train's engine and export share, and `row_id` is the one way a row is
+named in their messages, reports and exported files.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,32 @@ BOOKKEEPING_COLUMNS: frozenset[str] = frozenset(
         "evr1_plan",
     }
 )
+
+
+#: Columns that name a row, in the order they are looked for.
+ID_COLUMNS = ("problem_id", "id", "uid", "sample_id")
+
+
+def row_id(row: Mapping[str, Any], number: int | None = None) -> str:
+    """How a row is named: its own id (`ID_COLUMNS`), else `#<number>`, the 1-based row number the caller knows (its
+    line for a JSON Lines file; its position where several files are read as one), else "(no id column)"."""
+    for key in ID_COLUMNS:
+        value = row.get(key)
+        if value is not None and str(value):
+            return str(value)
+    return f"#{number}" if number is not None else "(no id column)"
+
+
+def cache_refs(row: Mapping[str, Any], kind: str, count: int) -> list[Mapping[str, Any] | None]:
+    """The row's `video_cache` / `image_cache` column (`kind`: "video" | "image") as `evr1-cache build` writes it: one
+    reference (`{"file": ..., "meta": ...}`) per media item, None where there is none; a bare file name is `{"file":
+    name}`, anything else (the column is data) is None."""
+    refs = row.get(f"{kind}_cache")
+    out: list[Mapping[str, Any] | None] = [None] * count
+    if isinstance(refs, Sequence) and not isinstance(refs, (str, bytes)):
+        for i, ref in enumerate(list(refs)[:count]):
+            out[i] = ref if isinstance(ref, Mapping) else {"file": ref} if isinstance(ref, str) and ref else None
+    return out
 
 
 class DatasetError(ValueError):
@@ -105,14 +132,18 @@ def read_dataset(path: str | os.PathLike[str]) -> DatasetRows:
     return DatasetRows(p, "jsonl" if suffix == ".jsonl" else "json", tuple(rows), tuple(errors))
 
 
-def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The fields of every row of a dataset file; a malformed row is a `DatasetError` naming its file and line (for
-    tools that need all rows, such as the planner; `build` uses `read_dataset` and carries on past bad rows)."""
-    data = read_dataset(path)
-    if data.errors:
-        more = f" (and {len(data.errors) - 1} more)" if len(data.errors) > 1 else ""
-        raise DatasetError(f"{data.errors[0]}{more}")
-    return [dict(row.data) for row in data.rows]
+def read_rows(*paths: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The fields of every row of the dataset files, in order; a malformed row is a `DatasetError` naming its file and
+    line (for tools that need all rows: the planner, the trainer, the export; `build` uses `read_dataset` and carries
+    on past bad rows)."""
+    out: list[dict[str, Any]] = []
+    for path in paths:
+        data = read_dataset(path)
+        if data.errors:
+            more = f" (and {len(data.errors) - 1} more)" if len(data.errors) > 1 else ""
+            raise DatasetError(f"{data.errors[0]}{more}")
+        out += [dict(row.data) for row in data.rows]
+    return out
 
 
 def _first_char(fh: Any) -> bytes:

@@ -66,10 +66,9 @@ class MediaMissError(ValueError):
 def media_mode(value: str) -> MediaMode:
     """`value` as a mode (`cache_only` and `cache-only` alike); ValueError naming the choices otherwise."""
     mode = value.replace("_", "-")
-    for known in MEDIA_MODES:
-        if mode == known:
-            return known
-    raise ValueError(f"media mode {value!r} is not one of {', '.join(MEDIA_MODES)}")
+    if mode not in MEDIA_MODES:
+        raise ValueError(f"media mode {value!r} is not one of {', '.join(MEDIA_MODES)}")
+    return mode
 
 
 def media_key(path: str | os.PathLike[str], spec: SamplingSpec | ImageSpec) -> str:
@@ -118,9 +117,7 @@ class MediaLoader:
         miss_fix: str = "run `evr1-cache build` on the dataset with the same video settings, or use prefer-cache",
     ) -> None:
         self.cache_dir = Path(cache_dir) if cache_dir else None
-        self.mode: MediaMode = mode or ("prefer-cache" if self.cache_dir is not None else "decode")
-        if self.mode not in MEDIA_MODES:
-            raise ValueError(f"media mode {self.mode!r} is not one of {', '.join(MEDIA_MODES)}")
+        self.mode = media_mode(mode or ("prefer-cache" if self.cache_dir is not None else "decode"))
         if write_cache and self.cache_dir is None:
             raise ValueError("write_cache needs a cache directory (--cache-dir)")
         if self.mode == "cache-only" and self.cache_dir is None:
@@ -167,6 +164,23 @@ class MediaLoader:
         if reader is None:
             return False
         return reader.contains_ref(ref, spec) if ref else reader.contains(self.resolve(path), spec)
+
+    def entry_file(
+        self, path: str | os.PathLike[str], spec: SamplingSpec | ImageSpec, ref: Ref | None = None
+    ) -> str | None:
+        """Where the cache entry that serves `path` under `spec` lies, relative to the cache (what viewers record and
+        show): `ref` when it names a file inside the cache, else the entry for the content and spec if it was built,
+        else None. Reads no pixels and validates nothing (serving does)."""
+        reader = self.reader
+        if reader is None:
+            return None
+        if ref:
+            try:
+                return str(reader.ref_path(ref).relative_to(reader.root.resolve()))
+            except CacheMiss:
+                pass
+        source = self.resolve(path)
+        return str(reader.path_for(source, spec).relative_to(reader.root)) if reader.contains(source, spec) else None
 
     def _from_cache(self, source: str, spec: SamplingSpec | ImageSpec, ref: Ref | None) -> tuple[CacheEntry, bool]:
         """(the entry, whether it was already cached): by `ref` if given, else by content; built now with

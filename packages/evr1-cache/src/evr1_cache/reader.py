@@ -57,7 +57,7 @@ class CacheReader:
     def contains_ref(self, ref: Ref, spec: SamplingSpec | ImageSpec) -> bool:
         """Whether `ref` names an entry here built for `spec` (reads the header only)."""
         try:
-            header, _ = read_header(self._ref_path(ref))
+            header, _ = read_header(self.ref_path(ref))
         except CacheMiss:
             return False
         meta = header["__metadata__"]
@@ -90,7 +90,7 @@ class CacheReader:
         """The validated entry a dataset reference points at, served only if it was built for `spec`, and, when
         `source` is given and exists, from the same content (a source changed since the build is a CacheMiss;
         without the source, e.g. a cache shipped alone, the reference is trusted)."""
-        entry = self._checked(self._ref_path(ref), spec, mmap=mmap)
+        entry = self._checked(self.ref_path(ref), spec, mmap=mmap)
         if source is not None and os.path.exists(source):
             from evr1_cache.sources import source_identity
 
@@ -138,7 +138,8 @@ class CacheReader:
         return entry.torch(), entry.video_meta
 
     # -- internals --------------------------------------------------------------------------------------------------
-    def _ref_path(self, ref: Ref) -> Path:
+    def ref_path(self, ref: Ref) -> Path:
+        """The entry file a dataset reference names, confined to the cache; CacheMiss for anything else."""
         given: object = ref  # a dataset value: any JSON may be there
         rel = given if isinstance(given, str) else given.get("file") if isinstance(given, Mapping) else None
         if not isinstance(rel, str) or not rel or "\0" in rel:

@@ -1,17 +1,17 @@
-"""Read what an evr1-train checkpoint records about its training (`evr1_train_protocol.json`) into `Evr1Settings`.
+"""Find an evr1-train checkpoint and turn what it records about its training (`evr1_train_protocol.json`) into `Evr1Settings`.
 
 Why: a checkpoint is evaluated as it was trained only if the evaluator asks with the trainer's prompt, renders it
 with the trainer's chat template, shows the frames of the trainer's `SamplingSpec` / `ImageSpec`, suppresses the
 tokens the trainer suppressed and stops where the trained model stops (its EOS ids) after at most as many tokens as
 training allowed. evr1-train writes all of that beside every checkpoint (docs/train.md, "Run folders and what a
-checkpoint records"); this module validates the file, refuses versions it does not know, and maps it onto the
-evaluator's own types. evr1-eval never imports evr1-train (import contract): the JSON file is the whole interface.
+checkpoint records"); the file's one schema, shared with the writer, is `evr1_cache.TrainSettings` (it validates the
+file and refuses versions it does not know); this module checks that the recorded prompt rules are ones this evaluator
+reproduces and maps them onto its own types. evr1-eval never imports evr1-train (import contract).
 
 `evr1-eval run --from-train RUN_OR_CHECKPOINT` accepts a run folder (its newest checkpoint), a `checkpoints/` folder,
 a `checkpoints/step_N` folder, its `actor/` model folder, or a merged model folder that carries the file.
 
-Names (stable): PROTOCOL_FILE, SUPPORTED_VERSIONS, TrainedCheckpoint, find_checkpoint, read_protocol,
-settings_from_protocol, TrainProtocolError
+Names (stable): TrainedCheckpoint, find_checkpoint, read_protocol, settings_from_protocol, TrainProtocolError
 """
 
 from __future__ import annotations
@@ -20,14 +20,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from evr1_cache import TRAIN_SETTINGS_FILE as PROTOCOL_FILE
+from evr1_cache import TrainSettings, TrainSettingsError
 from evr1_eval.protocol import TRAIN_LEADS, Evr1Settings
 
-PROTOCOL_FILE = "evr1_train_protocol.json"
-PROTOCOL_FORMAT = "evr1-train-protocol"
-#: Versions of the file this evr1-eval reads.
-SUPPORTED_VERSIONS = (1,)
+if TYPE_CHECKING:
+    from evr1_cache import ImageSpec, PromptSettings, SamplingSpec
+    from evr1_eval.backends.base import GenerationParams
+
 #: The trainer's descriptions of how it places media markers and writes options, in the versions read here.
 _PLACEHOLDERS_RULE = "<video>/<image> prepended, one per media item the question text does not place itself"
 _OPTIONS_RULE = "\nOptions:\n{one option per line, as given in the row}"
@@ -48,7 +50,7 @@ class TrainedCheckpoint:
     #: The Hugging Face model folder to load (`step_N/actor`, or `step_N/merged` for a LoRA run).
     model_dir: Path
     step: int | None
-    record: Mapping[str, Any] = field(repr=False)
+    record: TrainSettings = field(repr=False)
     settings: Evr1Settings = field(repr=False)
 
     def describe(self) -> str:
@@ -114,52 +116,17 @@ def _model_dir(folder: Path, given: str | Path) -> Path:
     raise TrainProtocolError(f"--from-train {given}: {folder} holds no model (no actor/config.json)")
 
 
-def _require(record: Mapping[str, Any], where: str, key: str, kind: type | tuple[type, ...]) -> Any:
-    if key not in record:
-        raise TrainProtocolError(f"{where}: `{key}` is missing")
-    value = record[key]
-    if not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise TrainProtocolError(f"{where}: `{key}` must be {names}, got {type(value).__name__}")
-    return value
-
-
-def read_protocol(folder: Path) -> dict[str, Any]:
-    """The validated record in `folder` (format and version checked; every field this reader uses typed)."""
-    path = folder / PROTOCOL_FILE
-    where = str(path)
+def read_protocol(folder: Path) -> TrainSettings:
+    """The validated settings file in `folder` (its schema: `evr1_cache.TrainSettings`)."""
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TrainProtocolError(f"{where}: not readable JSON ({exc})") from None
-    if not isinstance(record, dict):
-        raise TrainProtocolError(f"{where}: expected a JSON object, got {type(record).__name__}")
-    if record.get("format") != PROTOCOL_FORMAT:
-        raise TrainProtocolError(f"{where}: `format` is {record.get('format')!r}, expected {PROTOCOL_FORMAT!r}")
-    version = record.get("version")
-    if version not in SUPPORTED_VERSIONS:
-        known = ", ".join(map(str, SUPPORTED_VERSIONS))
-        newer = isinstance(version, int) and version > max(SUPPORTED_VERSIONS)
-        fix = "upgrade evr1-eval (pip install -U evr1-eval)" if newer else "it was not written by evr1-train"
-        raise TrainProtocolError(f"{where}: version {version!r} is not one this evr1-eval reads ({known}); {fix}")
-    prompt = _require(record, where, "prompt", dict)
-    for key, kind in (("template", str), ("lead_in", dict), ("instruction", str), ("answer_format", dict)):
-        _require(prompt, f"{where} prompt", key, kind)
-    _require(prompt, f"{where} prompt", "think", bool)
-    sampling = _require(record, where, "sampling", dict)
-    _require(sampling, f"{where} sampling", "video", dict)
-    _require(sampling, f"{where} sampling", "image", dict)
-    generation = _require(record, where, "generation", dict)
-    _require(generation, f"{where} generation", "eos_token_ids", list)
-    _require(generation, f"{where} generation", "max_new_tokens", int)
-    if record.get("chat_template") is not None and not isinstance(record["chat_template"], str):
-        raise TrainProtocolError(f"{where}: `chat_template` must be a string or null")
-    return record
+        return TrainSettings.read(folder)
+    except TrainSettingsError as exc:
+        raise TrainProtocolError(str(exc)) from None
 
 
-def _check_rules(prompt: Mapping[str, Any], where: str) -> None:
+def _check_rules(prompt: PromptSettings, where: str) -> None:
     """The parts of the prompt the file describes in words must be the ones this reader reproduces."""
-    template = prompt["template"]
+    template = prompt.template
     try:
         template.format(**dict.fromkeys(_TEMPLATE_FIELDS, ""))
     except (KeyError, IndexError, ValueError) as exc:
@@ -167,59 +134,55 @@ def _check_rules(prompt: Mapping[str, Any], where: str) -> None:
             f"{where}: prompt template {template!r} uses a field this reader lacks ({exc!r})"
         ) from None
     for key, rule in (("placeholders", _PLACEHOLDERS_RULE), ("options", _OPTIONS_RULE)):
-        if key in prompt and prompt[key] != rule:
+        if key in prompt.rules and prompt.rules[key] != rule:
             raise TrainProtocolError(
-                f"{where}: prompt {key} rule {prompt[key]!r} is not one this evr1-eval reproduces ({rule!r}); "
+                f"{where}: prompt {key} rule {prompt.rules[key]!r} is not one this evr1-eval reproduces ({rule!r}); "
                 "upgrade evr1-eval"
             )
-    missing = sorted(set(TRAIN_LEADS) - set(prompt["lead_in"]))
+    missing = sorted(set(TRAIN_LEADS) - set(prompt.lead_in))
     if missing:
         raise TrainProtocolError(f"{where}: prompt lead_in lacks {missing}")
-    if "{answer_format}" not in prompt["instruction"]:
-        raise TrainProtocolError(f"{where}: prompt instruction {prompt['instruction']!r} has no {{answer_format}}")
+    if "{answer_format}" not in prompt.instruction:
+        raise TrainProtocolError(f"{where}: prompt instruction {prompt.instruction!r} has no {{answer_format}}")
 
 
 def _spec_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in spec.items() if k != "key"}
 
 
-def settings_from_protocol(record: Mapping[str, Any], source: str) -> Evr1Settings:
+def settings_from_protocol(record: TrainSettings, source: str) -> Evr1Settings:
     """The evr1 protocol's settings that reproduce the recorded training: prompt, chat template, frames, decoding."""
     where = f"{source} {PROTOCOL_FILE}"
-    prompt = record["prompt"]
+    prompt = record.prompt
     _check_rules(prompt, where)
-    formats = {str(k): str(v) for k, v in prompt["answer_format"].items()}
+    formats = dict(prompt.answer_format)
     default = formats.pop("default", "the final answer")
-    instruction = str(prompt["instruction"]).replace("{answer_format}", "{format}")
-    think = bool(prompt["think"])
-    gen = record["generation"]
-    validation = gen.get("validation") if isinstance(gen.get("validation"), Mapping) else {}
-    sampled = bool(validation.get("do_sample", False))
-    train = gen.get("train") if isinstance(gen.get("train"), Mapping) else {}
-    decoding: dict[str, Any] = {"max_tokens": int(gen["max_new_tokens"]), "temperature": 0.0}
-    if sampled:  # the trainer validated with its training sampler: so does the evaluator (numbers then vary)
+    instruction = prompt.instruction.replace("{answer_format}", "{format}")
+    gen = record.generation
+    decoding: dict[str, Any] = {"max_tokens": gen.max_new_tokens, "temperature": 0.0}
+    if gen.validation.get("do_sample", False):  # validated with the training sampler: so does the evaluator
         decoding.update(
-            temperature=float(train.get("temperature", 1.0)),
-            top_p=float(train.get("top_p", 1.0)),
-            top_k=int(train.get("top_k", -1)),
+            temperature=float(gen.train.get("temperature", 1.0)),
+            top_p=float(gen.train.get("top_p", 1.0)),
+            top_k=int(gen.train.get("top_k", -1)),
         )
     defaults = Evr1Settings()
     return Evr1Settings(
-        template=str(prompt["template"]).replace("{lead_in}", "{lead}"),
-        leads={k: str(prompt["lead_in"][k]) for k in TRAIN_LEADS},
-        think=think,
-        instruction_think=instruction if think else defaults.instruction_think,
-        instruction_direct=defaults.instruction_direct if think else instruction,
+        template=prompt.template.replace("{lead_in}", "{lead}"),
+        leads={k: prompt.lead_in[k] for k in TRAIN_LEADS},
+        think=prompt.think,
+        instruction_think=instruction if prompt.think else defaults.instruction_think,
+        instruction_direct=defaults.instruction_direct if prompt.think else instruction,
         answer_formats=formats,
         default_format=default,
-        problem_type_aliases={str(k): str(v) for k, v in (prompt.get("problem_type_aliases") or {}).items()},
-        system_prompt=prompt.get("system_prompt") or None,
-        chat_template=record.get("chat_template"),
-        sampling=_spec_fields(record["sampling"]["video"]),
-        image_sampling=_spec_fields(record["sampling"]["image"]),
+        problem_type_aliases=dict(prompt.problem_type_aliases),
+        system_prompt=prompt.system_prompt,
+        chat_template=record.chat_template,
+        sampling=_spec_fields(record.video),
+        image_sampling=_spec_fields(record.image),
         generation=decoding,
-        stop_token_ids=tuple(int(i) for i in gen["eos_token_ids"]),
-        suppress_token_ids=tuple(int(i) for i in gen.get("suppressed_token_ids") or ()),
+        stop_token_ids=gen.eos_token_ids,
+        suppress_token_ids=gen.suppressed_token_ids,
         source=f"train:{source}",
     )
 
@@ -228,30 +191,19 @@ def load_trained(path: str | Path) -> TrainedCheckpoint:
     """`--from-train PATH`: find the checkpoint, read and validate its record, build its `Evr1Settings`."""
     folder, model_dir = find_checkpoint(path)
     record = read_protocol(folder)
-    step = record.get("step")
     return TrainedCheckpoint(
         folder=folder,
         model_dir=model_dir,
-        step=int(step) if isinstance(step, int) else None,
+        step=record.step,
         record=record,
         settings=settings_from_protocol(record, str(folder)),
     )
 
 
-def recorded_spec_keys(record: Mapping[str, Any]) -> dict[str, str]:
-    """The cache keys the trainer computed for its video and image specs (to check ours against)."""
-    out = {}
-    for kind in ("video", "image"):
-        key = record["sampling"][kind].get("key")
-        if isinstance(key, str):
-            out[kind] = key
-    return out
-
-
-def _spec_diff(label: str, trained: Mapping[str, Any], spec: Any) -> list[str]:
+def _spec_diff(label: str, trained: Mapping[str, Any], spec: SamplingSpec | ImageSpec) -> list[str]:
     """Fields whose values differ. A field the training record lacks (a checkpoint written before the spec gained it)
     is not a difference by itself: the recorded spec key, compared separately, versions every field that moves pixels."""
-    ours = spec.to_dict() if callable(getattr(spec, "to_dict", None)) else dict(vars(spec))
+    ours = spec.to_dict()
     return [
         f"{label}.{k}: {ours.get(k)!r} here, {trained.get(k)!r} in training"
         for k in sorted(trained)
@@ -262,9 +214,9 @@ def _spec_diff(label: str, trained: Mapping[str, Any], spec: Any) -> list[str]:
 def differences(
     trained: TrainedCheckpoint,
     *,
-    params: Any,
-    video_specs: Mapping[str, Any],
-    image_spec: Any,
+    params: GenerationParams,
+    video_specs: Mapping[str, SamplingSpec],
+    image_spec: ImageSpec,
     system_prompt: str | None,
     model: str | None,
     response_filter: str,

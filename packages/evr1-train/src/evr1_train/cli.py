@@ -93,11 +93,11 @@ def run_verl(cfg: Any) -> None:
     from verl.utils.config import validate_config
     from verl.utils.device import auto_set_device
 
-    from evr1_train.model_path import check_model_path, resolve_model_path
+    from evr1_cache import check_model_path, resolve_model_path
     from evr1_train.verl_config import prepare_verl_config
 
     cfg.actor_rollout_ref.model.path = resolve_model_path(str(cfg.actor_rollout_ref.model.path))
-    check_model_path(str(cfg.actor_rollout_ref.model.path))
+    check_model_path(str(cfg.actor_rollout_ref.model.path), "actor_rollout_ref.model.path", adapter_ok=True)
     prepare_verl_config(cfg)
     check_verl_folder(cfg)
     auto_set_device(cfg)
@@ -134,12 +134,13 @@ def write_verl_protocol(cfg: Any) -> None:
     `global_step_N/`): how the model is prompted, shown frames and sampled, for evaluation to reproduce."""
     from pathlib import Path
 
+    from evr1_cache import TRAIN_SETTINGS_FILE
     from evr1_train.atomic import atomic_json
-    from evr1_train.engine.protocol import PROTOCOL_FILE, verl_training_protocol
+    from evr1_train.engine.protocol import verl_training_protocol
 
     folder = Path(str(cfg.trainer.default_local_dir))
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_json(folder / PROTOCOL_FILE, verl_training_protocol(cfg))
+    atomic_json(folder / TRAIN_SETTINGS_FILE, verl_training_protocol(cfg).to_json())
 
 
 # -- short help ---------------------------------------------------------------------------------------------------
@@ -232,11 +233,12 @@ def _hydra_app(argv: list[str]) -> None:
     def _train(cfg: Any) -> None:
         from hydra.core.hydra_config import HydraConfig
 
+        from evr1_cache import ModelPathError
         from evr1_train.errors import ConfigError
 
         try:
             run(cfg, overrides=list(HydraConfig.get().overrides.task))
-        except ConfigError as exc:  # a wrong setting: the message names it and the fix; no traceback
+        except (ConfigError, ModelPathError) as exc:  # a wrong setting: the message names it and the fix; no traceback
             print(f"evr1-train: error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
 

@@ -31,12 +31,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from evr1_train.runs import SETTINGS_FILE
+
 logger = logging.getLogger(__name__)
 
 #: The evr1-eval benchmark that reads the exported rows, and the file names it looks for.
 EVAL_BENCHMARK = "evr1_data"
 EVAL_FILE_NAMES = ("evr1_data.jsonl", "heldout.jsonl")
-SETTINGS_FILE = "run_settings.json"
 #: Row columns the export drops: the cache bookkeeping of `evr1-cache build` (paths into one machine's cache) and
 #: stored answers (a held-out row has none; a trajectory is not a question).
 _DROPPED = ("video_cache", "image_cache", "cache_errors", "offline_output", "has_offline_trajectory")
@@ -100,9 +101,9 @@ def _usable_rows(rows: list[dict[str, Any]], opts: Any, settings: Mapping[str, A
 
 def export_row(row: Mapping[str, Any], index: int, opts: Any) -> dict[str, Any]:
     """One row as evr1-eval's `evr1_data` reads it, carrying what the trainer derives from it at validation."""
+    from evr1_cache import row_id
     from evr1_train.data import ground_truth_of, row_extra_info, row_messages
     from evr1_train.data.row import media_items
-    from evr1_train.engine.rows import row_id
 
     extras = row_extra_info(row, opts, index)
     videos: list[str] = []
@@ -116,7 +117,7 @@ def export_row(row: Mapping[str, Any], index: int, opts: Any) -> dict[str, Any]:
     for key in {opts.prompt_key, opts.answer_key, opts.video_key, opts.image_key} - {"problem", "answer"}:
         out.pop(key, None)
     out.update(
-        problem_id=row_id(dict(row), index),
+        problem_id=row_id(row, index + 1),
         problem=row[opts.prompt_key],
         answer=ground_truth_of(row, opts),
         problem_type=extras["problem_type"],
@@ -153,8 +154,8 @@ class RunData:
 
 def run_data(run: str | Path, split: str = "heldout") -> RunData:
     """The rows the trainer of `run` validates on (`split="train"`: trains on), after its own usability filter."""
+    from evr1_cache import read_rows
     from evr1_train.data import DataOptions
-    from evr1_train.engine.rows import read_all
 
     folder = run_folder(run)
     record = json.loads((folder / SETTINGS_FILE).read_text(encoding="utf-8"))
@@ -163,11 +164,12 @@ def run_data(run: str | Path, split: str = "heldout") -> RunData:
     files = train_files if split == "train" else _files(settings.get("data.val_files"), "data.val_files")
     # the trainer's own DataOptions: its base folder is the training file's (engine.base.BaseTrainer)
     opts = DataOptions.from_mapping(_unflatten(settings, "data.evr1."), base_dir=str(Path(train_files[0]).parent))
-    return RunData(folder, settings, opts, _usable_rows(read_all(files), opts, settings))
+    return RunData(folder, settings, opts, _usable_rows(read_rows(*files), opts, settings))
 
 
 def export_heldout(run: str | Path, out: str | Path, split: str = "heldout") -> ExportReport:
     """Write the run's held-out rows (or `split="train"`: its training rows) to `out`; see the module docstring."""
+    from evr1_cache import row_id
     from evr1_train.atomic import atomic_text
 
     data = run_data(run, split)
@@ -179,7 +181,7 @@ def export_heldout(run: str | Path, out: str | Path, split: str = "heldout") -> 
         try:
             exported = export_row(row, index, opts)
         except (ValueError, KeyError, TypeError) as exc:
-            failed.append(f"row {index} ({row.get('problem_id', index)}): {exc}")
+            failed.append(f"row {row_id(row, index + 1)}: {exc}")
             continue
         kinds[exported["kind"]] = kinds.get(exported["kind"], 0) + 1
         lines.append(json.dumps(exported, ensure_ascii=False) + "\n")

@@ -36,11 +36,11 @@ def run_sft(cfg: Any) -> None:
     from verl.trainer.sft_trainer import run_sft as verl_run_sft
     from verl.utils.device import auto_set_device
 
+    from evr1_cache import check_model_path, resolve_model_path
     from evr1_train.data.options import DataOptions
-    from evr1_train.model_path import check_model_path, resolve_model_path
 
     cfg.model.path = resolve_model_path(str(cfg.model.path))
-    check_model_path(str(cfg.model.path), "model.path")
+    check_model_path(str(cfg.model.path), "model.path", adapter_ok=True)
     DataOptions.from_mapping(cfg.data.evr1)  # unknown or inconsistent data.evr1 keys fail before torch.distributed
     auto_set_device(cfg)
     verl_run_sft(cfg)

@@ -24,7 +24,6 @@ from evr1_cache.plan.tokens import (
     load_text_counter,
     plan_row,
     plan_rows,
-    row_id,
     row_media,
 )
 
@@ -50,7 +49,6 @@ __all__ = [
     "over_limit",
     "plan_row",
     "plan_rows",
-    "row_id",
     "row_media",
     "row_video_spec",
     "shrunk_specs",

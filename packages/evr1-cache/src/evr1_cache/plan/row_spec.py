@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evr1_cache.dataset import row_id
 from evr1_cache.spec import SamplingSpec
 
 __all__ = ["PLAN_COLUMN", "RowSpecError", "has_row_spec", "row_video_spec"]
@@ -43,9 +44,7 @@ def row_video_spec(row: Mapping[str, Any], default: SamplingSpec, name: str | No
     plan = row.get(PLAN_COLUMN)
     if plan is None:
         return default
-    from evr1_cache.plan.tokens import row_id
-
-    who = name if name is not None else row_id(row, -1).replace("#-1", "(no id column)")
+    who = name if name is not None else row_id(row)
     fix = (
         f"rebuild the dataset with `evr1-cache build --plan`, or remove the row's {PLAN_COLUMN} column to use the "
         "configured spec"

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from evr1_cache.dataset import cache_refs, row_id
 from evr1_cache.families import ModelFamily, get_family
+from evr1_cache.plan.row_spec import row_video_spec
 from evr1_cache.spec import ImageSpec, SamplingSpec
 
 __all__ = [
@@ -37,7 +39,6 @@ __all__ = [
     "load_text_counter",
     "plan_row",
     "plan_rows",
-    "row_id",
     "row_media",
 ]
 
@@ -143,15 +144,6 @@ def load_text_counter(path: str | os.PathLike[str]) -> HFTextCounter:
     return HFTextCounter(loaded)
 
 
-def row_id(row: Mapping[str, Any], index: int) -> str:
-    """How a row is named in reports: its `problem_id` / `id`, else its position."""
-    for key in ("problem_id", "id", "uid", "sample_id"):
-        value = row.get(key)
-        if value is not None and str(value):
-            return str(value)
-    return f"#{index}"
-
-
 def default_messages(row: Mapping[str, Any], prompt_key: str = "problem") -> list[dict[str, Any]]:
     """The user turn of a row: its question with `<video>` / `<image>` placeholders as media items (missing ones
     prepended, one per media item, as evr1-train does). A verl-style `prompt` list of messages is used as it is.
@@ -181,15 +173,6 @@ def default_messages(row: Mapping[str, Any], prompt_key: str = "problem") -> lis
         elif part:
             content.append({"type": "text", "text": part})
     return [{"role": "user", "content": content}]
-
-
-def _refs(row: Mapping[str, Any], key: str, count: int) -> list[Mapping[str, Any] | None]:
-    refs = row.get(key)
-    out: list[Mapping[str, Any] | None] = [None] * count
-    if isinstance(refs, Sequence) and not isinstance(refs, str):
-        for i, ref in enumerate(list(refs)[:count]):
-            out[i] = ref if isinstance(ref, Mapping) else None
-    return out
 
 
 def _meta_of(ref: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -271,7 +254,7 @@ def row_media(
     root = Path(media_root) if media_root is not None else None
     videos = [resolve(m, base, root) for m in media_of(dict(row), VIDEO_KEYS)]
     images = [resolve(m, base, root) for m in media_of(dict(row), IMAGE_KEYS)]
-    vrefs, irefs = _refs(row, "video_cache", len(videos)), _refs(row, "image_cache", len(images))
+    vrefs, irefs = cache_refs(row, "video", len(videos)), cache_refs(row, "image", len(images))
     vplans = [plan_video(p, family, spec, _meta_of(r)) for p, r in zip(videos, vrefs, strict=True)]
     iplans = [
         plan_image(p, family, image_spec, _meta_of(r), bool(r and f"/{image_spec.key()}/" in f"/{r.get('file', '')}"))
@@ -302,7 +285,7 @@ def plan_row(
     counter: TextCounter | None = None,
 ) -> RowPlan:
     """The prompt length of one row whose media are planned: exact with a counter, a bound without."""
-    rid = row_id(row, index)
+    rid = row_id(row, index + 1)
     media = (*videos, *images)
     bad = [m for m in media if m.error]
     if bad:
@@ -353,8 +336,6 @@ def plan_rows(
     """A `RowPlan` per row (a broken row gets `error`, never an exception). `messages(row)` renders a row as the
     trainer does (default: `default_messages`); media paths resolve like `evr1-cache build` resolves them. A row that
     `build --plan` resampled is planned under its own spec (`evr1_plan`, see `evr1_cache.plan.row_spec`)."""
-    from evr1_cache.plan.row_spec import row_video_spec
-
     fam = get_family(family)
     fam.check_fits(video_spec, "the video spec")
     fam.check_fits(image_spec, "the image spec")
@@ -362,10 +343,10 @@ def plan_rows(
     for i, row in enumerate(rows):
         try:
             msgs = messages(row) if messages is not None else default_messages(row, prompt_key)
-            spec = row_video_spec(row, video_spec, row_id(row, i))
+            spec = row_video_spec(row, video_spec, row_id(row, i + 1))
             videos, images = row_media(row, fam, spec, image_spec, data_file=data_file, media_root=media_root)
         except Exception as exc:
-            out.append(RowPlan(i, row_id(row, i), 0, 0, 0, False, error=f"{type(exc).__name__}: {exc}"))
+            out.append(RowPlan(i, row_id(row, i + 1), 0, 0, 0, False, error=f"{type(exc).__name__}: {exc}"))
             continue
         out.append(plan_row(i, row, msgs, videos, images, fam, image_spec, counter))
     return out

@@ -22,6 +22,16 @@ class BackendError(RuntimeError):
     """A backend could not start or answer; the message names the setting or input to fix."""
 
 
+def checked_model(backend: str, model: str) -> str:
+    """`--model` as the engine should get it, checked by evr1-cache's model-path checker (one line, no traceback)."""
+    from evr1_cache import ModelPathError, check_model_path
+
+    try:
+        return check_model_path(model, "--model")
+    except ModelPathError as exc:
+        raise BackendError(f"{backend} backend: {exc}") from None
+
+
 class EngineDead(BackendError):
     """The engine itself is gone (not one bad request): the runner stops instead of writing error rows forever."""
 

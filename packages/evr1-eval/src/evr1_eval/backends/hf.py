@@ -12,18 +12,18 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata as importlib_metadata
 from typing import Any
 
-from evr1_cache import use_reference_mrope
+from evr1_cache import explain_load_error, use_reference_mrope
 from evr1_eval.backends.base import (
     BackendConfig,
     BackendError,
     GenerationParams,
     Request,
+    checked_model,
     model_family,
     processor_media_kwargs,
     stop_token_ids_for,
     template_record,
 )
-from evr1_eval.backends.model_path import check_model_path, load_error
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 
@@ -57,7 +57,7 @@ class HfBackend:
         missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
         if missing:
             raise BackendError(f"the hf backend needs {' and '.join(missing)}: pip install 'evr1-eval[hf]'")
-        check_model_path(self.config.model, "hf")
+        checked_model("hf", self.config.model)
 
     async def start(self) -> None:
         await asyncio.get_running_loop().run_in_executor(self._pool, self._load)
@@ -73,12 +73,12 @@ class HfBackend:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self._device = device
         dtype: Any = self.config.dtype if self.config.dtype == "auto" else getattr(torch, self.config.dtype)
-        model_id = check_model_path(self.config.model, "hf")
+        model_id = checked_model("hf", self.config.model)
         try:
             self._processor = AutoProcessor.from_pretrained(model_id, **dict(self.config.mm_processor_kwargs))
             model = AutoModelForImageTextToText.from_pretrained(model_id, dtype=dtype, **self.config.engine_kwargs)
         except (OSError, ValueError) as exc:  # not a model folder / hub id: one line naming it, not a traceback
-            raise load_error("hf", self.config.model, exc) from None
+            raise BackendError(f"hf backend: {explain_load_error(self.config.model, '--model', exc)}") from None
         self._model = model.to(device).eval()
         use_reference_mrope(model)  # vLLM's (and the trainer's) Qwen2/2.5-VL video positions, not transformers 5's
         if device == "cpu":

@@ -18,11 +18,11 @@ from evr1_eval.backends.base import (
     GenerationParams,
     Request,
     check_video_metadata,
+    checked_model,
     model_family,
     stop_token_ids_for,
     template_record,
 )
-from evr1_eval.backends.model_path import check_model_path
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
 
@@ -42,7 +42,7 @@ def engine_args(config: BackendConfig) -> dict[str, Any]:
     if not config.model:
         raise BackendError("vllm backend: no model given (pass --model PATH_OR_HF_ID)")
     args: dict[str, Any] = {
-        "model": check_model_path(config.model, "vllm"),
+        "model": checked_model("vllm", config.model),
         "dtype": config.dtype,
         "tensor_parallel_size": config.tensor_parallel_size,
         "data_parallel_size": config.data_parallel_size,

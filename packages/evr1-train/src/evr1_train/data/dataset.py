@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
+from evr1_cache import row_id
 from evr1_train.data.options import DataOptions
 from evr1_train.data.row import (
     check_model_family,
@@ -114,7 +115,7 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
             if why is None:
                 keep.append(i)
             else:
-                bad.append(f"row {row.get('problem_id', i)}: {why}")
+                bad.append(f"row {row_id(row, i + 1)}: {why}")
         kept = frame.select(keep) if len(keep) != len(frame) else frame
         if bad:
             logger.warning(

@@ -39,14 +39,15 @@ def check_row_specs(rows: Sequence[Mapping[str, Any]], opts: DataOptions, split:
     """Refuse to start when a row's own video spec (`evr1_plan`) is malformed, made for another model family, or --
     unless `data.evr1.video_source=decode` -- names frames the cache does not hold for that row (the dataset and the
     cache disagree: a hand-edited row, or a cache built without `--plan`). Raises `RowSpecError` naming the rows."""
-    from evr1_cache.plan import RowSpecError, has_row_spec, row_id
+    from evr1_cache import row_id
+    from evr1_cache.plan import RowSpecError, has_row_spec
     from evr1_train.data.row import loader_for, media_items, row_messages, row_spec
 
     problems: list[str] = []
     for i, row in enumerate(rows):
         if not has_row_spec(row):
             continue
-        name = row_id(row, i)
+        name = row_id(row, i + 1)
         try:
             spec = row_spec(row, opts, name)
         except RowSpecError as exc:

@@ -6,7 +6,7 @@ prompts, media order and the `extra_info` the reward sees (problem_type, options
 Names (stable):
     RowInputs(messages, images, videos, ground_truth, data_source, problem_type, extra_info, offline_text)
     row_messages(row, opts) -> list[dict]           # media items carry absolute paths / PIL images, no frames
-    load_media(messages, opts, row_id) -> (images | None, videos | None)   # videos: [(frames [T,H,W,3] uint8, meta)]
+    load_media(messages, opts, row) -> (images | None, videos | None)   # videos: [(frames [T,H,W,3] uint8, meta)]
     loader_for(opts) -> evr1_cache.MediaLoader      # the one media loader, set up by the options (one per process)
     row_extra_info(row, opts, index) -> dict
     ground_truth_of(row, opts) -> Any
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evr1_cache import BOOKKEEPING_COLUMNS, MediaLoader, media_mode
+from evr1_cache import BOOKKEEPING_COLUMNS, MediaLoader, cache_refs, media_mode, row_id
 from evr1_train.data.options import DataOptions
 from evr1_train.data.prompt import build_prompt_text, normalise_problem_type
 
@@ -81,8 +81,8 @@ def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, An
     own = row_spec(row, opts)
     images = list(row.get(opts.image_key) or [])
     videos = list(row.get(opts.video_key) or [])
-    video_refs = _refs(row.get("video_cache"), len(videos))
-    image_refs = _refs(row.get("image_cache"), len(images))
+    video_refs = _ref_files(row, "video", len(videos))
+    image_refs = _ref_files(row, "image", len(images))
     content: list[dict[str, Any]] = []
     resolve = loader_for(opts).resolve
     ii = vi = 0
@@ -132,16 +132,12 @@ def item_spec(item: Mapping[str, Any]) -> SamplingSpec | None:
     return SamplingSpec.from_dict(settings)
 
 
-def _refs(cache_refs: Any, count: int) -> list[str | None]:
-    """`evr1-cache build` writes `video_cache` / `image_cache`: one `{"file": ...}` (or None) per media item."""
-    refs: list[str | None] = [None] * count
-    if isinstance(cache_refs, Sequence) and not isinstance(cache_refs, str):
-        for i, ref in enumerate(list(cache_refs)[:count]):
-            if isinstance(ref, Mapping) and ref.get("file"):
-                refs[i] = str(ref["file"])
-            elif isinstance(ref, str) and ref:
-                refs[i] = ref
-    return refs
+def _ref_files(row: Mapping[str, Any], kind: str, count: int) -> list[str | None]:
+    """The entry file of each media item's cache reference (`evr1_cache.dataset.cache_refs`), None where none."""
+    return [
+        str(r["file"]) if r and isinstance(r.get("file"), str) and r["file"] else None
+        for r in cache_refs(row, kind, count)
+    ]
 
 
 def media_items(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -155,7 +151,7 @@ def media_items(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def load_media(
-    messages: Sequence[Mapping[str, Any]], opts: DataOptions, row_id: str = "?"
+    messages: Sequence[Mapping[str, Any]], opts: DataOptions, row: str = "?"
 ) -> tuple[list[Any] | None, list[tuple[Any, dict[str, Any]]] | None]:
     """Pixels for every media item of the prompt (None for a modality the prompt does not have, as verl expects)."""
     from PIL import Image
@@ -165,13 +161,13 @@ def load_media(
     videos: list[tuple[Any, dict[str, Any]]] = []
     for item in media_items(messages):
         if item["type"] == "video":
-            served = loader.video(item["video"], item_spec(item), ref=item.get("evr1_cache"), row=row_id)
+            served = loader.video(item["video"], item_spec(item), ref=item.get("evr1_cache"), row=row)
             videos.append((served.frames, served.meta.to_hf()))
         else:
             src = item["image"]
             src = src["bytes"] if isinstance(src, Mapping) and src.get("bytes") is not None else src
             src = src["image"] if isinstance(src, Mapping) else src
-            images.append(Image.fromarray(loader.image(src, ref=item.get("evr1_cache"), row=row_id).pixels))
+            images.append(Image.fromarray(loader.image(src, ref=item.get("evr1_cache"), row=row).pixels))
     return (images or None), (videos or None)
 
 
@@ -212,8 +208,7 @@ def row_to_inputs(row: Mapping[str, Any], opts: DataOptions, index: int = 0, hyb
     from evr1_train.hybrid import row_offline_text
 
     messages = row_messages(row, opts)
-    row_id = str(row.get("problem_id", index))
-    images, videos = load_media(messages, opts, row_id)
+    images, videos = load_media(messages, opts, row_id(row, index + 1))
     extra = row_extra_info(row, opts, index)
     return RowInputs(
         messages=messages,

@@ -66,9 +66,9 @@ class Evr1SFTDataset(MultiTurnSFTDataset):  # type: ignore[misc]  # verl is unty
 
     def _read_files_and_process(self) -> None:
         """Rows of every file; rows without a response or whose prompt cannot be built are dropped (logged)."""
-        from evr1_train.engine.rows import read_all
+        from evr1_cache import read_rows, row_id
 
-        rows = read_all(self.parquet_files)
+        rows = read_rows(*self.parquet_files)
         if 0 < self.max_samples < len(rows):
             rows = rows[: self.max_samples]
         self.rows: list[dict[str, Any]] = []
@@ -77,7 +77,7 @@ class Evr1SFTDataset(MultiTurnSFTDataset):  # type: ignore[misc]  # verl is unty
             try:
                 sft_conversation(row, self.evr1, self.response_key)
             except (ValueError, IndexError, KeyError) as exc:
-                bad.append(f"row {row.get('problem_id', i)}: {exc}")
+                bad.append(f"row {row_id(row, i + 1)}: {exc}")
                 continue
             self.rows.append(row)
         if bad:

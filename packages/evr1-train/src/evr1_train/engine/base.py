@@ -22,12 +22,13 @@ from typing import Any, ClassVar
 
 import torch
 
+from evr1_cache import read_rows, row_id
 from evr1_train.data.row import check_model_family
 from evr1_train.engine import algorithms
 from evr1_train.engine.batch import EncodedPrompt, encode_prompt
 from evr1_train.engine.config import LocalConfig, plain
 from evr1_train.engine.policy import Runtime, eos_ids, generate, load_policy, pick_runtime, vision_token_ids
-from evr1_train.engine.rows import epoch_order, read_all, row_id
+from evr1_train.engine.rows import epoch_order
 from evr1_train.engine.state import TrainerState, TrainState, capture_rng, restore_rng
 from evr1_train.hybrid.metrics import finite_mean as mean
 from evr1_train.modules import FreezeReport, freeze_modules, trainable_report
@@ -103,8 +104,8 @@ class BaseTrainer:
         hybrid.check_group_size(cfg.n)
         self.hybrid = hybrid
         self.router = RewardRouter(dict(cfg.reward_weights), think=cfg.reward_think)  # type: ignore[arg-type]
-        self.train_rows = self._usable(read_all(cfg.train_files), "train")
-        self.val_rows = self._usable(read_all(cfg.val_files), "validation") if cfg.val_files else []
+        self.train_rows = self._usable(read_rows(*cfg.train_files), "train")
+        self.val_rows = self._usable(read_rows(*cfg.val_files), "validation") if cfg.val_files else []
         if len(self.train_rows) < cfg.train_batch_size:
             raise ValueError(
                 f"only {len(self.train_rows)} usable training rows for data.train_batch_size={cfg.train_batch_size}; "
@@ -213,7 +214,7 @@ class BaseTrainer:
             try:
                 self._check_row(row, i)
             except Exception as exc:
-                bad.append(f"{row_id(row, i)}: {type(exc).__name__}: {exc}")
+                bad.append(f"{row_id(row, i + 1)}: {type(exc).__name__}: {exc}")
                 continue
             good.append(row)
         if bad:
@@ -244,7 +245,7 @@ class BaseTrainer:
                 ground_truth=ground_truth_of(row, self.data_opts),
                 problem_type=extra["problem_type"],
                 extras=extra,
-                sample_id=row_id(row, index),
+                sample_id=row_id(row, index + 1),
             )
         )
 
@@ -261,7 +262,7 @@ class BaseTrainer:
     def _prepare(self, index: int, row: dict[str, Any], uid: str, cache: dict[str, EncodedPrompt] | None) -> Prompt:
         from evr1_train.data import ground_truth_of, row_extra_info, row_to_inputs
 
-        rid = row_id(row, index)
+        rid = row_id(row, index + 1)
         enc = cache.get(rid) if cache is not None else None
         if enc is None:
             inputs = row_to_inputs(row, self.data_opts, index, None)
@@ -304,10 +305,12 @@ class BaseTrainer:
             prompts: list[Prompt] = []
             for index, row in self._next_rows():
                 try:
-                    prompts.append(self._prepare(index, row, f"{step}-{row_id(row, index)}", None))
+                    prompts.append(self._prepare(index, row, f"{step}-{row_id(row, index + 1)}", None))
                 except Exception as exc:  # a row that fails now (e.g. media vanished): skip it, keep training
                     self.state.skipped_rows += 1
-                    logger.warning("step %d: skipped row %s: %s: %s", step, row_id(row, index), type(exc).__name__, exc)
+                    logger.warning(
+                        "step %d: skipped row %s: %s: %s", step, row_id(row, index + 1), type(exc).__name__, exc
+                    )
         if not prompts:
             raise RuntimeError(f"step {step}: every row of the batch failed to load; see the warnings above")
         return prompts
@@ -484,7 +487,8 @@ class BaseTrainer:
 
     def checkpoint_files(self) -> dict[str, Any]:
         """JSON files written into every checkpoint beside the weights (and into the run folder)."""
-        from evr1_train.engine.protocol import PROTOCOL_FILE, training_protocol
+        from evr1_cache import TRAIN_SETTINGS_FILE
+        from evr1_train.engine.protocol import training_protocol
 
         record = training_protocol(
             cfg=self.cfg,
@@ -496,7 +500,7 @@ class BaseTrainer:
             mode=self.mode,
             adapter=self._adapter_description(),
         )
-        return {PROTOCOL_FILE: {**record, "step": self.state.step}}
+        return {TRAIN_SETTINGS_FILE: record.with_step(self.state.step).to_json()}
 
     def _adapter_description(self) -> dict[str, Any] | None:
         if not self.lora:

@@ -82,7 +82,7 @@ def load_merged(folder: str | Path, dtype: Any, base: str | None = None) -> Any:
     from peft import PeftModel
     from transformers import AutoModelForImageTextToText
 
-    from evr1_train.model_path import check_model_path
+    from evr1_cache import check_model_path
 
     base = base or adapter_base(folder)
     check_model_path(base, f"the adapter's base model ({folder}/{ADAPTER_CONFIG})")

@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 
@@ -20,10 +21,9 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path | None = None, base
     import torch
     from transformers import AutoProcessor
 
+    from evr1_cache import TRAIN_SETTINGS_FILE, TrainSettings, resolve_model_path
     from evr1_train.atomic import atomic_folder
     from evr1_train.engine.lora import is_adapter_folder, load_merged
-    from evr1_train.engine.protocol import PROTOCOL_FILE
-    from evr1_train.model_path import resolve_model_path
 
     actor = Path(resolve_model_path(str(checkpoint)))
     if not is_adapter_folder(actor):
@@ -37,11 +37,10 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path | None = None, base
     with atomic_folder(target) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         processor.save_pretrained(tmp)
-        protocol = actor.parent / PROTOCOL_FILE
-        if protocol.exists():
-            record = json.loads(protocol.read_text())
-            record["adapter"] = {**(record.get("adapter") or {}), "merged_into": "this folder's weights"}
-            (tmp / PROTOCOL_FILE).write_text(json.dumps(record, indent=1))
+        if (actor.parent / TRAIN_SETTINGS_FILE).exists():
+            settings = TrainSettings.read(actor.parent)
+            merged = {**(settings.adapter or {}), "merged_into": "this folder's weights"}
+            (tmp / TRAIN_SETTINGS_FILE).write_text(json.dumps(replace(settings, adapter=merged).to_json(), indent=1))
     return target
 
 

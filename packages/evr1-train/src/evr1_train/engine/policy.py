@@ -61,12 +61,11 @@ def load_policy(path: str, runtime: Runtime, key: str = "actor_rollout_ref.model
     from transformers import AutoModelForImageTextToText, AutoProcessor
     from transformers.utils import logging as hf_logging
 
-    from evr1_cache import use_reference_mrope
+    from evr1_cache import check_model_path, explain_load_error, resolve_model_path, use_reference_mrope
     from evr1_train.engine.lora import is_adapter_folder, load_merged
-    from evr1_train.model_path import check_model_path, explain_load_error, resolve_model_path
 
     path = resolve_model_path(path)
-    check_model_path(path, key)
+    check_model_path(path, key, adapter_ok=True)
     if os.path.isdir(path):  # recorded as the base of LoRA adapters and in the protocol: keep it valid from anywhere
         path = os.path.abspath(path)
     hf_logging.disable_progress_bar()  # "Loading weights" / "Writing model shards" bars drown the training bar

@@ -1,12 +1,13 @@
-"""`evr1_train_protocol.json`: how a checkpoint's model was prompted, shown frames and sampled, in one JSON file.
+"""Write `evr1_train_protocol.json`: how a checkpoint's model was prompted, shown frames and sampled, in one JSON file.
 
 Why: evaluation must reproduce training exactly — the same prompt text and answer format, the same frame sampling
 and pixel budgets (the cache spec keys), the same chat template, and generation that stops where the trained model
 stops (its EOS ids). The file sits in the run folder and in every checkpoint (local engine: `checkpoints/step_N/`, verl:
-`global_step_N/`), so a checkpoint describes itself; docs/train.md documents every field.
+`global_step_N/`), so a checkpoint describes itself; docs/train.md documents every field. The file's schema is
+`evr1_cache.TrainSettings`, the one evr1-eval reads it with.
 
-Names (stable): PROTOCOL_FILE, PROTOCOL_FORMAT, protocol_record(...), training_protocol(...) (local engine),
-verl_training_protocol(cfg), write_checkpoint_protocol(checkpoint, record, step) (verl)
+Names (stable): protocol_record(...), training_protocol(...) (local engine),
+verl_training_protocol(cfg), write_checkpoint_protocol(checkpoint, settings, step) (verl); each returns TrainSettings
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-PROTOCOL_FILE = "evr1_train_protocol.json"
-PROTOCOL_FORMAT = 1
+from evr1_cache import TRAIN_SETTINGS_FILE, GenerationSettings, PromptSettings, TrainSettings, spec_record
 
 
 def _tokens(tokenizer: Any, ids: Sequence[int]) -> list[str]:
@@ -24,7 +24,7 @@ def _tokens(tokenizer: Any, ids: Sequence[int]) -> list[str]:
 
 
 def _base_model(path: str) -> str:
-    from evr1_train.model_path import resolve_model_path
+    from evr1_cache import resolve_model_path
 
     base = resolve_model_path(path)
     return os.path.abspath(base) if os.path.isdir(base) else base
@@ -45,41 +45,37 @@ def protocol_record(
     max_new_tokens: int,
     train_sampler: dict[str, Any],
     validation: dict[str, Any],
-) -> dict[str, Any]:
-    """The record both engines write (`data_opts`: DataOptions; `processor`: the HF processor or tokenizer)."""
+) -> TrainSettings:
+    """The settings both engines write (`data_opts`: DataOptions; `processor`: the HF processor or tokenizer)."""
     from evr1_train.data.prompt import describe_prompts
 
     tokenizer = getattr(processor, "tokenizer", processor)
     video, image = data_opts.video_spec(), data_opts.image_spec()
     template = getattr(processor, "chat_template", None) or getattr(tokenizer, "chat_template", None)
-    return {
-        "format": "evr1-train-protocol",
-        "version": PROTOCOL_FORMAT,
-        "engine": engine,
-        "mode": mode,
-        "base_model": _base_model(base_model),
-        "adapter": adapter,
-        "prompt": describe_prompts(data_opts),
-        "answer": {"tag": "answer", **answer, "scorer": "evr1_rewards.RewardRouter (by problem_type)"},
-        "sampling": {
-            "video": {**video.to_dict(), "key": video.key()},
-            "image": {**image.to_dict(), "key": image.key()},
-            "video_source": data_opts.video_source,
-        },
-        "chat_template": template,
-        "add_generation_prompt": True,
-        "generation": {
-            "eos_token_ids": [int(i) for i in eos_ids],
-            "eos_tokens": _tokens(tokenizer, eos_ids),
-            "pad_token_id": int(pad_id),
-            "stop": "after the first token in eos_token_ids (it is part of the response)",
-            "suppressed_token_ids": [int(i) for i in suppressed_ids],
-            "suppressed_tokens": _tokens(tokenizer, suppressed_ids),
-            "max_new_tokens": int(max_new_tokens),
-            "train": {"do_sample": True, **train_sampler},
-            "validation": validation,
-        },
-    }
+    where = "evr1-train's prompt description"
+    return TrainSettings(
+        engine=engine,
+        mode=mode,
+        base_model=_base_model(base_model),
+        adapter=adapter,
+        prompt=PromptSettings.from_json(describe_prompts(data_opts), where),
+        answer={"tag": "answer", **answer, "scorer": "evr1_rewards.RewardRouter (by problem_type)"},
+        video=spec_record(video),
+        image=spec_record(image),
+        video_source=data_opts.video_source,
+        chat_template=template,
+        add_generation_prompt=True,
+        generation=GenerationSettings(
+            eos_token_ids=tuple(int(i) for i in eos_ids),
+            eos_tokens=tuple(_tokens(tokenizer, eos_ids)),
+            pad_token_id=int(pad_id),
+            suppressed_token_ids=tuple(int(i) for i in suppressed_ids),
+            suppressed_tokens=tuple(_tokens(tokenizer, suppressed_ids)),
+            max_new_tokens=int(max_new_tokens),
+            train={"do_sample": True, **train_sampler},
+            validation=validation,
+        ),
+    )
 
 
 def training_protocol(
@@ -92,7 +88,7 @@ def training_protocol(
     suppressed_ids: Sequence[int],
     mode: str,
     adapter: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> TrainSettings:
     """The protocol record of a local-engine run (`cfg`: LocalConfig, `data_opts`: DataOptions)."""
     return protocol_record(
         engine="local",
@@ -138,7 +134,7 @@ def _verl_adapter(model: Any) -> dict[str, Any] | None:
     }
 
 
-def verl_training_protocol(cfg: Any) -> dict[str, Any]:
+def verl_training_protocol(cfg: Any) -> TrainSettings:
     """The protocol record of a verl run, from its composed config (before Ray starts).
 
     The prompt and frame settings are `data.evr1` as `Evr1Dataset` reads them; generation is what verl's vLLM rollout
@@ -147,8 +143,8 @@ def verl_training_protocol(cfg: Any) -> dict[str, Any]:
     """
     from omegaconf import OmegaConf
 
+    from evr1_cache import resolve_model_path
     from evr1_train.data.options import DataOptions
-    from evr1_train.model_path import resolve_model_path
 
     def node(key: str, default: Any = None) -> Any:
         value = OmegaConf.select(cfg, key, default=default)
@@ -200,10 +196,10 @@ def _verl_tokenizer(path: str, trust_remote_code: bool) -> tuple[Any, list[int],
     return processor, [int(i) for i in eos], int(tokenizer.pad_token_id)
 
 
-def write_checkpoint_protocol(checkpoint: str | os.PathLike[str], record: dict[str, Any], step: int) -> None:
-    """Write `record` with its `step` into a checkpoint folder (verl: `global_step_<step>/`)."""
+def write_checkpoint_protocol(checkpoint: str | os.PathLike[str], settings: TrainSettings, step: int) -> None:
+    """Write `settings` with its `step` into a checkpoint folder (verl: `global_step_<step>/`)."""
     from pathlib import Path
 
     from evr1_train.atomic import atomic_json
 
-    atomic_json(Path(checkpoint) / PROTOCOL_FILE, {**record, "step": int(step)})
+    atomic_json(Path(checkpoint) / TRAIN_SETTINGS_FILE, settings.with_step(step).to_json())

@@ -21,10 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from evr1_cache import read_rows, row_id
 from evr1_train.data.options import DataOptions
 from evr1_train.parity.records import SideRecord
+
+if TYPE_CHECKING:
+    from evr1_cache import CacheReader
 
 #: The fixed response whose log-probs are compared: plain text both tokenizers split the same way.
 RESPONSE = "<think>the video shows a red square moving left</think><answer>A</answer>"
@@ -41,7 +45,7 @@ class ParityData:
     rows: tuple[dict[str, Any], ...]
 
     def sample_id(self, index: int) -> str:
-        return str(self.rows[index].get("problem_id", index))
+        return row_id(self.rows[index], index + 1)
 
 
 def _version(dist: str) -> str:
@@ -56,7 +60,7 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
     path = Path(data_file)
     if not path.is_file():
         raise FileNotFoundError(f"--data {path}: no such file (pass the dataset `evr1-cache build` wrote)")
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_rows(path)
     if not rows:
         raise ValueError(f"--data {path}: no rows")
     from evr1_cache import CacheReader
@@ -69,7 +73,7 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
                 continue  # a row `build --plan` resampled: its videos carry their own spec, not the dataset's
             for ref in row.get(f"{kind}_cache") or ():
                 if ref and kind not in specs:
-                    specs[kind] = _entry_spec(reader, Path(cache_dir), ref, kind)
+                    specs[kind] = _entry_spec(reader, ref, kind)
     if "video" not in specs and "image" not in specs:
         raise ValueError(f"--data {path}: no row has cached media (was it written by `evr1-cache build`?)")
     node: dict[str, Any] = {"cache_dir": str(cache_dir), "video_source": "cache_only"}
@@ -82,17 +86,17 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
     return ParityData(path, opts, tuple(usable[:n]))
 
 
-def _entry_spec(reader: Any, root: Path, ref: Any, kind: str) -> dict[str, Any]:
+def _entry_spec(reader: CacheReader, ref: Any, kind: str) -> dict[str, Any]:
     """The settings an entry was built with: its header's `spec` (docs/cache.md's entry layout), believed only once
     `CacheReader.entry_at` has validated the entry under exactly that spec."""
     from safetensors import safe_open
 
     from evr1_cache import CacheMiss, ImageSpec, SamplingSpec
 
-    rel = ref.get("file") if isinstance(ref, dict) else ref
-    path = (root / str(rel)).resolve()
-    if not path.is_relative_to(root.resolve()) or not path.is_file():
-        raise ValueError(f"cache reference {rel!r}: no entry under {root} (was the dataset built into this cache?)")
+    try:
+        path = reader.ref_path(ref)
+    except CacheMiss as exc:
+        raise ValueError(f"{exc} (was the dataset built into this cache?)") from None
     with safe_open(str(path), framework="numpy") as fh:
         raw = (fh.metadata() or {}).get("spec")
     try:
@@ -270,7 +274,7 @@ def collect_verl(model: str, data: ParityData, mm_processor_kwargs: dict[str, An
         metas = [dict(m) for _, m in videos or ()]
         frames = [(f.permute(0, 2, 3, 1).numpy(), m) for f, m in videos or ()]
         digest = {"frames": _frames_digest(frames, images or [])}
-        sample = str(ds.dataframe[i].get("problem_id", i))
+        sample = row_id(ds.dataframe[i], i + 1)
         out.append(record_from_processor("verl", sample, family, tokenizer, mm, metas, {**info, **digest}))
     return out
 

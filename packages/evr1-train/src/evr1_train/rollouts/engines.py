@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from evr1_cache import row_id as name_row
 from evr1_train.rollouts.writer import DumpConfig, RolloutDumpWriter, group_record, media_records
 
 logger = logging.getLogger(__name__)
@@ -217,11 +218,12 @@ def verl_groups(data: Any, tokenizer: Any, writer: RolloutDumpWriter) -> list[di
             items.append({"text": tokenizer.decode(ids, skip_special_tokens=True), "offline": bool(ef.get("evr1_offline", 0)),
                           "reward": reward, "advantage": adv_value, "tokens": len(ids), "details": details})  # fmt: skip
         ptype = str(info.get("problem_type") or "")
+        index = info.get("index")  # the row's 0-based position (`row_extra_info`)
         out.append(
             group_record(
                 engine="verl",
                 uid=uid,
-                row_id=str(info.get("problem_id", info.get("index", uid))),
+                row_id=name_row(info, index + 1 if isinstance(index, int) else None),
                 task=str(info.get("kind") or sources[first] or ptype),
                 data_source=str(sources[first] or ""),
                 problem_type=ptype,

@@ -34,7 +34,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evr1_cache import ImageSpec, SamplingSpec
 
 logger = logging.getLogger(__name__)
 
@@ -250,54 +253,38 @@ class RolloutDumpWriter:
 
 # -- building records ------------------------------------------------------------------------------------------------
 def media_records(
-    messages: Sequence[Mapping[str, Any]], cache_dir: str | None, video_spec: Any, image_spec: Any
+    messages: Sequence[Mapping[str, Any]], cache_dir: str | None, video_spec: SamplingSpec, image_spec: ImageSpec
 ) -> list[dict[str, Any]]:
     """The media of a prompt as dump records: source path, cache entry, frame indices and timestamps.
 
-    The entry is the row's own reference (`evr1_cache`, written by `evr1-cache build`) or the content-addressed
-    entry for the path and spec; its frame indices are read from the entry's header (no pixels are read). Without
-    an entry the frames were decoded on the fly (`frames_from: "decoded"`) with the same spec.
+    The entry is the one evr1-cache's media loader names (`MediaLoader.entry_file`: the row's own reference, written
+    by `evr1-cache build`, else the content-addressed entry for the path and the item's spec); its frame indices are
+    read from the entry's header (no pixels are read). Without an entry the frames were decoded on the fly
+    (`frames_from: "decoded"`) with the same spec.
     """
-    from evr1_train.data.row import media_items
+    from evr1_cache import MediaLoader
+    from evr1_train.data.row import item_spec, media_items
 
     out = []
-    reader = _reader(cache_dir)
+    cache = cache_dir if cache_dir and os.path.isdir(cache_dir) else None
+    loader = MediaLoader(cache, video_spec=video_spec, image_spec=image_spec)
     for item in media_items(messages):
         kind = item["type"]
         src = item.get(kind)
         path = src if isinstance(src, str) else None
         record: dict[str, Any] = {"kind": kind, "path": path, "cache_file": None, "frame_indices": [],
-                                  "timestamps": [], "frames_from": "decoded"}  # fmt: skip
-        if path is None:
-            record["frames_from"] = "inline"  # image bytes in the dataset row
-            out.append(record)
-            continue
-        spec = video_spec if kind == "video" else image_spec
-        rel = item.get("evr1_cache")
-        if reader is not None:
-            try:
-                if not rel and reader.contains(path, spec):
-                    rel = str(reader.path_for(path, spec).relative_to(reader.root))
-                if rel and (reader.root / rel).is_file():
-                    record["cache_file"] = str(rel)
-                    record["frames_from"] = "cache"
-                    if kind == "video":
-                        record.update(_entry_frames(reader.root / rel))
-            except (OSError, ValueError, KeyError) as exc:
-                record["note"] = f"cache lookup failed: {type(exc).__name__}: {exc}"
+                                  "timestamps": [], "frames_from": "decoded" if path else "inline"}  # fmt: skip
+        spec = (item_spec(item) or video_spec) if kind == "video" else image_spec
+        try:
+            rel = loader.entry_file(path, spec, item.get("evr1_cache")) if path and cache else None
+            if rel is not None and cache is not None:
+                record.update(cache_file=rel, frames_from="cache")
+                if kind == "video":
+                    record.update(_entry_frames(Path(cache) / rel))
+        except (OSError, ValueError, KeyError) as exc:
+            record["note"] = f"cache lookup failed: {type(exc).__name__}: {exc}"
         out.append(record)
     return out
-
-
-def _reader(cache_dir: str | None) -> Any:
-    if not cache_dir:
-        return None
-    from evr1_cache import CacheReader
-
-    try:
-        return CacheReader(cache_dir)
-    except FileNotFoundError:
-        return None
 
 
 def _entry_frames(path: Path) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
@@ -19,6 +19,9 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from evr1_train.hybrid import hybrid_metrics_from_extra_fields
 from evr1_train.losses.verl_loss import evr1_ppo_loss
 from evr1_train.verl_hooks.agent_loop import hybrid_config_of
+
+if TYPE_CHECKING:
+    from evr1_cache import TrainSettings
 
 logger = logging.getLogger(__name__)
 TRAINER_MODE = "evr1"
@@ -32,7 +35,7 @@ class Evr1Trainer(PPOTrainerSync):  # type: ignore[misc]  # verl is untyped
     # treats every value other than "sync" as an asynchronous mode: ReplayBufferAsync, one-prompt dataloader fetches
     # (data.gen_batch_size forced to 1), prompts tracked in the TransferQueue, TransferQueue checkpoints. "evr1" only
     # selects this class (verl's get_trainer_cls); it runs as verl's synchronous trainer, so that code sees "sync".
-    _evr1_protocol: dict[str, Any] | None = None  # built at the first checkpoint, reused for the next ones
+    _evr1_protocol: TrainSettings | None = None  # built at the first checkpoint, reused for the next ones
 
     @property
     def trainer_mode(self) -> str:
@@ -57,7 +60,8 @@ class Evr1Trainer(PPOTrainerSync):  # type: ignore[misc]  # verl is untyped
         super()._save_checkpoint()
         import os
 
-        from evr1_train.engine.protocol import PROTOCOL_FILE, verl_training_protocol, write_checkpoint_protocol
+        from evr1_cache import TRAIN_SETTINGS_FILE
+        from evr1_train.engine.protocol import verl_training_protocol, write_checkpoint_protocol
 
         folder = os.path.join(str(self.config.trainer.default_local_dir), f"global_step_{self.global_steps}")
         try:
@@ -65,7 +69,7 @@ class Evr1Trainer(PPOTrainerSync):  # type: ignore[misc]  # verl is untyped
                 self._evr1_protocol = verl_training_protocol(self.config)
             write_checkpoint_protocol(folder, self._evr1_protocol, self.global_steps)
         except Exception as exc:  # the weights are saved; a missing description must not end the run
-            logger.warning("evr1: could not write %s into %s: %r", PROTOCOL_FILE, folder, exc)
+            logger.warning("evr1: could not write %s into %s: %r", TRAIN_SETTINGS_FILE, folder, exc)
 
     def _compute_metrics(
         self, batch: Any, metrics: dict[str, Any], timing_raw: dict[str, Any], global_steps: int, epoch: int
