@@ -299,3 +299,19 @@ def test_split_turns_of_a_stored_trajectory() -> None:
     assert HERMES.split_turns(f"only {a}") == [f"only {a}"]
     for text in (f"look {a} closer {a}\n{b} <answer>B</answer>", f"x {a}"):
         assert "".join(HERMES.split_turns(text)).replace(" ", "") == text.replace(" ", "")
+
+
+def test_docs_tool_example_runs(long_clip: Path, source: MediaLoader) -> None:
+    """docs/agents.md's "Defining a tool" block, run as written."""
+    import re
+
+    docs = Path(__file__).resolve().parents[3] / "docs" / "agents.md"
+    (block,) = re.findall(r"```python\n(.*?)```", docs.read_text(), flags=re.S)
+    scope: dict[str, Any] = {}
+    try:
+        exec(compile(block, str(docs), "exec"), scope)
+        s = ToolSession(long_clip, source, tools=("get_frames", "video_length"), config=CONFIG)
+        assert s.answer(call("video_length", unit="s")).results[0].text == "8.0 s"
+        assert "shorter than a minute" in str(s.answer(call("video_length", unit="min")).results[0].error)
+    finally:
+        TOOLS.pop("video_length", None)

@@ -153,3 +153,29 @@ def test_viewer_shows_each_turn(tmp_path: Path, clip: Path) -> None:
     assert "-> get_frames(start=0.5, end=2.5, n=4): video at " in text
     assert "-> zoom(time=1.0, box=[0.0, 0.0, 0.5, 0.5]): image at " in text
     assert "[turn 3] B" in text
+
+
+def test_cli_run_with_tools(tmp_path: Path, clip: Path) -> None:
+    """`evr1-eval run --tools get_frames,zoom --tool-max-turns 2` end to end (fake backend that always calls)."""
+    from evr1_eval.cli import main
+
+    ann = tmp_path / "ann"
+    ann.mkdir()
+    row = {"problem_id": "p0", "problem": "What is shown?", "options": ["A. a digit", "B. a cat"],
+           "solution": "<answer>A</answer>", "problem_type": "multiple choice", "path": str(clip), "data_type": "video"}  # fmt: skip
+    (ann / "mvbench.json").write_text(json.dumps([row]), encoding="utf-8")
+    calling = HERMES.render_call(ToolCall("get_frames", {"start": 0.0, "end": 1.5, "n": 4}))
+    out = tmp_path / "run"
+    code = main(["run", "--model", "fake-model", "--backend", "fake", "--engine-kwargs", json.dumps({"response": calling}),
+                 "--benchmarks", "mvbench", "--annotations-dir", str(ann), "--out", str(out), "--no-progress",
+                 "--cache-dir", str(tmp_path / "cache"), "--sampling", "max_pixels=3136", "--sampling", "min_pixels=784",
+                 "--tools", "get_frames,zoom", "--tool-max-turns", "2"])  # fmt: skip
+    assert code == 0
+    (line,) = (out / "mvbench" / "results.jsonl").read_text().splitlines()
+    agent = json.loads(line)["details"]["agent"]
+    assert len(agent["turns"]) == 2
+    assert agent["turns"][0]["calls"][0]["ok"] is True
+    assert agent["finished"] is False
+    assert json.loads(line)["score"] == 0.0  # out of turns without an answer
+    fingerprint = json.loads((out / "mvbench" / "run.json").read_text())["fingerprint"]
+    assert fingerprint["agent"]["tools"] == ["get_frames", "zoom"]
