@@ -4,6 +4,7 @@ processor call over the whole conversation."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,17 @@ TOOLS = ToolConfig(
 OVERVIEW = SamplingSpec(nframes=4, fps=None, min_pixels=3136, max_pixels=3136)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    """One torch thread: an OpenMP pool started here would deadlock the forked dataset workers of later verl tests."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
-def setup(tiny_vl: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def setup(tiny_vl: Path, tmp_path_factory: pytest.TempPathFactory, one_thread: None) -> dict[str, Any]:
     from evr1_train.engine.batch import encode_prompt
     from evr1_train.engine.policy import load_policy, pick_runtime
 

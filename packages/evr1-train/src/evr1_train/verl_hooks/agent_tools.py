@@ -129,7 +129,9 @@ class Evr1AgentLoop(Evr1HybridAgentLoop):
         prompt_ids = await self.ct_build_initial_tokens(
             messages, images=images or None, videos=videos or None, mm_inputs_out={}
         )
-        ids, mask, logprobs = list(prompt_ids), [], []
+        ids: list[int] = list(prompt_ids)
+        mask: list[int] = []
+        logprobs: list[float] = []
         final, turns = "", 0
         for turn in range(self.agent.max_turns):
             room = min(self.agent.max_turn_tokens, self.response_length - len(mask))
