@@ -333,8 +333,13 @@ def _agent(args: argparse.Namespace) -> Any:
     from evr1_cache import MediaLoader
     from evr1_eval.agent import AgentEval, parse_tools
 
+    from evr1_cache.tools import ToolConfig
+    from evr1_eval.backends.base import model_family
+
+    family = model_family(str(args.model))  # the tools' frames follow the model's size rule (Qwen3-VL: 32 px)
     loader = MediaLoader(args.cache_dir, write_cache=args.cache_dir is not None, media_root=args.media_root)
-    return AgentEval(tools=parse_tools(args.tools), loader=loader, max_turns=args.tool_max_turns)
+    config = ToolConfig(family=family.name if family is not None else None)
+    return AgentEval(tools=parse_tools(args.tools), loader=loader, max_turns=args.tool_max_turns, config=config)
 
 
 def _trained_info(trained: Any) -> dict[str, Any]:
