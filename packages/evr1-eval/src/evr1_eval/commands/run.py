@@ -331,9 +331,8 @@ def _agent(args: argparse.Namespace) -> Any:
     if not args.tools:
         return None
     from evr1_cache import MediaLoader
-    from evr1_eval.agent import AgentEval, parse_tools
-
     from evr1_cache.tools import ToolConfig
+    from evr1_eval.agent import AgentEval, parse_tools
     from evr1_eval.backends.base import model_family
 
     family = model_family(str(args.model))  # the tools' frames follow the model's size rule (Qwen3-VL: 32 px)
