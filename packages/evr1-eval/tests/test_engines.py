@@ -306,12 +306,18 @@ def test_video_metadata_reaches_the_model(engine, dataset: Path) -> None:
         assert a.prompt_tokens == b.prompt_tokens  # Qwen2.5-VL: time enters the position ids, not the text
 
 
-def test_tool_turns_reach_the_engine(engine, dataset: Path, tmp_path: Path) -> None:
+def test_tool_turns_reach_the_engine(engine, models: dict[str, Path], dataset: Path, tmp_path: Path) -> None:
     """`--tools`: a conversation holding a tool's clip and crop (two scripted calls) is served by every engine, and
     each tool answer adds its vision tokens to the prompt the engine counts."""
-    _name, kind, backend, loop = engine
+    name, kind, backend, loop = engine
     from evr1_cache.tools import HERMES, ToolBudget, ToolCall, ToolConfig
-    from evr1_eval.agent import AgentEval, run_agent
+    from evr1_eval.agent import AgentEval, media_limit, run_agent
+
+    if name == "vllm":  # an engine that takes the tools' media (`--tools` raises vLLM's limit the same way)
+        backend = Counting(create_backend(name, BackendConfig(model=str(models[kind]), dtype="bfloat16",
+                                                              max_model_len=2048, max_num_seqs=2, enforce_eager=True,
+                                                              device="cpu", limit_mm_per_prompt=media_limit())))  # fmt: skip
+        loop.run(backend.start())
     from evr1_eval.runner import sampling_for
     from evr1_eval.types import Generation
 
@@ -345,6 +351,8 @@ def test_tool_turns_reach_the_engine(engine, dataset: Path, tmp_path: Path) -> N
     out = loop.run(run_agent(ScriptedThenEngine(), request, PARAMS, agent, sample.videos[0]))  # type: ignore[arg-type]
     assert out.record["stats"]["served"] == 2
     plain = loop.run(backend.generate(request, PARAMS))
+    if name == "vllm":
+        loop.run(backend.close())
     (with_tools,) = seen
     assert with_tools > plain.prompt_tokens + 4  # the clip's and the crop's vision tokens and the tool turns
 

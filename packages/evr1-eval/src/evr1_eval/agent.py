@@ -22,7 +22,7 @@ from evr1_cache.tools import ToolBudget, ToolConfig, ToolSession, get_tool
 from evr1_eval.backends.base import Backend, GenerationParams, ImageInput, Request, VideoInput
 from evr1_eval.types import Generation
 
-__all__ = ["AgentEval", "AgentOutcome", "parse_tools", "run_agent"]
+__all__ = ["AgentEval", "AgentOutcome", "media_limit", "parse_tools", "run_agent"]
 
 
 def parse_tools(text: str) -> tuple[str, ...]:
@@ -31,6 +31,13 @@ def parse_tools(text: str) -> tuple[str, ...]:
     if not names:
         raise ValueError("--tools needs at least one tool name (e.g. get_frames,zoom)")
     return tuple(get_tool(n).name for n in names)
+
+
+def media_limit(budget: ToolBudget | None = None) -> dict[str, int]:
+    """Media items one request may hold with tools (vLLM's `limit_mm_per_prompt`): the sample's own, plus one clip or
+    crop per call the episode's budget allows."""
+    calls = (budget or ToolBudget()).calls_per_episode
+    return {"video": 1 + calls, "image": 1 + calls}
 
 
 @dataclass(frozen=True)

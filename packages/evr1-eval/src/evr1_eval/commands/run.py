@@ -159,6 +159,10 @@ def backend_config(args: argparse.Namespace, settings: Any = None) -> Any:
     extra: dict[str, Any] = {}
     if args.limit_mm_per_prompt is not None:
         extra["limit_mm_per_prompt"] = args.limit_mm_per_prompt
+    elif getattr(args, "tools", None):  # each tool call may add a clip or a crop to the conversation
+        from evr1_eval.agent import media_limit
+
+        extra["limit_mm_per_prompt"] = media_limit()
     template = settings.chat_template() if settings is not None else None
     return BackendConfig(
         model=model_of(args, settings),
