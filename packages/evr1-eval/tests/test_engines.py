@@ -306,6 +306,57 @@ def test_video_metadata_reaches_the_model(engine, dataset: Path) -> None:
         assert a.prompt_tokens == b.prompt_tokens  # Qwen2.5-VL: time enters the position ids, not the text
 
 
+def test_tool_turns_reach_the_engine(engine, models: dict[str, Path], dataset: Path, tmp_path: Path) -> None:
+    """`--tools`: a conversation holding a tool's clip and crop (two scripted calls) is served by every engine, and
+    each tool answer adds its vision tokens to the prompt the engine counts."""
+    name, kind, backend, loop = engine
+    from evr1_cache.tools import HERMES, ToolBudget, ToolCall, ToolConfig
+    from evr1_eval.agent import AgentEval, media_limit, run_agent
+
+    if name == "vllm":  # an engine that takes the tools' media (`--tools` raises vLLM's limit the same way)
+        backend = Counting(create_backend(name, BackendConfig(model=str(models[kind]), dtype="bfloat16",
+                                                              max_model_len=2048, max_num_seqs=2, enforce_eager=True,
+                                                              device="cpu", limit_mm_per_prompt=media_limit())))  # fmt: skip
+        loop.run(backend.start())
+    from evr1_eval.runner import sampling_for
+    from evr1_eval.types import Generation
+
+    job = _job(dataset)
+    config = _config(Path("unused"), kind)
+    sample = job.samples[0]
+    media = _media(config, job).load(sample, sampling_for(job.benchmark, config.sampling_overrides))
+    calls = [
+        HERMES.render_call(ToolCall("get_frames", {"start": 0.2, "end": 1.8, "n": 4})),
+        HERMES.render_call(ToolCall("zoom", {"time": 1.0, "box": [0.0, 0.0, 0.5, 0.5]})),
+    ]
+    seen: list[int] = []
+
+    class ScriptedThenEngine:
+        """The first two turns call tools (a random tiny model would not); the engine answers the rest."""
+
+        async def generate(self, request: Request, params: GenerationParams) -> Generation:
+            if len(request.history) < len(calls):
+                return Generation(text=calls[len(request.history)])
+            out = await backend.generate(request, params)
+            seen.append(out.prompt_tokens)
+            return out
+
+    factor = 32 if kind == "qwen3_vl" else 28
+    tools = ToolConfig(fps=4.0, frame_max_pixels=4 * factor * factor, min_pixels=factor * factor, zoom_fps=2.0,
+                       zoom_source_pixels=16 * factor * factor, zoom_min_pixels=4 * factor * factor,
+                       zoom_max_pixels=4 * factor * factor, family=kind)  # fmt: skip
+    agent = AgentEval(tools=("get_frames", "zoom"), loader=MediaLoader(tmp_path / "cache", write_cache=True),
+                      max_turns=3, config=tools, budget=ToolBudget(frames_per_call=4))  # fmt: skip
+    request = Request(id="t", prompt=sample.prompt, videos=media.videos)
+    out = loop.run(run_agent(ScriptedThenEngine(), request, PARAMS, agent, sample.videos[0]))  # type: ignore[arg-type]
+    assert out.record["stats"]["served"] == 2
+    plain = loop.run(backend.generate(request, PARAMS))
+    if name == "vllm":
+        loop.run(backend.close())
+    (with_tools,) = seen
+    assert with_tools > plain.prompt_tokens + 4  # the clip's and the crop's vision tokens and the tool turns
+
+
 def test_forced_answer_lengths_run_past_the_end_of_the_answer(engine, dataset: Path) -> None:
     """min_tokens + ignore_eos (benchmarks/eval_pipeline.py forces each answer's length with them): an answer that
     would end after its first token runs to exactly max_tokens. The end is made to come at once: vLLM gets a stop

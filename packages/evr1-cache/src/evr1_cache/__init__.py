@@ -17,6 +17,7 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
   `explain_load_error`, `ModelPathError`
 - the train -> eval settings file (`evr1_train_protocol.json`): `TrainSettings` (`PromptSettings`,
   `GenerationSettings`, `spec_record`), `TrainSettingsError`, `TRAIN_SETTINGS_FILE`
+- agent tools (a public subpackage): `evr1_cache.tools` (`get_frames`, `zoom`, `register_tool`, `ToolSession`)
 - datasets: `read_dataset` -> `DatasetRows` of `Row`s and `RowError`s (line-numbered), `read_rows`, `row_id` (how a
   row is named everywhere), `cache_refs` (a built row's cache references), `DatasetError`
 - the prompt record (`evr1_cache.prompt_record`, stdlib): `PromptRecord` (the exact prompt a model was sent and its

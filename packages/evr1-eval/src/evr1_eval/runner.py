@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from evr1_cache import MediaLoader, SamplingSpec
 from evr1_eval import manifest
+from evr1_eval.agent import AgentEval, run_agent
 from evr1_eval.backends.base import Backend, EngineDead, GenerationParams, ImageInput, Request, VideoInput
 from evr1_eval.manifest import package_version
 from evr1_eval.presets.registry import ResponseFilter, apply_response_filter
@@ -139,6 +140,8 @@ class RunConfig:
     #: How a response is read before scoring ("after_think": the text after the last `</think>`, as Qwen3-VL's
     #: evaluation code reads thinking models); the raw response is what `results.jsonl` keeps.
     response_filter: ResponseFilter = "none"
+    #: Answer with tools (`evr1_eval.agent`, `--tools`): multi-turn, every turn in the row's details["agent"].
+    agent: AgentEval | None = None
 
     def __post_init__(self) -> None:
         if self.max_in_flight < 1:
@@ -242,6 +245,7 @@ class Runner:
             "world_size": c.world_size,
             **({"without_video": True} if c.without_video else {}),
             **({"response_filter": c.response_filter} if c.response_filter != "none" else {}),
+            **({"agent": c.agent.settings()} if c.agent is not None else {}),
         }
 
     def _prepare(self, job: Job) -> _State:
@@ -345,10 +349,18 @@ class Runner:
             )
             sent = request.record(shown.videos, shown.images).to_dict()
             del media
+            agent_record: dict[str, Any] | None = None
             try:
-                gen = await asyncio.wait_for(
-                    self.backend.generate(request, self.config.params), self.config.request_timeout_s
-                )
+                if self.config.agent is not None and shown.videos:  # tools over the sample's first video
+                    outcome = await asyncio.wait_for(
+                        run_agent(self.backend, request, self.config.params, self.config.agent, shown.videos[0]),
+                        self.config.request_timeout_s,
+                    )
+                    gen, agent_record = outcome.generation, outcome.record
+                else:
+                    gen = await asyncio.wait_for(
+                        self.backend.generate(request, self.config.params), self.config.request_timeout_s
+                    )
             except EngineDead:
                 raise
             except asyncio.TimeoutError:
@@ -366,6 +378,8 @@ class Runner:
                 except Exception as exc:  # a scorer must never crash on adversarial output; record it if it does
                     row = dataclasses.replace(bench.error_row(sample, f"scoring: {_describe(exc)}"), response=gen.text)
                 row = dataclasses.replace(row, prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens)
+                if agent_record is not None:
+                    row = dataclasses.replace(row, details={**row.details, "agent": agent_record})
         row = dataclasses.replace(
             row,
             latency_s=round(time.perf_counter() - t0, 4),

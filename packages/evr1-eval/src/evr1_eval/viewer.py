@@ -303,8 +303,14 @@ def _record(
             details[str(key)] = str(value).lower() if isinstance(value, bool) else value
     if row.latency_s is not None:
         details["latency"] = f"{row.latency_s:.2f} s"
+    agent = (row.details or {}).get("agent")
+    text = row.response
+    if isinstance(agent, Mapping):  # a run with --tools: every turn, its calls and the frames they returned
+        from evr1_cache.tools import episode_transcript
+
+        text = episode_transcript(agent)
     response: ResponseRecord = ResponseRecord(
-        text=row.response,
+        text=text,
         extracted=row.extracted,
         scores={} if row.error is not None else _scores(row),
         correct=None if unscored else row.score >= CORRECT_AT,

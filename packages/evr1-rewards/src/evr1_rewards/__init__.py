@@ -9,7 +9,8 @@ problem-type vocabulary (`evr1_rewards.vocabulary`: canonical constants, aliases
 prompt format both engines ask with (`evr1_rewards.prompt_format`; each type's `answer_format`, registered with its
 scorer),
 ground-truth parsing (`parse_ground_truth` -> `GroundTruth`), answer extraction (`extract`, `extract_answer`), the
-errors, end-of-turn tokens (`END_OF_TURN_TOKENS`, `add_end_of_turn_tokens`, `end_of_turn_tokens`,
+errors, agent episodes (`agent_reward`, `AgentShaping`, `AgentReward`: the answer's reward minus optional call
+costs), end-of-turn tokens (`END_OF_TURN_TOKENS`, `add_end_of_turn_tokens`, `end_of_turn_tokens`,
 `strip_end_of_turn`), and for scorer authors `register`, `Scorer`, `Outcome`, `Context`, `Response`.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from evr1_rewards import prompt_format, vocabulary
 from evr1_rewards import scorers as _scorers  # noqa: F401  (registers the built-in scorers)
+from evr1_rewards.agent import AgentReward, AgentShaping, agent_reward
 from evr1_rewards.end_of_turn import (
     END_OF_TURN_TOKENS,
     add_end_of_turn_tokens,
@@ -59,6 +61,8 @@ from evr1_rewards.types import (
 
 __all__ = [
     "END_OF_TURN_TOKENS",
+    "AgentReward",
+    "AgentShaping",
     "AmbiguousProblemTypeError",
     "Choices",
     "Context",
@@ -81,6 +85,7 @@ __all__ = [
     "UnknownProblemTypeError",
     "__version__",
     "add_end_of_turn_tokens",
+    "agent_reward",
     "answer_format",
     "available_types",
     "clean_extras",

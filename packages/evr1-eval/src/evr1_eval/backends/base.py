@@ -106,11 +106,21 @@ class Request:
     images: tuple[ImageInput, ...] = ()
     system: str | None = None
     inline_media: bool = False
+    #: Earlier turns of a tool-using episode (`evr1_eval.agent`): each the model's text and the tools' answer as
+    #: chat content items; their media are the last ones of `videos` / `images` (in conversation order).
+    history: tuple[tuple[str, tuple[Mapping[str, Any], ...]], ...] = ()
+
+    def _later_media(self) -> tuple[int, int]:
+        """How many videos and images the history's tool answers hold (the last ones of `videos` / `images`)."""
+        items = [c.get("type") for _, answer in self.history for c in answer]
+        return items.count("video"), items.count("image")
 
     def parts(self) -> list[tuple[str, Any]]:
         """The user turn in order: `("video", VideoInput)`, `("image", ImageInput)` and `("text", str)` parts."""
         segments = _MEDIA_MARKER.split(self.prompt) if self.inline_media else [self.prompt]
-        videos, images = list(self.videos), list(self.images)
+        later_videos, later_images = self._later_media()
+        videos = list(self.videos[: len(self.videos) - later_videos])
+        images = list(self.images[: len(self.images) - later_images])
         placed: list[tuple[str, Any]] = []
         for seg in segments:
             if seg == "<video>" and len(segments) > 1:
@@ -136,7 +146,10 @@ class Request:
         """Chat messages in the Qwen/transformers content-part format (media where `parts()` puts them)."""
         content = [{"type": kind, "text": value} if kind == "text" else {"type": kind} for kind, value in self.parts()]
         msgs: list[dict[str, Any]] = [{"role": "system", "content": self.system}] if self.system else []
-        return [*msgs, {"role": "user", "content": content}]
+        msgs.append({"role": "user", "content": content})
+        for said, answer in self.history:
+            msgs += [{"role": "assistant", "content": said}, {"role": "user", "content": [dict(c) for c in answer]}]
+        return msgs
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -81,6 +81,13 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--request-timeout", type=float, default=None, help="seconds before a request is an error row")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument(
+        "--tools",
+        default=None,
+        help="answer with tools over each sample's first video, e.g. get_frames,zoom (multi-turn; every turn is "
+        "recorded in results.jsonl; frames come from --cache-dir, written through on first use)",
+    )
+    p.add_argument("--tool-max-turns", type=int, default=4, help="with --tools: model turns per sample (default 4)")
+    p.add_argument(
         "--without-video",
         action="store_true",
         help="send no videos (text and images only): the baseline run for Video-MMMU's Δknowledge in `report`",
@@ -157,6 +164,10 @@ def backend_config(args: argparse.Namespace, settings: Any = None) -> Any:
     extra: dict[str, Any] = {}
     if args.limit_mm_per_prompt is not None:
         extra["limit_mm_per_prompt"] = args.limit_mm_per_prompt
+    elif getattr(args, "tools", None):  # each tool call may add a clip or a crop to the conversation
+        from evr1_eval.agent import media_limit
+
+        extra["limit_mm_per_prompt"] = media_limit()
     template = settings.chat_template() if settings is not None else None
     return BackendConfig(
         model=model_of(args, settings),
@@ -302,6 +313,7 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
         without_video=args.without_video,
         preset=settings.preset.record() if settings.preset else None,
         response_filter=settings.response_filter,
+        agent=_agent(args),
         progress=not args.no_progress,
         info={
             "command": sys.argv,
@@ -335,6 +347,21 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
         elif any(getattr(job.benchmark, "needs_judge", False) for job in jobs):
             print("note: some rows are LLM-judged; without --judge-* they stay pending (not scored)", file=sys.stderr)
         return await run_async(backend, jobs, config, media=media, judge=judge, judge_settings=judge_settings)
+
+
+def _agent(args: argparse.Namespace) -> Any:
+    """`--tools` -> the tool settings of the run (None without it); the tools' frames share --cache-dir."""
+    if not args.tools:
+        return None
+    from evr1_cache import MediaLoader
+    from evr1_cache.tools import ToolConfig
+    from evr1_eval.agent import AgentEval, parse_tools
+    from evr1_eval.backends.base import model_family
+
+    family = model_family(str(args.model))  # the tools' frames follow the model's size rule (Qwen3-VL: 32 px)
+    loader = MediaLoader(args.cache_dir, write_cache=args.cache_dir is not None, media_root=args.media_root)
+    config = ToolConfig(family=family.name if family is not None else None)
+    return AgentEval(tools=parse_tools(args.tools), loader=loader, max_turns=args.tool_max_turns, config=config)
 
 
 def _trained_info(trained: Any) -> dict[str, Any]:

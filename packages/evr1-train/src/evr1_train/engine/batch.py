@@ -131,17 +131,23 @@ def collate_sequences(
     pad_id: int,
     device: torch.device | str,
     width: int | None = None,
+    response_types: Sequence[Sequence[int]] | None = None,
 ) -> dict[str, torch.Tensor]:
     """Prompt + response batch for log-prob/loss passes: `[left-padded prompt | right-padded response]`.
 
     Returns model inputs plus `responses` / `response_mask` `[B, R]`; the response tokens are the last R positions.
+    `response_types`: the responses' `mm_token_type_ids` when they hold vision placeholders (a multi-turn episode's
+    tool answers, `engine.agent`); otherwise response tokens are text (type 0).
     """
     batch = collate_prompts(prompts, pad_id, "cpu")
     resp, resp_mask = pad_responses(responses, pad_id, width)
     batch["input_ids"] = torch.cat([batch["input_ids"], resp], dim=1)
     batch["attention_mask"] = torch.cat([batch["attention_mask"], resp_mask], dim=1)
-    if "mm_token_type_ids" in batch:  # response tokens are text (type 0)
-        batch["mm_token_type_ids"] = torch.cat([batch["mm_token_type_ids"], torch.zeros_like(resp)], dim=1)
+    if "mm_token_type_ids" in batch:
+        kinds = torch.zeros_like(resp)
+        if response_types is not None:
+            kinds, _ = pad_responses(response_types, 0, resp.shape[1])
+        batch["mm_token_type_ids"] = torch.cat([batch["mm_token_type_ids"], kinds], dim=1)
     out = {k: v.to(device) for k, v in batch.items()}
     out["responses"] = resp.to(device)
     out["response_mask"] = resp_mask.to(device)

@@ -161,13 +161,14 @@ def token_logprobs(
     runtime: Runtime,
     with_entropy: bool = False,
     width: int | None = None,
+    response_types: Sequence[Sequence[int]] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """log pi(response token | prefix) `[B, R]` (fp32), optional entropy `[B, R]`, and the response mask `[B, R]`.
 
     Only the last R+1 positions are projected to the vocabulary (`logits_to_keep`), so memory does not grow with
-    the number of vision tokens in the prompt.
+    the number of vision tokens in the prompt. `response_types`: see `batch.collate_sequences`.
     """
-    batch = collate_sequences(prompts, responses, pad_id, runtime.device, width)
+    batch = collate_sequences(prompts, responses, pad_id, runtime.device, width, response_types)
     resp = batch.pop("responses")
     mask = batch.pop("response_mask")
     width = resp.shape[1]

@@ -51,7 +51,7 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl is
         slot = int(session) if session is not None else BOARD.claim_slot(uid, n)  # before any await
         text = kwargs.pop(OFFLINE_TEXT_FIELD, "") or ""
         if not self.hybrid.enable or not text or n < 2 or slot not in offline_slots(n, self.hybrid):
-            out = await super().run(sampling_params, **kwargs)
+            out = await self._sample(sampling_params, **kwargs)
             reason = "sampled"
             if self.hybrid.enable and text and self.hybrid.mode == "below_accuracy":
                 await BOARD.post_accuracy(uid, await self._accuracy(out, kwargs))
@@ -65,9 +65,14 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl is
         else:
             decision = gate(self.hybrid, None)
         if not decision.use_offline:
-            out = await super().run(sampling_params, **kwargs)
+            out = await self._sample(sampling_params, **kwargs)
             return self._mark(out, offline=False, reason=decision.reason)
         return await self._offline(text, sampling_params, decision.reason, **kwargs)
+
+    async def _sample(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        """One sampled rollout: verl's single turn here; `evr1_agent` samples a multi-turn episode with tools."""
+        out: AgentLoopOutput = await SingleTurnAgentLoop.run(self, sampling_params, **kwargs)
+        return out
 
     async def _offline(self, text: str, sampling_params: dict[str, Any], reason: str, **kwargs: Any) -> AgentLoopOutput:
         messages = list(kwargs["raw_prompt"])
@@ -80,7 +85,7 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl is
         fitted = fit_offline_response(ids, self.response_length, self.tokenizer.eos_token_id, self.hybrid)
         if fitted.skipped:
             logger.warning("evr1 hybrid: uid %s: %s", kwargs.get("uid"), fitted.reason)
-            out = await super().run(sampling_params, **kwargs)
+            out = await self._sample(sampling_params, **kwargs)
             return self._mark(out, offline=False, reason=fitted.reason)
         if fitted.truncated:
             logger.warning("evr1 hybrid: uid %s: %s", kwargs.get("uid"), fitted.reason)
@@ -116,15 +121,18 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl is
 
     async def _accuracy(self, out: AgentLoopOutput, kwargs: dict[str, Any]) -> float:
         """Score one online rollout with the configured reward function (for the below_accuracy gate only)."""
+        text = self.tokenizer.decode(out.response_ids, skip_special_tokens=True)
+        return (await self._answer_scores(text, kwargs))["accuracy"]
+
+    async def _answer_scores(self, text: str, kwargs: dict[str, Any]) -> dict[str, float]:
+        """{score, accuracy, format} of `text` by the configured reward function (`reward.custom_reward_function`)."""
         import inspect
 
         fn = self._reward()
-        text = self.tokenizer.decode(out.response_ids, skip_special_tokens=True)
-        gt = (kwargs.get("reward_model") or {}).get("ground_truth")
         call = {
             "data_source": kwargs.get("data_source", "evr1"),
             "solution_str": text,
-            "ground_truth": gt,
+            "ground_truth": (kwargs.get("reward_model") or {}).get("ground_truth"),
             "extra_info": dict(kwargs.get("extra_info") or {}),
             **dict(self.config.reward.custom_reward_function.get("reward_kwargs") or {}),
         }
@@ -132,8 +140,15 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl is
             result = await fn(**call)
         else:  # rule rewards can be CPU-heavy (code, math): keep the event loop free
             result = await self.loop.run_in_executor(None, lambda: fn(**call))
-        value: Any = result.get("accuracy", result.get("score", 0.0)) if isinstance(result, dict) else result
-        return float(value)
+        if not isinstance(result, dict):
+            value = float(result)
+            return {"score": value, "accuracy": value, "format": 0.0}
+        score = float(result.get("score", 0.0))
+        return {
+            "score": score,
+            "accuracy": float(result.get("accuracy", score)),
+            "format": float(result.get("format", 0.0)),
+        }
 
     def _reward(self) -> Any:
         if self._reward_fn is None:

@@ -1,7 +1,7 @@
 """`verl.plugins` entry point: importing this module registers evr1's pieces in the current process.
 
 verl imports every `verl.plugins` entry point inside `import verl`, i.e. in the driver and in every Ray worker, so
-names used in YAML (`evr1_hybrid` loss and agent loop, `evr1` trainer mode) resolve everywhere. It also installs
+names used in YAML (`evr1_hybrid` loss and agent loop, `evr1_agent` agent loop, `evr1` trainer mode) resolve everywhere. It also installs
 the version-guarded text-only-vision shim of `compat` (a verl 0.9.1 bug on mixed-modality batches) and, when
 `evr1.frozen_modules` is set (`EVR1_FROZEN_MODULES` in the worker's environment), the freezing wrapper of `freeze`.
 verl swallows plugin import errors at debug level, so each registration logs its own failure at WARNING.
@@ -30,13 +30,15 @@ def _register_agent_loop() -> None:
     from verl.experimental.agent_loop import agent_loop as al
 
     from evr1_train.verl_hooks.agent_loop import AGENT_NAME, Evr1HybridAgentLoop
+    from evr1_train.verl_hooks.agent_tools import AGENT_TOOLS_NAME, Evr1AgentLoop
 
-    target = f"{Evr1HybridAgentLoop.__module__}.{Evr1HybridAgentLoop.__qualname__}"
-    current = al._agent_loop_registry.get(AGENT_NAME)  # read only: verl's `register` overwrites without a check
-    if current is not None and current.get("_target_") != target:
-        raise ValueError(f"agent loop {AGENT_NAME!r} is already registered to {current}")
-    al.register(AGENT_NAME)(Evr1HybridAgentLoop)  # verl's public decorator
-    REGISTERED[f"agent_loop:{AGENT_NAME}"] = target
+    for name, cls in ((AGENT_NAME, Evr1HybridAgentLoop), (AGENT_TOOLS_NAME, Evr1AgentLoop)):
+        target = f"{cls.__module__}.{cls.__qualname__}"
+        current = al._agent_loop_registry.get(name)  # read only: verl's `register` overwrites without a check
+        if current is not None and current.get("_target_") != target:
+            raise ValueError(f"agent loop {name!r} is already registered to {current}")
+        al.register(name)(cls)  # verl's public decorator
+        REGISTERED[f"agent_loop:{name}"] = target
 
 
 def _register_trainer() -> None:
