@@ -276,12 +276,14 @@ def test_video_and_image_sample_is_served_from_the_training_cache(
     spec = bench.sampling
     flags = ["--fps", str(spec.fps), "--min-frames", str(spec.min_frames), "--max-frames", str(spec.max_frames)]
     cache = tmp_path / "cache"
-    cache_build(train, cache, *flags)
+    # the shared clips lie outside this test's folder: both commands are told to read media anywhere
+    cache_build(train, cache, *flags, "--allow-outside-media")
     decode_calls.clear()
     image_loads.clear()
 
     def run(out: Path, *extra: str) -> None:
         args = ["run", "--model", "fake-model", "--backend", RECORDER, "--benchmarks", "videommmu", "--no-progress"]
+        args.append("--allow-outside-media")
         assert eval_main([*args, "--annotations-dir", str(ann), "--out", str(out), *extra]) == 0
         assert result_rows(out, "videommmu")["m0"]["error"] is None
 
@@ -329,6 +331,7 @@ def test_write_cache_with_parallel_loads_of_one_video_loses_no_sample(
     cache = tmp_path / "cache"
     args = ["run", "--model", "fake-model", "--backend", RECORDER, "--benchmarks", "tempcompass", "--no-progress"]
     args += ["--annotations-dir", str(ann), "--out", str(tmp_path / "out"), "--cache-dir", str(cache)]
+    args.append("--allow-outside-media")  # the shared clip lies outside this test's folder
     assert eval_main([*args, "--write-cache", "--media-workers", "4", "--sampling", "fps=4"]) == 0
     errors = {k: r["error"] for k, r in result_rows(tmp_path / "out", "tempcompass").items() if r["error"]}
     assert not errors, f"concurrent cache writes of one video failed samples: {errors}"
@@ -370,5 +373,5 @@ def test_a_malformed_annotation_line_is_reported_by_precompute_and_build(
     assert rc == 1
     assert f"FAILED {train}:3: not valid JSON" in out.err
     assert "Traceback" not in out.err
-    assert "rows 3 |" in out.out
+    assert "rows 4 (1 malformed) |" in out.out
     assert cache_main(["build", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "c3")]) == 2

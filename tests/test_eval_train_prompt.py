@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("evr1_train", reason="needs evr1-train: nox -s train")
 
+from evr1_cache import TrainSettings
 from evr1_eval.protocol import Evr1Settings
 from evr1_eval.train_protocol import settings_from_protocol
 from evr1_rewards import available_types, describe_types
@@ -29,8 +30,11 @@ def test_every_problem_type_renders_identically(problem_type: str, think: bool) 
     ours = Evr1Settings(think=think).render(problem_type, "What is shown?", OPTIONS)
     assert trained == "<video>" + ours
     # a checkpoint's recorded prompt (its train -> eval record) renders the same text again
-    recorded = {"prompt": describe_prompts(DataOptions(video_source="decode", think=think)),
-                "generation": {"eos_token_ids": [], "max_new_tokens": 8}, "sampling": {"video": {}, "image": {}}}  # fmt: skip
+    recorded = TrainSettings.from_json(
+        {"format": "evr1-train-protocol", "version": 1, "prompt": describe_prompts(DataOptions(video_source="decode",
+         think=think)), "generation": {"eos_token_ids": [], "max_new_tokens": 8}, "sampling": {"video": {}, "image": {}}},
+        "run",
+    )  # fmt: skip
     assert settings_from_protocol(recorded, "run").render(problem_type, "What is shown?", OPTIONS) == ours
 
 

@@ -166,7 +166,9 @@ def test_cli_run_with_tools(tmp_path: Path, clip: Path) -> None:
     (ann / "mvbench.json").write_text(json.dumps([row]), encoding="utf-8")
     calling = HERMES.render_call(ToolCall("get_frames", {"start": 0.0, "end": 1.5, "n": 4}))
     out = tmp_path / "run"
+    (tmp_path / "cache").mkdir()  # the tools' streams are cached on first use
     code = main(["run", "--model", "fake-model", "--backend", "fake", "--engine-kwargs", json.dumps({"response": calling}),
+                 "--allow-outside-media",  # the shared clip lies outside the annotations' folder
                  "--benchmarks", "mvbench", "--annotations-dir", str(ann), "--out", str(out), "--no-progress",
                  "--cache-dir", str(tmp_path / "cache"), "--sampling", "max_pixels=3136", "--sampling", "min_pixels=784",
                  "--tools", "get_frames,zoom", "--tool-max-turns", "2"])  # fmt: skip
