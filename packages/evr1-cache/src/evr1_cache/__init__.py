@@ -9,7 +9,8 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 - reading: `CacheReader` -> `CacheEntry` (frames + `VideoMeta`/`ImageMeta` + spec key + `Source`), `CacheMiss`,
   `CorruptEntry`; `CacheReader.ensure` writes through
 - building: `build_cache` -> `BuildReport`; `EntryJob` / `EntryResult`; `verify_cache` -> `VerifyReport`
-- media paths: `MediaPaths` (resolve and confine a row's media path), `MediaPathError`, `add_media_path_args`
+- media paths: `MediaPaths` (resolve and confine a row's media path), `MediaPathError`, `add_media_path_args`;
+  remote media only when asked: `RemoteMedia` (download once), `ALLOW_REMOTE_FLAG`, `REMOTE_SCHEMES`
 - media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
 - media for every consumer: `MediaLoader` (modes `cache-only` / `prefer-cache` / `decode`) -> `VideoFrames` /
   `ImageFrames`, `MediaMissError`, `media_mode`, `media_key`
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.prompt_record import PromptRecord, PromptRecordError
     from evr1_cache.reader import CacheReader
+    from evr1_cache.remote import ALLOW_REMOTE_FLAG, REMOTE_SCHEMES, RemoteMedia
     from evr1_cache.resampling import ResizeStream, register_resampler, resample
     from evr1_cache.train_settings import (
         TRAIN_SETTINGS_FILE,
@@ -116,6 +118,9 @@ _LAZY = {
     "MediaPathError": "evr1_cache.paths",
     "MediaPaths": "evr1_cache.paths",
     "add_media_path_args": "evr1_cache.paths",
+    "ALLOW_REMOTE_FLAG": "evr1_cache.remote",
+    "REMOTE_SCHEMES": "evr1_cache.remote",
+    "RemoteMedia": "evr1_cache.remote",
     "ImageFrames": "evr1_cache.media",
     "MediaLoader": "evr1_cache.media",
     "MediaMissError": "evr1_cache.media",
@@ -148,8 +153,10 @@ _LAZY = {
 
 __all__ = [
     "ALLOW_OUTSIDE_FLAG",
+    "ALLOW_REMOTE_FLAG",
     "BOOKKEEPING_COLUMNS",
     "IMAGE_RESIZE",
+    "REMOTE_SCHEMES",
     "RESIZE_RULES",
     "TRAIN_SETTINGS_FILE",
     "VIDEO_RESIZE",
@@ -176,6 +183,7 @@ __all__ = [
     "PromptRecord",
     "PromptRecordError",
     "PromptSettings",
+    "RemoteMedia",
     "ResizeRule",
     "ResizeStream",
     "Row",

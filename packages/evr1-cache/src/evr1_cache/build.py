@@ -18,7 +18,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,13 +136,16 @@ def plan_jobs(
     *,
     media_root: str | os.PathLike[str] | None = None,
     allow_outside_media: bool = False,
+    allow_remote_media: Iterable[str] = (),
 ) -> Plan:
     """Read the dataset and turn its media into jobs (content-addressed: two paths with the same bytes share one);
     media paths are resolved and confined by `MediaPaths` (a refused path is a failed row naming its line)."""
     from evr1_cache.sources import media_file, source_identity
 
     data_path = Path(data_file)
-    paths_rule = MediaPaths.for_dataset(data_path, media_root, allow_outside=allow_outside_media)
+    paths_rule = MediaPaths.for_dataset(
+        data_path, media_root, allow_outside=allow_outside_media, allow_remote=allow_remote_media
+    )
     dataset = read_dataset(data_path)
     errors: dict[str, str] = {}
     jobs: dict[str, EntryJob] = {}
@@ -282,6 +285,7 @@ def build_cache(
     *,
     media_root: str | os.PathLike[str] | None = None,
     allow_outside_media: bool = False,
+    allow_remote_media: Iterable[str] = (),
     decoder: str = "auto",
     workers: int = 1,
     rank: int = 0,
@@ -298,7 +302,14 @@ def build_cache(
         raise ValueError(f"workers must be >= 1, got {workers}")
     t0 = time.perf_counter()
     out = Path(out_dir)
-    plan = plan_jobs(data_file, spec, image_spec, media_root=media_root, allow_outside_media=allow_outside_media)
+    plan = plan_jobs(
+        data_file,
+        spec,
+        image_spec,
+        media_root=media_root,
+        allow_outside_media=allow_outside_media,
+        allow_remote_media=allow_remote_media,
+    )
     out.mkdir(parents=True, exist_ok=True)
     mine, errors = shard(plan, rank, world_size)
     todo, skipped, rebuilt = select(mine, out)

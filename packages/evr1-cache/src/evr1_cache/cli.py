@@ -114,6 +114,7 @@ def _build(args: argparse.Namespace) -> int:
         image_spec,
         media_root=args.media_root,
         allow_outside_media=args.allow_outside_media,
+        allow_remote_media=args.allow_remote_media,
         decoder=args.decoder,
         workers=args.workers,
         rank=args.rank,

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
 from evr1_cache.errors import CacheMiss, MediaError
+from evr1_cache.paths import is_url
 from evr1_cache.spec import ImageSpec, SamplingSpec, VideoMeta
 
 if TYPE_CHECKING:
@@ -143,6 +144,8 @@ class MediaLoader:
         """The file a media reference names: `file://` dropped, a relative path joined to `media_root`. Every media
         file this loader opens passes through here (the one place where a path is checked)."""
         p = os.fspath(path)
+        if self.paths is not None and self.paths.remote is not None and is_url(p) and not p.startswith("file://"):
+            return self.paths.resolve(p)  # an allowed URL: its downloaded copy (evr1_cache.remote), the cache's source
         if p.startswith("file://"):
             p = p[len("file://") :]
         if not os.path.isabs(p) and self.media_root is not None:

@@ -5,7 +5,9 @@ local file (a decoy of that name passed) and then parsed by FFmpeg as a URL: an 
 request sent. Absolute paths, `../` and symlinks read anything on the machine. Here:
 
 - `MediaPaths.resolve` turns a row's string into an absolute path: relative paths join the dataset's folder (or
-  `--media-root`); `file://` URIs are read as the path they name; any other `scheme://` is remote media, refused.
+  `--media-root`); `file://` URIs are read as the path they name; any other `scheme://` is remote media, refused
+  unless the user allowed its scheme (`--allow-remote-media http,https`): then it is downloaded once
+  (`evr1_cache.remote`) and read as that local file.
 - Confinement is on by default: the path must resolve, after symlinks, inside the confinement folder (the dataset's
   folder or `--media-root`); `--allow-outside-media` opts out. Every refusal names the row, the path and the flag.
 - `open_container` / `ffmpeg_input` hand FFmpeg an absolute `file:` URL with the protocol allow-list `file`, and
@@ -18,11 +20,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evr1_cache.errors import MediaError
+from evr1_cache.remote import ALLOW_REMOTE_FLAG, REMOTE_SCHEMES, RemoteMedia, parse_schemes, scheme_of
 
 if TYPE_CHECKING:
     from av.container import InputContainer
@@ -39,6 +43,11 @@ _PROBED_STREAMS = 64
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
+def is_url(text: str) -> bool:
+    """Whether a row's media string is a URL (`scheme://...`; `file://` included)."""
+    return bool(_URL.match(text.strip()))
+
+
 class MediaPathError(MediaError):
     """A media path refused before anything is read: remote, outside the confinement folder, or not a path."""
 
@@ -46,28 +55,47 @@ class MediaPathError(MediaError):
 @dataclass(frozen=True)
 class MediaPaths:
     """How one dataset's media paths are read: `base` is what relative paths join; `root` the folder they must stay
-    in after symlinks (None: not confined, the user passed `--allow-outside-media`)."""
+    in after symlinks (None: not confined, the user passed `--allow-outside-media`); `remote` the URL schemes the
+    user allowed (None: every URL refused)."""
 
     base: Path
     root: Path | None
     #: how the user opts out, named in each refusal (a config key where the dataset is read from a config)
     opt_out: str = ALLOW_OUTSIDE_FLAG
+    remote: RemoteMedia | None = None
+    #: how the user opts in to remote media, named when a URL is refused
+    remote_opt_in: str = ALLOW_REMOTE_FLAG
 
     @classmethod
     def for_dataset(
-        cls, data_file: str | os.PathLike[str], media_root: str | os.PathLike[str] | None, *, allow_outside: bool
+        cls,
+        data_file: str | os.PathLike[str],
+        media_root: str | os.PathLike[str] | None,
+        *,
+        allow_outside: bool,
+        allow_remote: str | Iterable[str] | None = None,
     ) -> MediaPaths:
-        """Relative to `media_root` (else the data file's folder), confined to the same folder unless `allow_outside`."""
+        """Relative to `media_root` (else the data file's folder), confined to the same folder unless `allow_outside`;
+        URLs of the `allow_remote` schemes downloaded (`evr1_cache.remote`)."""
         return cls.for_folder(media_root if media_root is not None else Path(os.path.abspath(data_file)).parent,
-                              allow_outside=allow_outside)  # fmt: skip
+                              allow_outside=allow_outside, allow_remote=allow_remote)  # fmt: skip
 
     @classmethod
     def for_folder(
-        cls, folder: str | os.PathLike[str], *, allow_outside: bool, opt_out: str = ALLOW_OUTSIDE_FLAG
+        cls,
+        folder: str | os.PathLike[str],
+        *,
+        allow_outside: bool,
+        opt_out: str = ALLOW_OUTSIDE_FLAG,
+        allow_remote: str | Iterable[str] | None = None,
+        remote_opt_in: str = ALLOW_REMOTE_FLAG,
     ) -> MediaPaths:
-        """Relative to `folder` and confined to it unless `allow_outside`."""
+        """Relative to `folder` and confined to it unless `allow_outside`; URLs of the `allow_remote` schemes (a comma
+        list or a list, checked against `REMOTE_SCHEMES`) downloaded into the user's download folder."""
         base = Path(os.path.abspath(folder))
-        return cls(base=base, root=None if allow_outside else base, opt_out=opt_out)
+        schemes = parse_schemes(allow_remote)
+        remote = RemoteMedia(schemes) if schemes else None
+        return cls(base, None if allow_outside else base, opt_out, remote, remote_opt_in)
 
     def resolve(self, media: object, where: str = "") -> str:
         """The absolute path of a row's media string; MediaPathError (naming `where`, the path and the flag) if it is
@@ -81,16 +109,12 @@ class MediaPaths:
         if text.startswith("file://"):
             text = text[len("file://") :]
         elif _URL.match(text):
-            raise MediaPathError(
-                f"{prefix}{text}",
-                "remote media (a URL) is not read: media paths are local files",
-                "download the file into the dataset's folder and name it by its path",
-            )
+            return self._remote(text, prefix)
         p = Path(text).expanduser()
         if not p.is_absolute():
             p = self.base / p
         path = os.path.abspath(p)
-        if self.root is not None:
+        if self.root is not None and not (self.remote is not None and self.remote.holds(path)):
             root = os.path.realpath(self.root)
             real = os.path.realpath(path)
             if os.path.commonpath([root, real]) != root:
@@ -101,9 +125,31 @@ class MediaPaths:
                 )
         return path
 
+    def _remote(self, url: str, prefix: str) -> str:
+        """The downloaded copy of `url` when the user allowed its scheme; MediaPathError naming the flag otherwise."""
+        scheme = scheme_of(url)
+        if self.remote is None or scheme not in self.remote.schemes:
+            allowed = ",".join(sorted(self.remote.schemes)) if self.remote is not None else "none"
+            raise MediaPathError(
+                f"{prefix}{url}",
+                f"remote media (a {scheme}: URL) is not read unless asked for (remote schemes allowed: {allowed})",
+                f"pass {self.remote_opt_in} with {scheme} (from {','.join(REMOTE_SCHEMES)}) to download it once, "
+                "or download the file into the dataset's folder and name it by its path"
+                if scheme in REMOTE_SCHEMES
+                else f"download the file into the dataset's folder and name it by its path ({scheme}: cannot be "
+                f"allowed; {self.remote_opt_in} takes {','.join(REMOTE_SCHEMES)})",
+            )
+        try:
+            return self.remote.fetch(url)
+        except MediaPathError:
+            raise
+        except MediaError as exc:
+            raise MediaPathError(f"{prefix}{exc.path}", exc.reason, exc.fix) from exc
+
 
 def add_media_path_args(parser: argparse.ArgumentParser) -> None:
-    """The `--allow-outside-media` flag, the same in every command that reads a dataset's media."""
+    """The `--allow-outside-media` and `--allow-remote-media` flags, the same in every command that reads a dataset's
+    media."""
     parser.add_argument(
         ALLOW_OUTSIDE_FLAG,
         dest="allow_outside_media",
@@ -111,8 +157,24 @@ def add_media_path_args(parser: argparse.ArgumentParser) -> None:
         help="read media paths that resolve outside the dataset's folder / --media-root (absolute paths, ../, "
         "symlinks out of it); refused by default",
     )
+    parser.add_argument(
+        ALLOW_REMOTE_FLAG,
+        dest="allow_remote_media",
+        metavar="SCHEMES",
+        type=_schemes_arg,
+        default=frozenset(),
+        help=f"download media URLs of these schemes (comma list from {','.join(REMOTE_SCHEMES)}) once into the "
+        "user's cache folder (~/.cache/evr1/remote-media) and read them as local files; URLs are refused by default",
+    )
     # `--confine` was the opt-in before confinement became the default: still accepted, changes nothing
     parser.add_argument("--confine", action="store_true", help=argparse.SUPPRESS)
+
+
+def _schemes_arg(text: str) -> frozenset[str]:
+    try:
+        return parse_schemes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def ffmpeg_input(path: str | os.PathLike[str]) -> str:

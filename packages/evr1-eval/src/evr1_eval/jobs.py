@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -119,16 +119,20 @@ def load_job(
     protocol: Any = None,
     *,
     allow_outside_media: bool = False,
+    allow_remote_media: Iterable[str] = (),
 ) -> Any:
     """Load every sample of one benchmark into a runner `Job` (bad rows are kept as load errors, not dropped), with
     prompts for `protocol` (a `ProtocolSettings`; default: the official protocol); media paths outside `media_root`
-    (default: the annotations' folder) are load errors unless `allow_outside_media`."""
+    (default: the annotations' folder) are load errors unless `allow_outside_media`; URLs unless their scheme is in `allow_remote_media`."""
     from evr1_eval.protocol import ProtocolSettings
     from evr1_eval.runner import Job
 
     protocol = protocol or ProtocolSettings()
     path = find_annotations(annotations_dir, [bench.name, *getattr(bench, "aliases", ())])
-    loaded = bench.load(path, media_root, protocol=protocol, allow_outside_media=allow_outside_media)
+    loaded = bench.load(
+        path, media_root, protocol=protocol,
+        allow_outside_media=allow_outside_media, allow_remote_media=allow_remote_media,
+    )  # fmt: skip
     return Job(
         benchmark=bench,
         samples=loaded.samples,

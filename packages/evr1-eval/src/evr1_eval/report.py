@@ -119,7 +119,10 @@ def run_annotations(bench: Benchmark, bench_dir: Path, given: Sources | None = N
     scored = (record.get("sources") or {}).get("annotations_file")  # written by `evr1-eval score`
     try:
         if folder is not None:
-            job = load_job(bench, folder, given.media_root or recorded.media_root, allow_outside_media=True)
+            job = load_job(
+                bench, folder, given.media_root or recorded.media_root,
+                allow_outside_media=True, allow_remote_media=recorded.allow_remote_media,
+            )  # fmt: skip
             samples, source = list(job.samples), str(job.source or "")
         elif isinstance(scored, str):
             samples = list(bench.load(Path(scored), allow_outside_media=True).samples)

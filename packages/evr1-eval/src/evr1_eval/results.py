@@ -226,6 +226,8 @@ class Sources:
     cache_dir: Path | None = None
     #: the run was given `--allow-outside-media`: its media may lie outside the annotations' folder / media root
     allow_outside_media: bool = False
+    #: the URL schemes the run was given with `--allow-remote-media` (its URLs were downloaded once)
+    allow_remote_media: tuple[str, ...] = ()
 
 
 def recorded_sources(settings: Mapping[str, Any]) -> Sources:
@@ -237,7 +239,9 @@ def recorded_sources(settings: Mapping[str, Any]) -> Sources:
             Path(p) if isinstance(p, str) else None
             for p in (sources.get("annotations_dir"), sources.get("media_root"), sources.get("cache_dir"))
         )
-        return Sources(annotations, media, cache, bool(sources.get("allow_outside_media")))
+        remote = sources.get("allow_remote_media")
+        schemes = tuple(str(s) for s in remote) if isinstance(remote, list) else ()
+        return Sources(annotations, media, cache, bool(sources.get("allow_outside_media")), schemes)
     argv = (settings.get("info") or {}).get("command") or []
     if not isinstance(argv, list):
         return Sources()

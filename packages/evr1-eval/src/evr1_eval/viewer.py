@@ -137,6 +137,7 @@ def _bench_samples(
         given.media_root or recorded.media_root,
         given.cache_dir or recorded.cache_dir,
         recorded.allow_outside_media,
+        recorded.allow_remote_media,
     )
     bench_name = rows[0].benchmark
     by_id = _load_samples(bench_name, sources, fingerprint, problems)
@@ -171,7 +172,7 @@ def _load_samples(
     try:
         job = load_job(
             get_benchmark(bench_name), sources.annotations_dir, sources.media_root,
-            allow_outside_media=sources.allow_outside_media,
+            allow_outside_media=sources.allow_outside_media, allow_remote_media=sources.allow_remote_media,
         )  # fmt: skip
     except (OSError, KeyError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

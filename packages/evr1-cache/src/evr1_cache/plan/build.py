@@ -56,6 +56,7 @@ def build_planned(args: argparse.Namespace) -> int:
             image_spec,
             media_root=media_root,
             allow_outside_media=args.allow_outside_media,
+            allow_remote_media=args.allow_remote_media,
             decoder=args.decoder,
             workers=args.workers,
             rank=args.rank,
@@ -143,6 +144,7 @@ def run_plan(
         data_file=data_file,
         media_root=args.media_root,
         allow_outside_media=getattr(args, "allow_outside_media", False),
+        allow_remote_media=getattr(args, "allow_remote_media", ()),
     )
     return family, spec, image_spec, counter, rows, messages, plans
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -249,14 +249,15 @@ def row_media(
     data_file: str | os.PathLike[str] | None = None,
     media_root: str | os.PathLike[str] | None = None,
     allow_outside_media: bool = False,
+    allow_remote_media: Iterable[str] = (),
 ) -> tuple[list[MediaPlan], list[MediaPlan]]:
     """(videos, images) of a row in order, planned under the specs (the row's `video_cache` metadata when present);
     a file that must be probed is read only inside the dataset's folder or `media_root` (`MediaPaths`)."""
     from evr1_cache.build import IMAGE_KEYS, VIDEO_KEYS, media_of
 
     base = Path(data_file) if data_file is not None else Path("row.jsonl")
-    rule = MediaPaths.for_dataset(base, media_root, allow_outside=allow_outside_media)
-    anywhere = MediaPaths(rule.base, None)  # a row's recorded metadata is planned without reading its file
+    rule = MediaPaths.for_dataset(base, media_root, allow_outside=allow_outside_media, allow_remote=allow_remote_media)
+    anywhere = replace(rule, root=None)  # a row's recorded metadata is planned without reading its file
     videos = [anywhere.resolve(m) for m in media_of(dict(row), VIDEO_KEYS)]
     images = [anywhere.resolve(m) for m in media_of(dict(row), IMAGE_KEYS)]
     vrefs, irefs = cache_refs(row, "video", len(videos)), cache_refs(row, "image", len(images))
@@ -355,6 +356,7 @@ def plan_rows(
     data_file: str | os.PathLike[str] | None = None,
     media_root: str | os.PathLike[str] | None = None,
     allow_outside_media: bool = False,
+    allow_remote_media: Iterable[str] = (),
 ) -> list[RowPlan]:
     """A `RowPlan` per row (a broken row gets `error`, never an exception). `messages(row)` renders a row as the
     trainer does (default: `default_messages`); media paths resolve like `evr1-cache build` resolves them. A row that
@@ -375,6 +377,7 @@ def plan_rows(
                 data_file=data_file,
                 media_root=media_root,
                 allow_outside_media=allow_outside_media,
+                allow_remote_media=allow_remote_media,
             )
         except Exception as exc:
             out.append(RowPlan(i, row_id(row, i + 1), 0, 0, 0, False, error=f"{type(exc).__name__}: {exc}"))

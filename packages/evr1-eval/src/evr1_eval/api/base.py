@@ -12,7 +12,7 @@ evr1-rewards' (the evr1 protocol). The run's protocol decides only how the quest
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -115,12 +115,17 @@ class Benchmark:
         *,
         protocol: ProtocolSettings | None = None,
         allow_outside_media: bool = False,
+        allow_remote_media: Iterable[str] = (),
     ) -> LoadResult:
         """Parse every row of `annotations` (JSON list, JSONL, {"data": [...]}, an official nested document, or a folder
         of such files) with prompts for `protocol` (default: official); bad rows are reported, not dropped. Media
-        paths must stay inside `media_root` (default: the annotations' folder) unless `allow_outside_media`."""
+        paths must stay inside `media_root` (default: the annotations' folder) unless `allow_outside_media`; URLs are
+        downloaded only for the `allow_remote_media` schemes."""
         root = None if media_root is None else Path(media_root)
-        return load_samples(self, Path(annotations), root, protocol, allow_outside_media=allow_outside_media)
+        return load_samples(
+            self, Path(annotations), root, protocol,
+            allow_outside_media=allow_outside_media, allow_remote_media=allow_remote_media,
+        )  # fmt: skip
 
     def prompt_for(self, view: RowView, doc: Mapping[str, Any] | None, protocol: ProtocolSettings) -> str:
         """The user text for one parsed row under `protocol` (applied at load time: `sample.prompt`)."""

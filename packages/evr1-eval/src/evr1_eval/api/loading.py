@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -411,12 +411,14 @@ def load_samples(
     protocol: ProtocolSettings | None = None,
     *,
     allow_outside_media: bool = False,
+    allow_remote_media: Iterable[str] = (),
 ) -> LoadResult:
     """Every row of `annotations` as a Sample (bad rows as LoadErrors). Relative media paths join `media_root` (default:
-    the annotations' folder) and must resolve inside it unless `allow_outside_media` (evr1_cache.MediaPaths)."""
+    the annotations' folder) and must resolve inside it unless `allow_outside_media`; URLs are read only for the
+    `allow_remote_media` schemes, downloaded once (evr1_cache.MediaPaths)."""
     protocol = protocol or ProtocolSettings()
     folder = media_root if media_root is not None else annotations if annotations.is_dir() else annotations.parent
-    media = MediaPaths.for_folder(folder, allow_outside=allow_outside_media)
+    media = MediaPaths.for_folder(folder, allow_outside=allow_outside_media, allow_remote=allow_remote_media)
     samples: list[Sample] = []
     errors: list[LoadError] = []
     warnings: list[LoadError] = []

@@ -61,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
     overrides = sampling_overrides(benches[0].sampling, parse_overrides(args.sampling), args.model)
     failed = 0
     for bench in benches:
-        job = load_job(bench, args.annotations_dir, args.media_root, allow_outside_media=args.allow_outside_media)
+        job = load_job(
+            bench, args.annotations_dir, args.media_root,
+            allow_outside_media=args.allow_outside_media, allow_remote_media=args.allow_remote_media,
+        )  # fmt: skip
         spec = sampling_for(bench, overrides)
         if job.load_errors:
             failed += len(job.load_errors)

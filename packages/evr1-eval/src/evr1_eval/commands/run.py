@@ -238,7 +238,7 @@ def load_jobs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     for bench in benches:
         job = load_job(
             bench, args.annotations_dir, args.media_root, settings.protocol,
-            allow_outside_media=args.allow_outside_media,
+            allow_outside_media=args.allow_outside_media, allow_remote_media=args.allow_remote_media,
         )  # fmt: skip
         job = dataclasses.replace(
             job, sampling_overrides=sampling_overrides(bench.sampling, settings.sampling_for(bench.name), model)
@@ -323,6 +323,7 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
                 "media_root": None if args.media_root is None else str(Path(args.media_root).absolute()),
                 "cache_dir": None if args.cache_dir is None else str(Path(args.cache_dir).absolute()),
                 "allow_outside_media": bool(args.allow_outside_media),
+                "allow_remote_media": sorted(args.allow_remote_media),
             },
             "backend_config": repr(backend_config(args, settings)),
             **({"from_train": _trained_info(settings.trained)} if settings.trained is not None else {}),

@@ -10,7 +10,7 @@ DataOptions.image_spec(), VIDEO_SOURCES.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,6 +45,8 @@ class DataOptions:
     media_root: relative media paths are joined to it; default = the dataset file's folder. Media read from disk
         must resolve (after symlinks) inside it unless allow_outside_media=true (evr1_cache.MediaPaths); media served
         from the frame cache are not read from disk.
+    allow_remote_media: URL schemes (a list or comma list from evr1_cache.REMOTE_SCHEMES: http, https) whose media
+        URLs are downloaded once and read as local files; default none (every URL is refused, naming this key).
     video_source: "prefer_cache" (cache, decode + warn on a miss), "cache_only" (a miss is an error naming the row),
         "decode" (ignore the cache).
     cache_dir: the `evr1-cache build --out` folder (needed unless video_source=decode).
@@ -62,6 +64,7 @@ class DataOptions:
     image_key: str = "images"
     media_root: str | None = None
     allow_outside_media: bool = False
+    allow_remote_media: str | Sequence[str] = ()
     video_source: VideoSource = "prefer_cache"
     cache_dir: str | None = None
     video: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_VIDEO))
@@ -74,6 +77,12 @@ class DataOptions:
     on_over_limit: str = "error"
 
     def __post_init__(self) -> None:
+        from evr1_cache.remote import ALLOW_REMOTE_KEY, parse_schemes
+
+        try:  # one sorted tuple, checked against the allow-list once
+            object.__setattr__(self, "allow_remote_media", tuple(sorted(parse_schemes(self.allow_remote_media))))
+        except ValueError as exc:
+            raise ValueError(f"{ALLOW_REMOTE_KEY}: {exc}") from exc
         if self.on_over_limit not in ("error", "filter"):
             raise ValueError(f"evr1.plan.on_over_limit must be error or filter, got {self.on_over_limit!r}")
         if self.video_source not in VIDEO_SOURCES:
@@ -93,11 +102,14 @@ class DataOptions:
     def media_paths(self) -> MediaPaths:
         """The rule media read from disk follow: inside `media_root` (else the working folder) unless opted out."""
         from evr1_cache import MediaPaths
+        from evr1_cache.remote import ALLOW_REMOTE_KEY
 
         return MediaPaths.for_folder(
             self.media_root or os.getcwd(),
             allow_outside=self.allow_outside_media,
             opt_out="data.evr1.allow_outside_media=true",
+            allow_remote=self.allow_remote_media,
+            remote_opt_in=f"{ALLOW_REMOTE_KEY}=[SCHEME]",
         )
 
     def video_spec(self) -> SamplingSpec:

@@ -101,6 +101,7 @@ def check_prompt_lengths(
         messages=messages,
         media_root=opts.media_root,
         allow_outside_media=opts.allow_outside_media,
+        allow_remote_media=opts.allow_remote_media,
     )
     bad = over_limit(plans, int(max_prompt_length))
     if not bad:
