@@ -10,7 +10,8 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
   `CorruptEntry`; `CacheReader.ensure` writes through
 - building: `build_cache` -> `BuildReport`; `EntryJob` / `EntryResult`; `verify_cache` -> `VerifyReport`
 - media paths: `MediaPaths` (resolve and confine a row's media path), `MediaPathError`, `add_media_path_args`;
-  remote media only when asked: `RemoteMedia` (download once), `ALLOW_REMOTE_FLAG`, `REMOTE_SCHEMES`
+  remote media only when asked: `RemoteMedia` (download once), `ALLOW_REMOTE_FLAG`, `REMOTE_SCHEMES`,
+  `parse_remote_schemes`
 - media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
 - media for every consumer: `MediaLoader` (modes `cache-only` / `prefer-cache` / `decode`) -> `VideoFrames` /
   `ImageFrames`, `MediaMissError`, `media_mode`, `media_key`
@@ -78,7 +79,7 @@ if TYPE_CHECKING:
     from evr1_cache.probing import VideoInfo, probe
     from evr1_cache.prompt_record import PromptRecord, PromptRecordError
     from evr1_cache.reader import CacheReader
-    from evr1_cache.remote import ALLOW_REMOTE_FLAG, REMOTE_SCHEMES, RemoteMedia
+    from evr1_cache.remote import ALLOW_REMOTE_FLAG, REMOTE_SCHEMES, RemoteMedia, parse_remote_schemes
     from evr1_cache.resampling import ResizeStream, register_resampler, resample
     from evr1_cache.train_settings import (
         TRAIN_SETTINGS_FILE,
@@ -121,6 +122,7 @@ _LAZY = {
     "ALLOW_REMOTE_FLAG": "evr1_cache.remote",
     "REMOTE_SCHEMES": "evr1_cache.remote",
     "RemoteMedia": "evr1_cache.remote",
+    "parse_remote_schemes": "evr1_cache.remote",
     "ImageFrames": "evr1_cache.media",
     "MediaLoader": "evr1_cache.media",
     "MediaMissError": "evr1_cache.media",
@@ -208,6 +210,7 @@ __all__ = [
     "load_image",
     "media_key",
     "media_mode",
+    "parse_remote_schemes",
     "probe",
     "read_dataset",
     "read_rows",

@@ -144,8 +144,13 @@ class MediaLoader:
         """The file a media reference names: `file://` dropped, a relative path joined to `media_root`. Every media
         file this loader opens passes through here (the one place where a path is checked)."""
         p = os.fspath(path)
-        if self.paths is not None and self.paths.remote is not None and is_url(p) and not p.startswith("file://"):
-            return self.paths.resolve(p)  # an allowed URL: its downloaded copy (evr1_cache.remote), the cache's source
+        if is_url(p) and not p.startswith("file://"):
+            # a URL is never joined to media_root: an allowed one is its downloaded copy (evr1_cache.remote, the
+            # cache's source); a refused or failed one stays the URL, refused by `_readable` naming the row
+            try:
+                return self.paths.resolve(p) if self.paths is not None and self.paths.remote is not None else p
+            except MediaError:
+                return p
         if p.startswith("file://"):
             p = p[len("file://") :]
         if not os.path.isabs(p) and self.media_root is not None:

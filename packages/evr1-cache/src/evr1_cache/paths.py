@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evr1_cache.errors import MediaError
-from evr1_cache.remote import ALLOW_REMOTE_FLAG, REMOTE_SCHEMES, RemoteMedia, parse_schemes, scheme_of
+from evr1_cache.remote import ALLOW_REMOTE_FLAG, REMOTE_SCHEMES, RemoteMedia, parse_remote_schemes, scheme_of
 
 if TYPE_CHECKING:
     from av.container import InputContainer
@@ -93,7 +93,7 @@ class MediaPaths:
         """Relative to `folder` and confined to it unless `allow_outside`; URLs of the `allow_remote` schemes (a comma
         list or a list, checked against `REMOTE_SCHEMES`) downloaded into the user's download folder."""
         base = Path(os.path.abspath(folder))
-        schemes = parse_schemes(allow_remote)
+        schemes = parse_remote_schemes(allow_remote)
         remote = RemoteMedia(schemes) if schemes else None
         return cls(base, None if allow_outside else base, opt_out, remote, remote_opt_in)
 
@@ -172,7 +172,7 @@ def add_media_path_args(parser: argparse.ArgumentParser) -> None:
 
 def _schemes_arg(text: str) -> frozenset[str]:
     try:
-        return parse_schemes(text)
+        return parse_remote_schemes(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 

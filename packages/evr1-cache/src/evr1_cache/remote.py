@@ -32,8 +32,6 @@ from evr1_cache.errors import MediaError
 
 #: The flag that opts in; named in every refusal of a URL.
 ALLOW_REMOTE_FLAG = "--allow-remote-media"
-#: The train config key that opts in (the same list of schemes).
-ALLOW_REMOTE_KEY = "data.evr1.allow_remote_media"
 #: The only schemes a user may allow.
 REMOTE_SCHEMES: tuple[str, ...] = ("http", "https")
 #: Largest remote file downloaded (bytes); larger ones are refused.
@@ -45,7 +43,7 @@ _CHUNK = 1 << 20
 _EXT = re.compile(r"\.([A-Za-z0-9]{1,8})$")
 
 
-def parse_schemes(value: str | Iterable[str] | None) -> frozenset[str]:
+def parse_remote_schemes(value: str | Iterable[str] | None) -> frozenset[str]:
     """The schemes of `--allow-remote-media` (a comma list, or a list from a config); ValueError naming the allowed
     ones for anything outside `REMOTE_SCHEMES`."""
     if value is None:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from evr1_cache import MediaPaths
     from evr1_cache.spec import ImageSpec, SamplingSpec
 
+#: The config key that opts in to remote media (evr1_cache.RemoteMedia), named when a URL is refused.
+ALLOW_REMOTE_KEY = "data.evr1.allow_remote_media"
+
 VideoSource = Literal["prefer_cache", "cache_only", "decode"]
 VIDEO_SOURCES: tuple[str, ...] = ("prefer_cache", "cache_only", "decode")
 
@@ -77,10 +80,10 @@ class DataOptions:
     on_over_limit: str = "error"
 
     def __post_init__(self) -> None:
-        from evr1_cache.remote import ALLOW_REMOTE_KEY, parse_schemes
+        from evr1_cache import parse_remote_schemes
 
         try:  # one sorted tuple, checked against the allow-list once
-            object.__setattr__(self, "allow_remote_media", tuple(sorted(parse_schemes(self.allow_remote_media))))
+            object.__setattr__(self, "allow_remote_media", tuple(sorted(parse_remote_schemes(self.allow_remote_media))))
         except ValueError as exc:
             raise ValueError(f"{ALLOW_REMOTE_KEY}: {exc}") from exc
         if self.on_over_limit not in ("error", "filter"):
@@ -102,7 +105,6 @@ class DataOptions:
     def media_paths(self) -> MediaPaths:
         """The rule media read from disk follow: inside `media_root` (else the working folder) unless opted out."""
         from evr1_cache import MediaPaths
-        from evr1_cache.remote import ALLOW_REMOTE_KEY
 
         return MediaPaths.for_folder(
             self.media_root or os.getcwd(),
