@@ -146,3 +146,29 @@ def test_a_url_of_a_scheme_not_allowed_in_this_run_is_refused_naming_row_url_and
     for text in (https, rtmp, "--allow-remote-media with https", "rtmp: cannot be allowed"):
         assert text in err, err
     assert server.requests == []
+
+
+def test_plan_reads_a_url_only_with_the_flag(
+    tmp_path: Path, server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"{server.url}/clip.mp4"
+    data = tmp_path / "data" / "d.jsonl"
+    data.parent.mkdir(parents=True)
+    data.write_text(json.dumps({"problem": "What is shown?", "videos": [url]}) + "\n", encoding="utf-8")
+    args = ["plan", str(data), "--family", "qwen2_5_vl", *SPEC_ARGS]
+    main(args)
+    captured = capsys.readouterr()
+    assert "0 of 1 rows planned" in captured.out, captured.out
+    assert url in captured.err, captured.err
+    assert "--allow-remote-media" in captured.err, captured.err
+    assert server.requests == []
+    main([*args, "--allow-remote-media", "http"])
+    captured = capsys.readouterr()
+    assert "1 of 1 rows planned" in captured.out, captured.err
+    assert server.requests == ["/clip.mp4"]
+
+
+def test_a_failed_download_names_the_url(tmp_path: Path, server: Server) -> None:
+    paths = MediaPaths.for_folder(tmp_path, allow_outside=False, allow_remote="http")
+    with pytest.raises(MediaPathError, match=r"d.jsonl line 2: http://127\.0\.0\.1:\d+/missing\.mp4: download failed"):
+        paths.resolve(f"{server.url}/missing.mp4", "d.jsonl line 2")
