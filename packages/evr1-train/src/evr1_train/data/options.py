@@ -111,7 +111,7 @@ class DataOptions:
             allow_outside=self.allow_outside_media,
             opt_out="data.evr1.allow_outside_media=true",
             allow_remote=self.allow_remote_media,
-            remote_opt_in=f"{ALLOW_REMOTE_KEY}=[SCHEME]",
+            remote_opt_in=ALLOW_REMOTE_KEY,
         )
 
     def video_spec(self) -> SamplingSpec:
