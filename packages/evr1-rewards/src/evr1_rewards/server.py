@@ -311,7 +311,9 @@ class _ScoreEndpoint:
                 if len(body) > self.lim.inline_body_bytes:  # the reply is large too: encode it off the event loop
                     from starlette.concurrency import run_in_threadpool
 
-                    out: object = await run_in_threadpool(lambda: json.dumps(self.run(inputs, client)).encode())
+                    out: Mapping[str, object] | bytes = await run_in_threadpool(
+                        lambda: json.dumps(self.run(inputs, client)).encode()
+                    )
                 elif self.slow(inputs):
                     from starlette.concurrency import run_in_threadpool
 
@@ -340,7 +342,7 @@ class _ScoreEndpoint:
             log.exception("evr1-rewards serve: scoring failed")
             await _send_json(send, 500, {"error": f"{type(e).__name__}: {e}"})
             return
-        await _send_json(send, 200, out)  # type: ignore[arg-type]
+        await _send_json(send, 200, out)
 
     def authorize(self, scope: Mapping[str, Any]) -> str:
         """The client's fairness key (its token's index, else its address); 401 without a valid token."""
