@@ -542,7 +542,7 @@ def header_deadline_protocol(base: type[Any], seconds: float) -> type[Any]:
     `ServerLimits.header_timeout_s`): a connection still waiting for them after `seconds` is answered 408 (a JSON
     body with the reason) and closed, and the refusal is logged."""
 
-    class HeaderDeadline(base):  # type: ignore[misc]  # uvicorn is analysed as Any (follow_imports=skip)
+    class HeaderDeadline(base):  # type: ignore[misc]  # uvicorn is Any to mypy (follow_imports=skip); its protocol class is picked at run time
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._evr1_seen: Any = None
