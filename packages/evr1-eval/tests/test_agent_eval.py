@@ -36,6 +36,7 @@ class TinyBench:
     prompt_version = "t1"
     sampling = SamplingSpec(nframes=4, fps=None, min_pixels=3136, max_pixels=3136)
     reference = None
+    judge_optional_types: frozenset[str] = frozenset()
 
     async def score_with_judge(self, sample: Sample, response: str, judge: Judge | None) -> ScoredSample:
         return self.score(sample, response)

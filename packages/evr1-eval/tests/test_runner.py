@@ -33,6 +33,7 @@ class TinyBench:
     prompt_version: str = "t1"
     spec: SamplingSpec = SPEC
     reference: Reference | None = None
+    judge_optional_types: frozenset[str] = frozenset()
 
     @property
     def sampling(self) -> SamplingSpec:

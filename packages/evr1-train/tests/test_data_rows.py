@@ -184,3 +184,28 @@ def test_a_media_url_is_refused_unless_its_scheme_is_allowed_then_downloaded_onc
     expected = decode_video(local, opts)[0]
     assert np.array_equal(np.asarray(again), np.asarray(first))
     assert np.asarray(first).shape[0] == expected.shape[0]
+
+
+def test_usable_rows_drop_missing_media_and_unscorable_answers_with_one_warning(
+    video_data: dict, make_opts, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The trainer's row check (engine.rows, also what `export-heldout` keeps): bad rows go, with their reasons."""
+    import logging
+
+    from evr1_rewards import RewardRouter
+    from evr1_train.engine.rows import check_row, usable_rows
+
+    opts = make_opts()
+    rows = [json.loads(line) for line in video_data["raw"].read_text().splitlines()]
+    gone = {**rows[0], "problem_id": "gone9", "videos": ["clips/missing.mp4"]}
+    unscorable = {**rows[0], "problem_id": "odd7", "problem_type": "no such type"}
+    router = RewardRouter()
+    with caplog.at_level(logging.WARNING, logger="evr1_train.engine.rows"):
+        kept = usable_rows(
+            [*rows, gone, unscorable], opts, "held-out", lambda row, index: check_row(row, index, opts, router)
+        )
+    assert kept == rows
+    assert "held-out data: skipped 2 of" in caplog.text
+    assert "gone9: FileNotFoundError" in caplog.text
+    assert "missing.mp4" in caplog.text
+    assert "odd7:" in caplog.text

@@ -194,7 +194,7 @@ def open_container(path: str | os.PathLike[str]) -> InputContainer:
     # them, their probing decode is bounded by the codec's own size limits, and `check_frame` follows at once
     url, options = ffmpeg_input(path), {"protocol_whitelist": FFMPEG_PROTOCOLS}
     try:
-        container = av.open(url, options=options, stream_options=[codec_options()] * _PROBED_STREAMS)  # type: ignore[list-item]  # PyAV's stub says str
+        container = av.open(url, options=options, stream_options=[codec_options()] * _PROBED_STREAMS)  # type: ignore[list-item]  # PyAV's av.open stub says list[str]: it takes dicts
     except ValueError as exc:
         if "stream_options" not in str(exc):
             raise

@@ -66,6 +66,9 @@ class BenchmarkLike(Protocol):
     @property
     def reference(self) -> Reference | None: ...
 
+    @property
+    def judge_optional_types(self) -> frozenset[str]: ...
+
     def score(self, sample: Sample, response: str | None) -> ScoredSample: ...
 
     async def score_with_judge(self, sample: Sample, response: str, judge: Judge | None) -> ScoredSample: ...
@@ -315,7 +318,7 @@ class Runner:
         if not any(out_dir.glob(RESULTS_GLOB)):
             return ()
         samples = Annotations({s.id: s for s in job.samples}, None)
-        found = verify_benchmark(out_dir, job.benchmark, annotations=samples, resume=True)  # type: ignore[arg-type]
+        found = verify_benchmark(out_dir, job.benchmark, annotations=samples, resume=True)
         for problem in found.problems[:SHOWN_PROBLEMS]:
             log.warning("%s (resume): %s", job.benchmark.name, problem)
         return found.problems
@@ -405,8 +408,9 @@ class Runner:
         def finished(task: asyncio.Task[None]) -> None:
             tasks.discard(task)
             slots.release()
-            if not task.cancelled() and task.exception() is not None:
-                failure.append(task.exception())  # type: ignore[arg-type]
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                failure.append(error)
 
         def stream() -> Iterator[tuple[_State, Sample]]:
             for st in states:
@@ -458,7 +462,7 @@ class Runner:
         if c.world_size == 1:  # each rank's files are verified by `report` once all are written
             chosen = select(st.job.samples, limit=c.limit, rank=c.rank, world_size=c.world_size)
             samples = Annotations({s.id: s for s in st.job.samples}, frozenset(s.id for s in chosen))
-            verification = verify_benchmark(st.out_dir, st.job.benchmark, annotations=samples)  # type: ignore[arg-type]
+            verification = verify_benchmark(st.out_dir, st.job.benchmark, annotations=samples)
         return JobResult(
             benchmark=st.job.benchmark.name,
             out_dir=st.out_dir,

@@ -21,12 +21,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evr1_eval.results import RESULTS_GLOB, row_from_dict, row_problem
 
 if TYPE_CHECKING:
-    from evr1_eval.api.base import Benchmark
+    from evr1_eval.presets import ResponseFilter
     from evr1_eval.types import Sample, ScoredSample
 
 #: Files a run writes into a benchmark folder, recorded with their hashes in manifest.json (`files`).
@@ -37,6 +37,19 @@ TOLERANCE = 1e-9
 SHOWN = 50
 #: Manifest fields compared with run.json's fingerprint: what `check_settings` refuses to mix on a resume.
 _SETTINGS = ("sampling", "generation", "system_prompt", "judge", "prompt_version", "protocol")
+
+
+class Rescorer(Protocol):
+    """What verifying needs from a benchmark: its name, its scorer, the types it may judge. `evr1_eval.api.base.
+    Benchmark` is one, and so is the runner's `BenchmarkLike` (a test double included)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def judge_optional_types(self) -> frozenset[str]: ...
+
+    def score(self, sample: Sample, response: str | None) -> ScoredSample: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,14 +148,14 @@ def _differs(a: float | None, b: float | None) -> bool:
 
 
 def _rescore(
-    bench: Benchmark, sample: Sample, row: ScoredSample, response_filter: str, judged: bool
+    bench: Rescorer, sample: Sample, row: ScoredSample, response_filter: ResponseFilter, judged: bool
 ) -> tuple[float | None, float | None, str]:
     """(official score or None when it cannot be re-computed offline, evr1 score, what the official one is)."""
     from evr1_eval.presets import apply_response_filter
 
     if row.error is not None:
         return 0.0, None, "an error row"
-    text = apply_response_filter(row.response or "", response_filter)  # type: ignore[arg-type]
+    text = apply_response_filter(row.response or "", response_filter)
     fresh = bench.score(sample, text)
     if fresh.needs_judge or (judged and sample.problem_type in bench.judge_optional_types):
         return (None if not row.needs_judge else 0.0), fresh.evr1_score, "LLM-judged"
@@ -203,11 +216,11 @@ class Annotations:
 
 
 def verify_rows(
-    bench: Benchmark,
+    bench: Rescorer,
     rows: Sequence[tuple[str, ScoredSample]],
     annotations: Annotations | None,
     *,
-    response_filter: str = "none",
+    response_filter: ResponseFilter = "none",
     judged: bool = False,
 ) -> tuple[int, list[str]]:
     """(ids whose rows all verify, problems) for `rows` given as (where, row) in file order (module docstring)."""
@@ -242,12 +255,13 @@ def verify_rows(
 
 
 def verify_benchmark(
-    bench_dir: Path, bench: Benchmark, annotations: Annotations | str, *, resume: bool = False
+    bench_dir: Path, bench: Rescorer, annotations: Annotations | str, *, resume: bool = False
 ) -> Verification:
     """Verify one benchmark folder of a run (module docstring) against `annotations` (a string: why they could not be
     loaded; rows are then checked without them); `resume`: the check before a resume (a torn tail, missing rows and
     an unfinished run are expected there). Never raises for what the folder holds."""
     from evr1_eval import manifest
+    from evr1_eval.presets import RESPONSE_FILTERS
 
     bench_dir = Path(bench_dir)
     record = manifest.read(bench_dir)
@@ -267,11 +281,14 @@ def verify_benchmark(
         problems += [annotations.note] if annotations.note else []
         checked = Annotations(annotations.samples, None) if resume else annotations
     fingerprint = dict(settings.get("fingerprint") or {})
+    named = str(fingerprint.get("response_filter") or (record or {}).get("response_filter") or "none")
+    # a name this version does not know: the text as written (what `apply_response_filter` does with it)
+    response_filter: ResponseFilter = next((f for f in RESPONSE_FILTERS if f == named), "none")
     verified, row_problems = verify_rows(
         bench,
         rows,
         checked,
-        response_filter=str(fingerprint.get("response_filter") or (record or {}).get("response_filter") or "none"),
+        response_filter=response_filter,
         judged=bool(fingerprint.get("judge")),
     )
     problems += row_problems

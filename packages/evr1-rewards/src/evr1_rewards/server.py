@@ -311,7 +311,9 @@ class _ScoreEndpoint:
                 if len(body) > self.lim.inline_body_bytes:  # the reply is large too: encode it off the event loop
                     from starlette.concurrency import run_in_threadpool
 
-                    out: object = await run_in_threadpool(lambda: json.dumps(self.run(inputs, client)).encode())
+                    out: Mapping[str, object] | bytes = await run_in_threadpool(
+                        lambda: json.dumps(self.run(inputs, client)).encode()
+                    )
                 elif self.slow(inputs):
                     from starlette.concurrency import run_in_threadpool
 
@@ -340,7 +342,7 @@ class _ScoreEndpoint:
             log.exception("evr1-rewards serve: scoring failed")
             await _send_json(send, 500, {"error": f"{type(e).__name__}: {e}"})
             return
-        await _send_json(send, 200, out)  # type: ignore[arg-type]
+        await _send_json(send, 200, out)
 
     def authorize(self, scope: Mapping[str, Any]) -> str:
         """The client's fairness key (its token's index, else its address); 401 without a valid token."""
@@ -540,7 +542,7 @@ def header_deadline_protocol(base: type[Any], seconds: float) -> type[Any]:
     `ServerLimits.header_timeout_s`): a connection still waiting for them after `seconds` is answered 408 (a JSON
     body with the reason) and closed, and the refusal is logged."""
 
-    class HeaderDeadline(base):  # type: ignore[misc]  # uvicorn is analysed as Any (follow_imports=skip)
+    class HeaderDeadline(base):  # type: ignore[misc]  # uvicorn is Any to mypy (follow_imports=skip); its protocol class is picked at run time
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._evr1_seen: Any = None

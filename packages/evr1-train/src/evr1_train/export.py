@@ -30,10 +30,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evr1_train.runs import SETTINGS_FILE
+
+if TYPE_CHECKING:
+    from evr1_train.data import DataOptions
 
 logger = logging.getLogger(__name__)
 
@@ -91,21 +93,18 @@ def _files(value: Any, key: str) -> list[str]:
     raise ValueError(f"the run's {key} is {value!r}: nothing to export")
 
 
-def _usable_rows(rows: list[dict[str, Any]], opts: Any, settings: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The rows the trainer keeps (`BaseTrainer._usable`, the trainer's own check, on its own inputs)."""
+def _usable_rows(rows: list[dict[str, Any]], opts: DataOptions, settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows the trainer keeps (`engine.rows.usable_rows` with the trainer's row check, on its own inputs)."""
     from evr1_rewards import RewardRouter
-    from evr1_train.engine.base import BaseTrainer
+    from evr1_train.engine.rows import check_row, usable_rows
 
     weights = _unflatten(settings, "engine.reward.weights.") or None
     think = settings.get("engine.reward.think", "optional")
-    owner = SimpleNamespace(data_opts=opts, router=RewardRouter(weights, think=think))
-    # (a stand-in owner with only what the row check reads: the trainer's own check, without building a trainer)
-    owner._check_row = lambda row, index: BaseTrainer._check_row(owner, row, index)  # type: ignore[arg-type]  # stand-in
-    kept: list[dict[str, Any]] = BaseTrainer._usable(owner, rows, "held-out")  # type: ignore[arg-type]  # stand-in
-    return kept
+    router = RewardRouter(weights, think=think)
+    return usable_rows(rows, opts, "held-out", lambda row, index: check_row(row, index, opts, router))
 
 
-def export_row(row: Mapping[str, Any], index: int, opts: Any) -> dict[str, Any]:
+def export_row(row: Mapping[str, Any], index: int, opts: DataOptions) -> dict[str, Any]:
     """One row as evr1-eval's `evr1_data` reads it, carrying what the trainer derives from it at validation."""
     from evr1_cache import row_id
     from evr1_train.data import ground_truth_of, row_extra_info, row_messages
@@ -154,7 +153,7 @@ class RunData:
 
     folder: Path
     settings: dict[str, Any]
-    opts: Any  # DataOptions
+    opts: DataOptions
     rows: list[dict[str, Any]]
 
 

@@ -101,7 +101,10 @@ class CallFormat:
                 break
             body = rest[body_start:end]
             parsed = self._call(body)
-            (calls if isinstance(parsed, ToolCall) else errors).append(parsed)  # type: ignore[arg-type]
+            if isinstance(parsed, ToolCall):
+                calls.append(parsed)
+            else:
+                errors.append(parsed)
             rest = rest[end + len(self.call_close) :]
         return ParsedTurn(tuple(calls), tuple(errors), "".join(content).strip())
 

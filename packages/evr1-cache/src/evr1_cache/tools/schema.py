@@ -80,10 +80,14 @@ def _object(schema: Mapping[str, Any], value: object, name: str) -> None:
 
 
 def _number(schema: Mapping[str, Any], value: object, name: str, *, integer: bool) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or (integer and not float(value).is_integer()):  # type: ignore[arg-type]  # ok: value is a number
+    if (
+        not isinstance(value, (int, float))
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or (integer and not float(value).is_integer())
+    ):
         raise SchemaError(f"{name} must be {'an integer' if integer else 'a number'}")
-    number = float(value)  # type: ignore[arg-type]
+    number = float(value)
     if "minimum" in schema and number < schema["minimum"]:
         raise SchemaError(f"{name} must be >= {schema['minimum']}")
     if "maximum" in schema and number > schema["maximum"]:

@@ -15,6 +15,13 @@ run in the program's namespace) and `["probe", [expr, ...]]`. Probe values go ba
 form, which the parent reads with `ast.literal_eval`.
 """
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: type checkers read this name as True
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import CodeType
+
+    from evr1_rewards.sandbox.types import Step
+
 MARKER = "@@evr1-probe-results@@"
 
 
@@ -43,27 +50,27 @@ def encode(value: object, depth: int = 0) -> object:
     return {"X": t.__name__}
 
 
-def _limit(resource: object, name: str, soft: int, hard: int) -> None:
+def _limit(name: str, soft: int, hard: int) -> None:
+    import resource  # imported by the first call; a lookup in sys.modules after that
+
     try:
-        resource.setrlimit(getattr(resource, name), (soft, hard))  # type: ignore[attr-defined]
+        resource.setrlimit(getattr(resource, name), (soft, hard))
     except (ValueError, OSError, AttributeError):
         pass  # a limit the platform does not support: the others (and the kernel boundary) still apply
 
 
 def _set_limits(lim: dict, cpu: bool = True) -> None:
-    import resource
-
     if cpu:
         n = int(lim["cpu_seconds"])
-        _limit(resource, "RLIMIT_CPU", n, n + 1)
-    _limit(resource, "RLIMIT_AS", int(lim["memory_bytes"]), int(lim["memory_bytes"]))
-    _limit(resource, "RLIMIT_FSIZE", int(lim["file_bytes"]), int(lim["file_bytes"]))
-    _limit(resource, "RLIMIT_NOFILE", int(lim["open_files"]), int(lim["open_files"]))
-    _limit(resource, "RLIMIT_NPROC", int(lim["processes"]), int(lim["processes"]))
-    _limit(resource, "RLIMIT_CORE", 0, 0)
+        _limit("RLIMIT_CPU", n, n + 1)
+    _limit("RLIMIT_AS", int(lim["memory_bytes"]), int(lim["memory_bytes"]))
+    _limit("RLIMIT_FSIZE", int(lim["file_bytes"]), int(lim["file_bytes"]))
+    _limit("RLIMIT_NOFILE", int(lim["open_files"]), int(lim["open_files"]))
+    _limit("RLIMIT_NPROC", int(lim["processes"]), int(lim["processes"]))
+    _limit("RLIMIT_CORE", 0, 0)
 
 
-def run_one(code: object, steps: object) -> None:
+def run_one(code: "CodeType", steps: "Sequence[Step] | None") -> None:
     """Run the compiled program as __main__, then the test steps (if any); never returns (os._exit)."""
     import builtins
     import os
@@ -81,7 +88,7 @@ def run_one(code: object, steps: object) -> None:
     sys.argv = ["main.py"]
     rc = 0
     try:
-        exec(code, namespace)  # type: ignore[arg-type]
+        exec(code, namespace)
     except SystemExit as e:
         if steps is not None:
             exit_now(3)  # leaving before the tests passes none of them
@@ -105,9 +112,11 @@ def run_one(code: object, steps: object) -> None:
     builtin_dict.update(saved)
     namespace["__builtins__"] = builtins
     results: list[object] = []
-    for kind, body in steps:  # type: ignore[attr-defined]
+    for kind, body in steps:
         if kind == "exec":
             try:
+                if not isinstance(body, str):  # what `compile` raises on a list: the set-up fails the same way
+                    raise TypeError("an exec step is source text")
                 exec(compile(body, "test.py", "exec"), namespace)
             except BaseException as e:  # the set-up failed: every later probe fails
                 results.append({"E": type(e).__name__})
@@ -128,7 +137,7 @@ def run_one(code: object, steps: object) -> None:
     exit_now(0)
 
 
-def _compile(source: str) -> object:
+def _compile(source: str) -> "CodeType":
     import os
     import sys
 

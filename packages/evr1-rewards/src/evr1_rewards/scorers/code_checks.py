@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,8 +107,10 @@ class _Planner:
             lit = _literal(self.env[node.id])
             if lit is not None:
                 return lit
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            return type(node)(elts=[self.convert(e) for e in node.elts], ctx=ast.Load())  # type: ignore[call-arg]
+        if isinstance(node, ast.Set):
+            return ast.Set(elts=[self.convert(e) for e in node.elts])
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return type(node)(elts=[self.convert(e) for e in node.elts], ctx=ast.Load())
         if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
             return ast.Dict(keys=[self.convert(k) for k in node.keys if k is not None],
                             values=[self.convert(v) for v in node.values])  # fmt: skip
@@ -355,34 +357,46 @@ MAX_LITERAL_CHARS = 1 << 16
 
 
 def _literal(v: object, depth: int = 0) -> ast.expr | None:
-    """An expression that evaluates to `v` (built-in values only), or None."""
+    """An expression that evaluates to `v` (built-in values only: exact types, never a subclass), or None."""
     t = type(v)
-    if v is None or t in (bool, int, str, bytes):
-        if t is int and abs(v) >= 10**4000:  # type: ignore[arg-type]
+    if v is None or (isinstance(v, (bool, str, bytes)) and t in (bool, str, bytes)):
+        return ast.Constant(v)
+    if isinstance(v, int) and t is int:
+        if abs(v) >= 10**4000:
             return None
-        return ast.parse(repr(v), mode="eval").body if t is int and v < 0 else ast.Constant(v)  # type: ignore[operator, arg-type]
-    if t is float:
-        f: float = v  # type: ignore[assignment]
-        if math.isfinite(f):
-            return ast.parse(repr(f), mode="eval").body
-        return ast.Call(ast.Name("float", ast.Load()), [ast.Constant(repr(f))], [])
+        return ast.parse(repr(v), mode="eval").body if v < 0 else ast.Constant(v)
+    if isinstance(v, float) and t is float:
+        if math.isfinite(v):
+            return ast.parse(repr(v), mode="eval").body
+        return ast.Call(ast.Name("float", ast.Load()), [ast.Constant(repr(v))], [])
     if depth > 32:
         return None
-    if t in (list, tuple, set):
-        elts = [_literal(x, depth + 1) for x in v]  # type: ignore[attr-defined]
-        if any(e is None for e in elts):
+    if isinstance(v, (list, tuple, set)) and t in (list, tuple, set):
+        elts = _literals(v, depth + 1)
+        if elts is None:
             return None
-        if t is set and not elts:
-            return ast.Call(ast.Name("set", ast.Load()), [], [])
-        kind = ast.List if t is list else ast.Tuple if t is tuple else ast.Set
-        return kind(elts=elts, ctx=ast.Load())  # type: ignore[call-arg, arg-type]
-    if t is dict:
-        keys = [_literal(k, depth + 1) for k in v]  # type: ignore[attr-defined]
-        vals = [_literal(x, depth + 1) for x in v.values()]  # type: ignore[attr-defined]
-        if any(e is None for e in (*keys, *vals)):
+        if isinstance(v, list):
+            return ast.List(elts=elts, ctx=ast.Load())
+        if isinstance(v, tuple):
+            return ast.Tuple(elts=elts, ctx=ast.Load())
+        return ast.Set(elts=elts) if elts else ast.Call(ast.Name("set", ast.Load()), [], [])
+    if isinstance(v, dict) and t is dict:
+        keys, vals = _literals(v, depth + 1), _literals(v.values(), depth + 1)
+        if keys is None or vals is None:
             return None
-        return ast.Dict(keys=keys, values=vals)  # type: ignore[arg-type]
+        return ast.Dict(keys=[*keys], values=vals)
     return None
+
+
+def _literals(items: Iterable[object], depth: int) -> list[ast.expr] | None:
+    """`_literal` of each item, or None when one has none."""
+    out: list[ast.expr] = []
+    for x in items:
+        lit = _literal(x, depth)
+        if lit is None:
+            return None
+        out.append(lit)
+    return out
 
 
 def _const(node: ast.expr, env: Mapping[str, object]) -> tuple[bool, object]:
@@ -444,8 +458,10 @@ def _bind_target(target: ast.expr, value: object, env: dict[str, object]) -> boo
         env[target.id] = value
         return True
     if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        if not isinstance(value, Iterable):
+            return False
         try:
-            items = list(value)  # type: ignore[call-overload]
+            items = list(value)
         except TypeError:
             return False
         if len(items) != len(target.elts):
@@ -461,14 +477,16 @@ def _iterate(node: ast.expr, env: Mapping[str, object]) -> list[object] | None:
         return None
     import itertools
 
+    if not isinstance(value, Iterable):
+        return None
     try:
-        items = list(itertools.islice(iter(value), MAX_UNROLL + 1))  # type: ignore[call-overload]
+        items = list(itertools.islice(value, MAX_UNROLL + 1))
     except TypeError:
         return None
     return items if len(items) <= MAX_UNROLL else None
 
 
-def _unroll(stmt: ast.stmt, env: Mapping[str, object], out: list[ast.stmt]) -> bool:
+def _unroll(stmt: ast.stmt, env: dict[str, object], out: list[ast.Assert]) -> bool:
     """Append the asserts `stmt` amounts to, with every loop variable written in (loops over the test's own
     constants, `if`s on them, constant assignments); False when it is anything else (then it runs as records)."""
     if isinstance(stmt, ast.Assert):
@@ -482,7 +500,7 @@ def _unroll(stmt: ast.stmt, env: Mapping[str, object], out: list[ast.stmt]) -> b
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
         ok, value = _const(stmt.value, env)
         if ok and _literal(value) is not None:
-            env[stmt.targets[0].id] = value  # type: ignore[index]
+            env[stmt.targets[0].id] = value
         return ok
     if isinstance(stmt, ast.If):
         ok, test = _const(stmt.test, env)
@@ -621,10 +639,10 @@ def _plan_with(body: list[ast.stmt], consts: Mapping[str, object]) -> tuple[list
         if isinstance(stmt, ast.Assert):
             add_assert(stmt)
         elif _has_assert(stmt):
-            unrolled: list[ast.stmt] = []
+            unrolled: list[ast.Assert] = []
             if _unroll(stmt, dict(consts), unrolled):
                 for a in unrolled:
-                    add_assert(a)  # type: ignore[arg-type]
+                    add_assert(a)
                 continue
             flush()
             recorded = _RecordAsserts().visit(_copy(stmt))

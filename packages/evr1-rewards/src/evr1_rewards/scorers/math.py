@@ -305,8 +305,11 @@ def _magnitude(text: str) -> float | None:
     for tex, py in _TEX_OPS:
         t = t.replace(tex, py)
     t = _CONSTANTS.sub("(2.72)", t.replace("\\Gamma", "G")).strip()  # e and pi: their size is what matters
-    if "!" in t and (t := _postfix_factorials(t)) is None:  # type: ignore[assignment]
-        return None
+    if "!" in t:
+        factorials = _postfix_factorials(t)
+        if factorials is None:
+            return None
+        t = factorials
     if not t or not _NUMERIC.fullmatch(t) or not any(c.isdigit() for c in t):
         return None
     t = t.replace("{", "(").replace("}", ")").replace("^", "**")

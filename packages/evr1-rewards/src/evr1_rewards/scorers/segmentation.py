@@ -34,8 +34,13 @@ def _flat(poly: object) -> list[float] | None:
         return None
     if poly and all(isinstance(p, Sequence) and not isinstance(p, str) and len(p) == 2 for p in poly):
         poly = [c for p in poly for c in p]
-    vals = [as_float(v) for v in poly]
-    return None if any(v is None for v in vals) else vals  # type: ignore[return-value]
+    vals: list[float] = []
+    for v in poly:
+        f = as_float(v)
+        if f is None:
+            return None
+        vals.append(f)
+    return vals
 
 
 def _polygons(obj: Mapping[str, object]) -> list[list[float]] | None:
@@ -53,8 +58,13 @@ def _polygons(obj: Mapping[str, object]) -> list[list[float]] | None:
         raw = [raw]  # a single polygon given as [[x, y], …]
     if not isinstance(raw, Sequence):
         return None
-    out = [_flat(p) for p in raw]
-    return None if any(p is None for p in out) else out  # type: ignore[return-value]
+    out: list[list[float]] = []
+    for p in raw:
+        flat = _flat(p)
+        if flat is None:
+            return None
+        out.append(flat)
+    return out
 
 
 def mask_from(obj: object, size: tuple[int, int] | None) -> Mask | None:
@@ -121,14 +131,14 @@ class Segmentation:
             if obj is None:
                 arr = find_json(cand.text, want=list)
                 obj = {"polygon": arr} if arr is not None else None
-            if obj is None:
+            if not isinstance(obj, Mapping):  # None, or not an object (find_json returns what `want` asks)
                 continue
-            if pred_conv != gt_conv and isinstance(obj, Mapping):
+            if pred_conv != gt_conv:
                 obj = _convert(obj, pred_conv, gt_conv, size)
             try:
                 mask = (
-                    mask_from({"size": [gold.h, gold.w], **obj}, (gold.h, gold.w))  # type: ignore[dict-item]
-                    if "size" not in obj  # type: ignore[operator]
+                    mask_from({"size": [gold.h, gold.w], **obj}, (gold.h, gold.w))
+                    if "size" not in obj
                     else mask_from(obj, None)
                 )
             except (ValueError, TypeError):
@@ -143,7 +153,7 @@ class Segmentation:
                 continue
             gbox = gold.bbox()
             box_iou = ((reward_iou_2d if reward else iou_2d)(box, gbox)) if gbox else 0.0
-            pos, neg = _points(obj, POS_KEYS), _points(obj, NEG_KEYS)  # type: ignore[arg-type]
+            pos, neg = _points(obj, POS_KEYS), _points(obj, NEG_KEYS)
             pos_s = sum(gold.contains(x, y) for x, y in pos) / len(pos) if pos else 0.0
             neg_s = sum(not gold.contains(x, y) for x, y in neg) / len(neg) if neg else 0.0
             if reward:  # points refine a box: credited in proportion to the box's IoU, never on their own
@@ -154,18 +164,18 @@ class Segmentation:
         return Outcome(0.0, False, {"source": "none"})
 
 
-def _convert(obj: Mapping[str, object], conv: str, target: str, size: object) -> dict[str, object]:
+def _convert(obj: Mapping[str, object], conv: str, target: str, size: tuple[float, float] | None) -> dict[str, object]:
     """Rescale prompt/polygon coordinates from the prediction's convention to the mask's pixels."""
     out = dict(obj)
     box = as_box(obj)
     if box is not None:
-        out["boxes"] = list(to_common(box, conv, target, size))  # type: ignore[arg-type]
+        out["boxes"] = list(to_common(box, conv, target, size))
         out.pop("bbox_2d", None)
         out.pop("bbox", None)
     for keys in (POS_KEYS, NEG_KEYS):
         pts = _points(obj, keys)
         if pts:
-            conv_pts = [to_common((x, y, x, y), conv, target, size)[:2] for x, y in pts]  # type: ignore[arg-type]
+            conv_pts = [to_common((x, y, x, y), conv, target, size)[:2] for x, y in pts]
             for k in keys:
                 out.pop(k, None)
             out[keys[0]] = [list(p) for p in conv_pts]
@@ -175,7 +185,7 @@ def _convert(obj: Mapping[str, object], conv: str, target: str, size: object) ->
         for p in polys:
             q = []
             for j in range(0, len(p) - 1, 2):
-                x, y = to_common((p[j], p[j + 1], p[j], p[j + 1]), conv, target, size)[:2]  # type: ignore[arg-type]
+                x, y = to_common((p[j], p[j + 1], p[j], p[j + 1]), conv, target, size)[:2]
                 q += [x, y]
             new.append(q)
         for k in ("polygons", "polygon", "segmentation"):

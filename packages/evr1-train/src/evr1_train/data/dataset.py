@@ -47,7 +47,7 @@ def _options(config: Any, data_files: Any = None) -> DataOptions:
     return DataOptions.from_mapping(node, base_dir=base)
 
 
-class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl is untyped
+class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl's RLHFDataset is Any to mypy (verl.*: follow_imports=skip, not installed for typecheck)
     """RLHFDataset whose prompts come from EasyVideoR1-style rows and whose pixels come from the evr1 frame cache."""
 
     dataframe: Any  # set by RLHFDataset

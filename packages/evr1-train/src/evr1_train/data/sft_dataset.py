@@ -45,7 +45,7 @@ def sft_conversation(row: Mapping[str, Any], opts: DataOptions, response_key: st
     return [*messages, {"role": "assistant", "content": [{"type": "text", "text": response}]}]
 
 
-class Evr1SFTDataset(MultiTurnSFTDataset):  # type: ignore[misc]  # verl is untyped
+class Evr1SFTDataset(MultiTurnSFTDataset):  # type: ignore[misc]  # verl's MultiTurnSFTDataset is Any to mypy (verl.*: follow_imports=skip, not installed for typecheck)
     """verl's multi-turn SFT dataset contract, filled from evr1 rows, prompts and the frame cache."""
 
     def __init__(

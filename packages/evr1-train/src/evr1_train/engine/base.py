@@ -28,7 +28,7 @@ from evr1_train.engine import algorithms
 from evr1_train.engine.batch import EncodedPrompt, encode_prompt
 from evr1_train.engine.config import LocalConfig, plain
 from evr1_train.engine.policy import Runtime, eos_ids, generate, load_policy, pick_runtime, vision_token_ids
-from evr1_train.engine.rows import epoch_order
+from evr1_train.engine.rows import check_row, epoch_order, usable_rows
 from evr1_train.engine.state import TrainerState, TrainState, capture_rng, restore_rng
 from evr1_train.hybrid.metrics import finite_mean as mean
 from evr1_train.modules import FreezeReport, freeze_modules, trainable_report
@@ -205,52 +205,13 @@ class BaseTrainer:
         return [rows[i] for i in keep]
 
     def _usable(self, rows: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
-        """Drop rows whose prompt cannot be built, whose media file is missing, or whose answer cannot be scored.
-
-        One warning lists the first few reasons; the run continues with the rest (a bad row never kills a run).
-        """
-        from evr1_train.data.plan_check import check_row_specs
-
-        check_row_specs(rows, self.data_opts, split)  # a tampered row-level spec is an error, never a skipped row
-        good, bad = [], []
-        for i, row in enumerate(rows):
-            try:
-                self._check_row(row, i)
-            except Exception as exc:
-                bad.append(f"{row_id(row, i + 1)}: {type(exc).__name__}: {exc}")
-                continue
-            good.append(row)
-        if bad:
-            logger.warning(
-                "%s data: skipped %d of %d rows that cannot be used (fix them and rerun to include them); first: %s",
-                split,
-                len(bad),
-                len(rows),
-                " | ".join(bad[:3]),
-            )
-        return good
+        """Drop rows whose prompt cannot be built, whose media file is missing, or whose answer cannot be scored
+        (`engine.rows.usable_rows`, with this trainer's `_check_row`)."""
+        return usable_rows(rows, self.data_opts, split, self._check_row)
 
     def _check_row(self, row: dict[str, Any], index: int) -> None:
         """Raise when `row` cannot be prompted (messages, media files) or scored (an answer the scorer reads)."""
-        from evr1_rewards import RewardInput
-        from evr1_train.data import ground_truth_of, row_extra_info, row_messages
-        from evr1_train.data.row import media_items
-
-        msgs = row_messages(row, self.data_opts)
-        for item in media_items(msgs):
-            ref = item.get(item["type"])
-            if isinstance(ref, str) and not os.path.exists(ref) and self.data_opts.video_source != "cache_only":
-                raise FileNotFoundError(f"{item['type']} file not found: {ref}")
-        extra = row_extra_info(row, self.data_opts, index)
-        self.router.score(
-            RewardInput(
-                response="",
-                ground_truth=ground_truth_of(row, self.data_opts),
-                problem_type=extra["problem_type"],
-                extras=extra,
-                sample_id=row_id(row, index + 1),
-            )
-        )
+        check_row(row, index, self.data_opts, self.router)
 
     def _next_rows(self) -> list[tuple[int, dict[str, Any]]]:
         st, n, bs = self.state, len(self.train_rows), self.cfg.train_batch_size

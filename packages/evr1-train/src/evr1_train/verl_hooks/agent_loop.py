@@ -36,7 +36,7 @@ def hybrid_config_of(config: Any) -> HybridConfig:
     return HybridConfig.from_mapping(node)
 
 
-class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl is untyped
+class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl's SingleTurnAgentLoop is Any to mypy (verl.*: follow_imports=skip, not installed for typecheck)
     """Single-turn rollouts with stored trajectories mixed into k of n slots."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -50,6 +50,6 @@ def patch_qwen2_vl_text_only() -> bool:
             attention_mask = attention_mask.to(embeds.device)
         return embeds, attention_mask
 
-    _get_input_embeds.__evr1_compat__ = True  # type: ignore[attr-defined]  # a marker on a function object (idempotent patch)
+    vars(_get_input_embeds)["__evr1_compat__"] = True  # the marker: a function attribute (idempotent patch)
     qwen2_vl._get_input_embeds = _get_input_embeds
     return True

@@ -28,7 +28,7 @@ TRAINER_MODE = "evr1"
 
 
 @register_trainer(TRAINER_MODE)
-class Evr1Trainer(PPOTrainerSync):  # type: ignore[misc]  # verl is untyped
+class Evr1Trainer(PPOTrainerSync):  # type: ignore[misc]  # verl's PPOTrainerSync is Any to mypy (verl.*: follow_imports=skip, not installed for typecheck)
     """PPOTrainerSync + `evr1_ppo_loss` (when hybrid off-policy handling is on) + `evr1/hybrid/*` metrics."""
 
     # verl 0.9.1's V1 base trainer (trainer_base.py) reads `self.trainer_mode`, set from trainer.v1.trainer_mode, and
