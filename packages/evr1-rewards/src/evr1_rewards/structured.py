@@ -77,7 +77,10 @@ def as_float(v: object) -> float | None:
     if isinstance(v, float):
         return float(v) if math.isfinite(v) else None
     if isinstance(v, int):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # a JSON integer beyond float range (`1` and 400 zeros) is no coordinate or time
+            return None
     if not isinstance(v, str) or len(v) >= 64:
         return None
     try:
@@ -120,8 +123,11 @@ def as_box(v: object) -> tuple[float, float, float, float] | None:
     if type(v) is list and len(v) == 4:  # the common case, fast: four JSON integers
         x1, y1, x2, y2 = v
         if type(x1) is int and type(y1) is int and type(x2) is int and type(y2) is int:
-            return float(x1), float(y1), float(x2), float(y2)
-    if isinstance(v, Mapping):
+            try:
+                return float(x1), float(y1), float(x2), float(y2)
+            except OverflowError:  # beyond float range: not a box
+                return None
+    if isinstance(v, (dict, Mapping)):
         for key in ("bbox_2d", "bbox", "box", "boxes"):
             if key in v:
                 return as_box(v[key])
@@ -186,19 +192,15 @@ def reward_iou_1d(pred: tuple[float, float], gold: tuple[float, float]) -> float
 
 def reward_iou_2d(pred: tuple[float, float, float, float], gold: tuple[float, float, float, float]) -> float:
     """`iou_2d`, or 0 when less than MIN_PRECISION of the predicted box's area overlaps the gold box."""
-    value = iou_2d(pred, gold)
-    if value == 0.0:
-        return value
-    inter = (min(pred[2], gold[2]) - max(pred[0], gold[0])) * (min(pred[3], gold[3]) - max(pred[1], gold[1]))
-    return value if inter >= MIN_PRECISION * box_area(pred) else 0.0
+    return iou_2d(pred, gold, MIN_PRECISION)
 
 
-def box_area(b: tuple[float, float, float, float]) -> float:
-    return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
-
-
-def iou_2d(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
-    """Box IoU (xyxy). Degenerate or inverted boxes have no area and score 0."""
+def iou_2d(
+    a: tuple[float, float, float, float], b: tuple[float, float, float, float], min_precision: float = 0.0
+) -> float:
+    """Box IoU (xyxy). Degenerate or inverted boxes have no area and score 0. With `min_precision` > 0 (the reward
+    gate, see `reward_iou_2d`), 0 also when less than that fraction of `a`'s area overlaps `b`: one pass computes
+    both, since tracks score this per frame."""
     ax1, ay1, ax2, ay2 = a
     bx1, by1, bx2, by2 = b
     if ax2 <= ax1 or ay2 <= ay1 or bx2 <= bx1 or by2 <= by1:
@@ -208,7 +210,10 @@ def iou_2d(a: tuple[float, float, float, float], b: tuple[float, float, float, f
     if iw <= 0 or ih <= 0:
         return 0.0
     inter = iw * ih
-    return inter / ((ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter)
+    area_a = (ax2 - ax1) * (ay2 - ay1)
+    if inter < min_precision * area_a:
+        return 0.0
+    return inter / (area_a + (bx2 - bx1) * (by2 - by1) - inter)
 
 
 def frame_key(k: object) -> str | None:

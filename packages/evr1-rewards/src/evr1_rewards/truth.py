@@ -83,9 +83,22 @@ def truth_json(gt: object) -> object:
     """A structured ground truth: a dict/list as is, or a JSON string (optionally wrapped, see `unwrap`)."""
     if isinstance(gt, (dict, list)):
         return gt
-    s = clean_payload(truth_text(gt))
-    if s.startswith("```"):
-        s = s.strip("`").removeprefix("json").strip()
+    if type(gt) is str and gt.isascii() and "<" not in gt and "\\" not in gt:
+        # Plain ASCII JSON, the common case: nothing for `truth_text` to fold or unwrap (every wrapper has a `<`)
+        # nor for `clean_payload` to strip (a `{` or `[` start is no decoration, and no `\` is in it).
+        s = gt.strip()
+        if s[:1] in ("{", "["):
+            return _json_truth(s)
+    return _json_truth(_strip_fence(clean_payload(truth_text(gt))))
+
+
+def _strip_fence(s: str) -> str:
+    """Without a Markdown code fence (```json … ```) around it."""
+    return s.strip("`").removeprefix("json").strip() if s.startswith("```") else s
+
+
+def _json_truth(s: str) -> object:
+    """The parsed JSON text; invalid JSON (or nesting too deep for the parser) is a GroundTruthError."""
     try:
         return json.loads(s)
     except (ValueError, RecursionError) as e:
