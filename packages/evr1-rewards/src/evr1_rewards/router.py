@@ -206,13 +206,12 @@ class RewardRouter:
         try:
             cache_key = (
                 key,
-                _frozen(ground_truth),
+                ground_truth if type(ground_truth) is str else _frozen(ground_truth),
                 tuple((k, _frozen(v)) for k, v in extras.items()) if extras else (),
             )
-            hash(cache_key)
+            hit = self._cache.get(cache_key, _MISS)  # (a tuple's hash is not kept: computed here, once)
         except (TypeError, _TooBig):  # unhashable or large values: parse every time
             return scorer.parse_truth(ground_truth, extras)
-        hit = self._cache.get(cache_key, _MISS)
         if hit is _MISS:
             hit = scorer.parse_truth(ground_truth, extras)
             if len(self._cache) >= TRUTH_CACHE_SIZE:

@@ -15,7 +15,20 @@ JSON_SCAN_CHARS = 1 << 16
 MAX_JSON_STARTS = 64
 """How many `{` / `[` positions (from the end) are tried as the start of a JSON value."""
 
-_DECODER = json.JSONDecoder()
+_SCAN = json.JSONDecoder().scan_once
+"""The decoder's scanner (C): `json.loads` and `raw_decode` wrap it in checks that cost as much as parsing a short
+answer."""
+
+
+def json_value_at(text: str, pos: int = 0) -> tuple[object, int] | None:
+    """(the JSON value that starts at text[pos], the index after it), or None when none parses there — malformed, or
+    nested too deeply for the parser. `json.JSONDecoder().raw_decode(text, pos)` without its wrapping."""
+    try:
+        return _SCAN(text, pos)  # type: ignore[no-any-return]
+    except (StopIteration, ValueError, RecursionError):
+        return None
+
+
 _TIME = r"(\d{1,6}(?::\d{1,2}){0,2}(?:\.\d{1,6})?)"
 _SPAN = re.compile(
     _TIME + r"[ \t]{0,2}(?:s|sec|secs|seconds?)?[ \t]{0,2}(?:-|–|—|~|to|and|until|till)[ \t]{0,2}" + _TIME
@@ -47,13 +60,10 @@ def find_json(text: str, *, want: type = dict) -> object | None:
     if not window:
         return None
     opener = "{" if want is dict else "["
-    if window[0] == opener:
-        try:
-            v = json.loads(window)
-            if isinstance(v, want):
-                return v
-        except (ValueError, RecursionError):
-            pass
+    if window[0] == opener:  # the whole (stripped) window is one value: what `json.loads(window)` would return
+        whole = json_value_at(window)
+        if whole is not None and whole[1] == len(window) and isinstance(whole[0], want):
+            return whole[0]
     best: tuple[int, int, object] | None = None  # (end, -start, value): the latest-ending, outermost value wins
     end = len(window)
     for _ in range(MAX_JSON_STARTS):
@@ -61,10 +71,10 @@ def find_json(text: str, *, want: type = dict) -> object | None:
         if pos < 0:
             break
         end = pos
-        try:
-            v, stop = _DECODER.raw_decode(window, pos)
-        except (ValueError, RecursionError):
+        found = json_value_at(window, pos)
+        if found is None:
             continue
+        v, stop = found
         if isinstance(v, want) and (best is None or (stop, -pos) > best[:2]):
             best = (stop, -pos, v)
     return best[2] if best else None
