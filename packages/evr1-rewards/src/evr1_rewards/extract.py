@@ -37,7 +37,8 @@ _STMT_AFTER = re.compile(
 _STMT_PREFIX_WORDS = frozenset(
     {"the", "final", "correct", "best", "right", "my", "so", "thus", "therefore", "hence", "short", "an", "answer"}
 )
-_LAST_WORD = re.compile(r"([a-z]+)[^a-z]{0,3}$")
+_LAST_WORD = re.compile(r"(?<![a-z])([a-z]++)[^a-z]{0,3}+$")
+"""The last word and at most 3 characters after it (only a word's first letter is tried as a start: linear)."""
 _ZH_AFTER = re.compile(r"[ \t]{0,3}(?:是|为|:|：)[ \t]{0,3}")
 _TRAILING = ".。;；*$ \t"
 _BARE_STATEMENT = ("answer", "answer is", "answer would be", "answer should be", "answer will be")

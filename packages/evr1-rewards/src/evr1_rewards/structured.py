@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from evr1_rewards.extract import tail
 
@@ -15,7 +15,7 @@ JSON_SCAN_CHARS = 1 << 16
 MAX_JSON_STARTS = 64
 """How many `{` / `[` positions (from the end) are tried as the start of a JSON value."""
 
-_SCAN = json.JSONDecoder().scan_once
+_SCAN: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 """The decoder's scanner (C): `json.loads` and `raw_decode` wrap it in checks that cost as much as parsing a short
 answer."""
 
@@ -24,7 +24,7 @@ def json_value_at(text: str, pos: int = 0) -> tuple[object, int] | None:
     """(the JSON value that starts at text[pos], the index after it), or None when none parses there — malformed, or
     nested too deeply for the parser. `json.JSONDecoder().raw_decode(text, pos)` without its wrapping."""
     try:
-        return _SCAN(text, pos)  # type: ignore[no-any-return]
+        return _SCAN(text, pos)
     except (StopIteration, ValueError, RecursionError):
         return None
 
@@ -117,15 +117,18 @@ def as_span(v: object) -> tuple[float, float] | None:
     """[s, e] (numbers or 'mm:ss' strings) → (s, e) as written (not re-ordered)."""
     if not isinstance(v, (list, tuple)) or len(v) != 2:
         return None
-    out = []
-    for x in v:
-        f = as_float(x)
-        if f is None and isinstance(x, str) and ":" in x:
-            f = parse_time(x.strip())
-        if f is None:
+    s, e = as_float(v[0]), as_float(v[1])
+    if s is None or e is None:
+        s = _clock(v[0]) if s is None else s
+        e = _clock(v[1]) if e is None else e
+        if s is None or e is None:
             return None
-        out.append(f)
-    return out[0], out[1]
+    return s, e
+
+
+def _clock(x: object) -> float | None:
+    """Seconds from an 'mm:ss' / 'h:mm:ss' string; None for anything else."""
+    return parse_time(x.strip()) if isinstance(x, str) and ":" in x else None
 
 
 def as_box(v: object) -> tuple[float, float, float, float] | None:
@@ -174,13 +177,16 @@ def box_from_prose(text: str) -> tuple[float, float, float, float] | None:
     return x1, y1, x2, y2
 
 
-def iou_1d(a: tuple[float, float], b: tuple[float, float]) -> float:
-    """Temporal IoU of two ordered spans; a zero-length span matches only an identical one."""
+def iou_1d(a: tuple[float, float], b: tuple[float, float], min_precision: float = 0.0) -> float:
+    """Temporal IoU of two ordered spans; a zero-length span matches only an identical one. With `min_precision` > 0
+    (the reward gate, see `reward_iou_1d`), 0 also when less than that fraction of `a`'s length overlaps `b`."""
     inter = min(a[1], b[1]) - max(a[0], b[0])
     union = max(a[1], b[1]) - min(a[0], b[0])
     if union <= 0.0:
         return 1.0 if a == b else 0.0
-    return max(0.0, inter) / union if inter > 0 else 0.0
+    if inter <= 0 or inter < min_precision * (a[1] - a[0]):
+        return 0.0
+    return inter / union
 
 
 MIN_PRECISION = 0.5
@@ -192,12 +198,7 @@ of it (and then it is a fair answer). Metric mode keeps the benchmarks' plain Io
 
 def reward_iou_1d(pred: tuple[float, float], gold: tuple[float, float]) -> float:
     """`iou_1d`, or 0 when less than MIN_PRECISION of the predicted span overlaps the gold."""
-    value = iou_1d(pred, gold)
-    length = pred[1] - pred[0]
-    if value == 0.0 or length <= 0.0:
-        return value
-    inter = min(pred[1], gold[1]) - max(pred[0], gold[0])
-    return value if inter >= MIN_PRECISION * length else 0.0
+    return iou_1d(pred, gold, MIN_PRECISION)
 
 
 def reward_iou_2d(pred: tuple[float, float, float, float], gold: tuple[float, float, float, float]) -> float:

@@ -23,11 +23,12 @@ def boxes_by_frame(v: object) -> dict[str, Box | None] | None:
     out: dict[str, Box | None] = {}
     for k, b in v.items():
         if type(k) is str and k.isdigit() and k.isascii() and len(k) < 16 and (k[0] != "0" or len(k) == 1):
-            key: str | None = k
+            key = k
         else:
-            key = frame_key(k)
-            if key is None:
+            canonical = frame_key(k)
+            if canonical is None:
                 return None
+            key = canonical
         if type(b) is list and len(b) == 4:
             x1, y1, x2, y2 = b
             if type(x1) is int and type(y1) is int and type(x2) is int and type(y2) is int:
