@@ -92,7 +92,7 @@ def truth_json(gt: object) -> object:
         s = gt.strip()
         if s[:1] in ("{", "["):
             return _json_truth(s)
-    return _json_truth(_strip_fence(clean_payload(truth_text(gt))))
+    return _json_truth(clean_payload(_strip_fence(truth_text(gt))))  # (the fence first: clean_payload eats backticks)
 
 
 def _strip_fence(s: str) -> str:
