@@ -43,6 +43,8 @@ _HEDGE = re.compile(
 
 def is_hedge(text: str) -> bool:
     """The answer only offers several numbers ("3 or 4", "between 3 and 5", "3, 4, 5"), choosing none."""
+    if " " not in text:  # every hedge has a space, and unwrapping adds none: one number (the common case) is done
+        return False
     cleaned = clean_payload(text).strip()
     if len(cleaned) > 96 or " " not in cleaned or (m := _HEDGE.fullmatch(cleaned)) is None:
         return False
