@@ -157,6 +157,17 @@ math's verdict cache) hit; `distinct` — every row its own ground truth, so bot
 (cold for evr1; EasyVideoR1 has no cache and parses every call either way)."""
 
 
+def _types(args: argparse.Namespace) -> list[str]:
+    """The problem types to time: all of them, or the comma-separated `--types` (unknown names are an error)."""
+    if not args.types:
+        return sorted(TYPICAL)
+    wanted = [t.strip() for t in args.types.split(",") if t.strip()]
+    unknown = [t for t in wanted if t not in TYPICAL]
+    if unknown:
+        raise SystemExit(f"--types: unknown {unknown}; choose from {sorted(TYPICAL)}")
+    return sorted(wanted)
+
+
 def _cold(router: RewardRouter) -> None:
     router.clear_cache()
     clear_math_cache()
@@ -167,7 +178,7 @@ def section_throughput(args: argparse.Namespace, reference: Callable | None) -> 
     rows = []
     n = 300 if args.quick else 2000
     for pattern in PATTERNS:
-        for ptype in sorted(TYPICAL):
+        for ptype in _types(args):
             inputs = variants(ptype)
             if ptype == "math":
                 for inp in inputs:  # start the math-verify worker outside the timing
@@ -241,7 +252,7 @@ def section_worst_case(args: argparse.Namespace, reference: Callable | None) -> 
     hostile = adversarial_responses(1 << 20)
     rows = []
     router.score(RewardInput(response="<answer>x^2</answer>", ground_truth="x^{2}", problem_type="math"))  # warm worker
-    for ptype in sorted(TYPICAL):
+    for ptype in _types(args):
         gt = TYPICAL[ptype][1]
         worst, worst_name = 0.0, ""
         for name, resp in hostile.items():
@@ -380,6 +391,7 @@ def main() -> None:
     )
     parser.add_argument("--easyvideor1-cap", type=int, default=30, help="seconds before their call is interrupted")
     parser.add_argument("--sections", default="throughput,worst,code")
+    parser.add_argument("--types", default="", help="comma-separated problem types to time (default: all)")
     parser.add_argument("--json", default=None, help="write all numbers here")
     args = parser.parse_args()
     if args.quick:

@@ -22,6 +22,8 @@ _ALIASES = {
     "relative": "relative", "norm1": "relative", "0-1": "relative", "normalized": "relative",
 }  # fmt: skip
 _SCALE = {"norm1000": 1000.0, "relative": 1.0}
+_DEFAULT: Conventions = ("absolute", "absolute", None)
+"""No extras: both sides in absolute pixels, no size needed."""
 
 
 def _convention(extras: Mapping[str, object], key: str) -> str:
@@ -38,6 +40,8 @@ def _convention(extras: Mapping[str, object], key: str) -> str:
 
 def conventions(extras: Mapping[str, object]) -> Conventions:
     """(pred convention, gt convention, image size or None); raises if a conversion needs a missing size."""
+    if not extras:
+        return _DEFAULT
     pred, gt = _convention(extras, "pred_box_format"), _convention(extras, "gt_box_format")
     size = extras.get("image_size")
     if size is None and extras.get("width") is not None and extras.get("height") is not None:

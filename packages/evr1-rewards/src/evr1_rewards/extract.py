@@ -37,7 +37,9 @@ _STMT_AFTER = re.compile(
 _STMT_PREFIX_WORDS = frozenset(
     {"the", "final", "correct", "best", "right", "my", "so", "thus", "therefore", "hence", "short", "an", "answer"}
 )
-_LAST_WORD = re.compile(r"([a-z]+)[^a-z]{0,3}$")
+_LAST_WORD = re.compile(r".*(?<![a-z])([a-z]++)[^a-z]{0,3}+", re.S)
+"""With `fullmatch`: the last word, followed by at most 3 other characters. The greedy `.*` backs off from the end,
+so only the last few characters are tried (a search from the front tries every position of the text)."""
 _ZH_AFTER = re.compile(r"[ \t]{0,3}(?:是|为|:|：)[ \t]{0,3}")
 _TRAILING = ".。;；*$ \t"
 _BARE_STATEMENT = ("answer", "answer is", "answer would be", "answer should be", "answer will be")
@@ -222,7 +224,7 @@ def _statement_prefix_ok(low: str, pos: int) -> bool:
     before = low[max(0, pos - 24) : pos].rstrip(" \t*#-")
     if not before or before.endswith(("\n", ":", "：", ".", ",", ">")):
         return True
-    m = _LAST_WORD.search(before)
+    m = _LAST_WORD.fullmatch(before)
     return m is not None and m.group(1) in _STMT_PREFIX_WORDS
 
 

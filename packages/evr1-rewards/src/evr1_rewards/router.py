@@ -61,10 +61,6 @@ def _frozen(v: object, budget: list[int] | None = None) -> object:
     return v
 
 
-def eot_version() -> int:
-    return _eot.VERSION
-
-
 _MISS = object()
 
 _PARALLEL_TYPES = frozenset({"code", "math"})
@@ -180,9 +176,9 @@ class RewardRouter:
                 truth = self._truth(key, scorer, inp.ground_truth, extras)
             except GroundTruthError as e:
                 raise GroundTruthError(f"{_name(inp, _index)} ({key}): {e}") from None
-            if self._eot_version != eot_version():
+            if self._eot_version != _eot.VERSION:
                 self._eot = eot_tokens(self.extra_end_of_turn)
-                self._eot_version = eot_version()
+                self._eot_version = _eot.VERSION
             resp = Response(inp.response, self._eot, fold=key != CODE)
             ctx = self._plain_ctx[mode] if not extras else Context(extras, mode, self.sandbox)
             outcome = scorer.score(resp, truth, ctx)
@@ -206,13 +202,12 @@ class RewardRouter:
         try:
             cache_key = (
                 key,
-                _frozen(ground_truth),
+                ground_truth if type(ground_truth) is str else _frozen(ground_truth),
                 tuple((k, _frozen(v)) for k, v in extras.items()) if extras else (),
             )
-            hash(cache_key)
+            hit = self._cache.get(cache_key, _MISS)  # (a tuple's hash is not kept: computed here, once)
         except (TypeError, _TooBig):  # unhashable or large values: parse every time
             return scorer.parse_truth(ground_truth, extras)
-        hit = self._cache.get(cache_key, _MISS)
         if hit is _MISS:
             hit = scorer.parse_truth(ground_truth, extras)
             if len(self._cache) >= TRUTH_CACHE_SIZE:
@@ -221,7 +216,9 @@ class RewardRouter:
         return hit
 
     def _combine(self, key: str, resp: Response, outcome: Outcome) -> RewardResult:
-        acc = _clip(outcome.accuracy)
+        acc = outcome.accuracy
+        if type(acc) is not float or not 0.0 <= acc <= 1.0:  # (a float in range, the common case, is kept as is)
+            acc = _clip(acc)
         fmt = 1.0 if outcome.parsed and structure_ok(resp, self.think) else 0.0
         overall = self.weights.accuracy * acc + self.weights.format * fmt
         details = outcome.details

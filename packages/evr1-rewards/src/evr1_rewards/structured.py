@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from evr1_rewards.extract import tail
 
@@ -15,7 +15,20 @@ JSON_SCAN_CHARS = 1 << 16
 MAX_JSON_STARTS = 64
 """How many `{` / `[` positions (from the end) are tried as the start of a JSON value."""
 
-_DECODER = json.JSONDecoder()
+_SCAN: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""The decoder's scanner (C): `json.loads` and `raw_decode` wrap it in checks that cost as much as parsing a short
+answer."""
+
+
+def json_value_at(text: str, pos: int = 0) -> tuple[object, int] | None:
+    """(the JSON value that starts at text[pos], the index after it), or None when none parses there — malformed, or
+    nested too deeply for the parser. `json.JSONDecoder().raw_decode(text, pos)` without its wrapping."""
+    try:
+        return _SCAN(text, pos)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+
+
 _TIME = r"(\d{1,6}(?::\d{1,2}){0,2}(?:\.\d{1,6})?)"
 _SPAN = re.compile(
     _TIME + r"[ \t]{0,2}(?:s|sec|secs|seconds?)?[ \t]{0,2}(?:-|–|—|~|to|and|until|till)[ \t]{0,2}" + _TIME
@@ -47,13 +60,10 @@ def find_json(text: str, *, want: type = dict) -> object | None:
     if not window:
         return None
     opener = "{" if want is dict else "["
-    if window[0] == opener:
-        try:
-            v = json.loads(window)
-            if isinstance(v, want):
-                return v
-        except (ValueError, RecursionError):
-            pass
+    if window[0] == opener:  # the whole (stripped) window is one value: what `json.loads(window)` would return
+        whole = json_value_at(window)
+        if whole is not None and whole[1] == len(window) and isinstance(whole[0], want):
+            return whole[0]
     best: tuple[int, int, object] | None = None  # (end, -start, value): the latest-ending, outermost value wins
     end = len(window)
     for _ in range(MAX_JSON_STARTS):
@@ -61,10 +71,10 @@ def find_json(text: str, *, want: type = dict) -> object | None:
         if pos < 0:
             break
         end = pos
-        try:
-            v, stop = _DECODER.raw_decode(window, pos)
-        except (ValueError, RecursionError):
+        found = json_value_at(window, pos)
+        if found is None:
             continue
+        v, stop = found
         if isinstance(v, want) and (best is None or (stop, -pos) > best[:2]):
             best = (stop, -pos, v)
     return best[2] if best else None
@@ -77,7 +87,10 @@ def as_float(v: object) -> float | None:
     if isinstance(v, float):
         return float(v) if math.isfinite(v) else None
     if isinstance(v, int):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # a JSON integer beyond float range (`1` and 400 zeros) is no coordinate or time
+            return None
     if not isinstance(v, str) or len(v) >= 64:
         return None
     try:
@@ -104,15 +117,18 @@ def as_span(v: object) -> tuple[float, float] | None:
     """[s, e] (numbers or 'mm:ss' strings) → (s, e) as written (not re-ordered)."""
     if not isinstance(v, (list, tuple)) or len(v) != 2:
         return None
-    out = []
-    for x in v:
-        f = as_float(x)
-        if f is None and isinstance(x, str) and ":" in x:
-            f = parse_time(x.strip())
-        if f is None:
+    s, e = as_float(v[0]), as_float(v[1])
+    if s is None or e is None:
+        s = _clock(v[0]) if s is None else s
+        e = _clock(v[1]) if e is None else e
+        if s is None or e is None:
             return None
-        out.append(f)
-    return out[0], out[1]
+    return s, e
+
+
+def _clock(x: object) -> float | None:
+    """Seconds from an 'mm:ss' / 'h:mm:ss' string; None for anything else."""
+    return parse_time(x.strip()) if isinstance(x, str) and ":" in x else None
 
 
 def as_box(v: object) -> tuple[float, float, float, float] | None:
@@ -120,8 +136,11 @@ def as_box(v: object) -> tuple[float, float, float, float] | None:
     if type(v) is list and len(v) == 4:  # the common case, fast: four JSON integers
         x1, y1, x2, y2 = v
         if type(x1) is int and type(y1) is int and type(x2) is int and type(y2) is int:
-            return float(x1), float(y1), float(x2), float(y2)
-    if isinstance(v, Mapping):
+            try:
+                return float(x1), float(y1), float(x2), float(y2)
+            except OverflowError:  # beyond float range: not a box
+                return None
+    if isinstance(v, (dict, Mapping)):
         for key in ("bbox_2d", "bbox", "box", "boxes"):
             if key in v:
                 return as_box(v[key])
@@ -158,13 +177,16 @@ def box_from_prose(text: str) -> tuple[float, float, float, float] | None:
     return x1, y1, x2, y2
 
 
-def iou_1d(a: tuple[float, float], b: tuple[float, float]) -> float:
-    """Temporal IoU of two ordered spans; a zero-length span matches only an identical one."""
+def iou_1d(a: tuple[float, float], b: tuple[float, float], min_precision: float = 0.0) -> float:
+    """Temporal IoU of two ordered spans; a zero-length span matches only an identical one. With `min_precision` > 0
+    (the reward gate, see `reward_iou_1d`), 0 also when less than that fraction of `a`'s length overlaps `b`."""
     inter = min(a[1], b[1]) - max(a[0], b[0])
     union = max(a[1], b[1]) - min(a[0], b[0])
     if union <= 0.0:
         return 1.0 if a == b else 0.0
-    return max(0.0, inter) / union if inter > 0 else 0.0
+    if inter <= 0 or inter < min_precision * (a[1] - a[0]):
+        return 0.0
+    return inter / union
 
 
 MIN_PRECISION = 0.5
@@ -176,29 +198,20 @@ of it (and then it is a fair answer). Metric mode keeps the benchmarks' plain Io
 
 def reward_iou_1d(pred: tuple[float, float], gold: tuple[float, float]) -> float:
     """`iou_1d`, or 0 when less than MIN_PRECISION of the predicted span overlaps the gold."""
-    value = iou_1d(pred, gold)
-    length = pred[1] - pred[0]
-    if value == 0.0 or length <= 0.0:
-        return value
-    inter = min(pred[1], gold[1]) - max(pred[0], gold[0])
-    return value if inter >= MIN_PRECISION * length else 0.0
+    return iou_1d(pred, gold, MIN_PRECISION)
 
 
 def reward_iou_2d(pred: tuple[float, float, float, float], gold: tuple[float, float, float, float]) -> float:
     """`iou_2d`, or 0 when less than MIN_PRECISION of the predicted box's area overlaps the gold box."""
-    value = iou_2d(pred, gold)
-    if value == 0.0:
-        return value
-    inter = (min(pred[2], gold[2]) - max(pred[0], gold[0])) * (min(pred[3], gold[3]) - max(pred[1], gold[1]))
-    return value if inter >= MIN_PRECISION * box_area(pred) else 0.0
+    return iou_2d(pred, gold, MIN_PRECISION)
 
 
-def box_area(b: tuple[float, float, float, float]) -> float:
-    return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
-
-
-def iou_2d(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
-    """Box IoU (xyxy). Degenerate or inverted boxes have no area and score 0."""
+def iou_2d(
+    a: tuple[float, float, float, float], b: tuple[float, float, float, float], min_precision: float = 0.0
+) -> float:
+    """Box IoU (xyxy). Degenerate or inverted boxes have no area and score 0. With `min_precision` > 0 (the reward
+    gate, see `reward_iou_2d`), 0 also when less than that fraction of `a`'s area overlaps `b`: one pass computes
+    both, since tracks score this per frame."""
     ax1, ay1, ax2, ay2 = a
     bx1, by1, bx2, by2 = b
     if ax2 <= ax1 or ay2 <= ay1 or bx2 <= bx1 or by2 <= by1:
@@ -208,7 +221,10 @@ def iou_2d(a: tuple[float, float, float, float], b: tuple[float, float, float, f
     if iw <= 0 or ih <= 0:
         return 0.0
     inter = iw * ih
-    return inter / ((ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter)
+    area_a = (ax2 - ax1) * (ay2 - ay1)
+    if inter < min_precision * area_a:
+        return 0.0
+    return inter / (area_a + (bx2 - bx1) * (by2 - by1) - inter)
 
 
 def frame_key(k: object) -> str | None:

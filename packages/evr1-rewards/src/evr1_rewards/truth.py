@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import clean_payload, fold_compat
+from evr1_rewards.structured import json_value_at
 from evr1_rewards.text import normalize_text
 
 _PLACEHOLDER = re.compile(r"<\[PLHD[^\]]{0,200}\]>")
@@ -38,6 +39,8 @@ def clean_extras(extras: Mapping[str, object] | None) -> Mapping[str, object]:
 
 def unwrap(text: str) -> str:
     """The ground truth inside its dataset wrappers (see the module docstring), stripped."""
+    if "<" not in text:  # every wrapper has one: the common case is done
+        return text.strip()
     s = text.strip()
     if "<[PLHD" in s:
         s = _PLACEHOLDER.sub("", s).strip()
@@ -83,10 +86,26 @@ def truth_json(gt: object) -> object:
     """A structured ground truth: a dict/list as is, or a JSON string (optionally wrapped, see `unwrap`)."""
     if isinstance(gt, (dict, list)):
         return gt
-    s = clean_payload(truth_text(gt))
-    if s.startswith("```"):
-        s = s.strip("`").removeprefix("json").strip()
-    try:
+    if type(gt) is str and gt.isascii() and "<" not in gt and "\\" not in gt:
+        # Plain ASCII JSON, the common case: nothing for `truth_text` to fold or unwrap (every wrapper has a `<`)
+        # nor for `clean_payload` to strip (a `{` or `[` start is no decoration, and no `\` is in it).
+        s = gt.strip()
+        if s[:1] in ("{", "["):
+            return _json_truth(s)
+    return _json_truth(clean_payload(_strip_fence(truth_text(gt))))  # (the fence first: clean_payload eats backticks)
+
+
+def _strip_fence(s: str) -> str:
+    """Without a Markdown code fence (```json … ```) around it."""
+    return s.strip("`").removeprefix("json").strip() if s.startswith("```") else s
+
+
+def _json_truth(s: str) -> object:
+    """The parsed JSON text; invalid JSON (or nesting too deep for the parser) is a GroundTruthError."""
+    whole = json_value_at(s)
+    if whole is not None and whole[1] == len(s):  # one value, nothing around it: what json.loads returns
+        return whole[0]
+    try:  # anything else: json.loads decides (surrounding whitespace) or says what is wrong
         return json.loads(s)
     except (ValueError, RecursionError) as e:
         raise GroundTruthError(f"ground truth is not valid JSON ({e}): {s[:120]!r}") from None

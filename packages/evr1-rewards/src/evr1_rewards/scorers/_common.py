@@ -22,10 +22,13 @@ def first_parsed(
     """Try the answer candidates in priority order: (value, source, parsed_from_primary_candidate). A stated answer
     (tag, box, "the answer is …") that `hedge`s — offers several answers — ends the search with no value: the text
     around it must not supply the choice it refused to make. So does an answer that `rejects` the value it names
-    ("not yes", "Response 2 is worse"; see `evr1_rewards.extract.rejected`)."""
+    ("not yes", "Response 2 is worse"; see `evr1_rewards.extract.rejected`). Any other candidate that hedges is
+    skipped, so `parse` need not test `hedge` again."""
     for i, cand in enumerate(resp.candidates()):
-        if hedge is not None and cand.source in _STATED and hedge(cand.text):
-            return None, cand.source, False
+        if hedge is not None and hedge(cand.text):
+            if cand.source in _STATED:
+                return None, cand.source, False
+            continue
         value = parse(cand.text)
         if value is not None:
             if rejects is not None and rejects(cand.text, value):

@@ -43,6 +43,8 @@ _HEDGE = re.compile(
 
 def is_hedge(text: str) -> bool:
     """The answer only offers several numbers ("3 or 4", "between 3 and 5", "3, 4, 5"), choosing none."""
+    if " " not in text:  # every hedge has a space, and unwrapping adds none: one number (the common case) is done
+        return False
     cleaned = clean_payload(text).strip()
     if len(cleaned) > 96 or " " not in cleaned or (m := _HEDGE.fullmatch(cleaned)) is None:
         return False
@@ -50,7 +52,13 @@ def is_hedge(text: str) -> bool:
 
 
 def parse_answer_number(text: str) -> Number | None:
-    return None if is_hedge(text) else parse_number(clean_payload(text))
+    """The number an answer names; None when there is none or it hedges (see `is_hedge`)."""
+    return None if is_hedge(text) else parse_payload_number(text)
+
+
+def parse_payload_number(text: str) -> Number | None:
+    """`parse_answer_number` without the hedge test, for `first_parsed(…, hedge=is_hedge)`, which makes it once."""
+    return parse_number(clean_payload(text))
 
 
 _LAST_NUMBER = re.compile(r"[-+−]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s{0,2}%?")
@@ -99,7 +107,7 @@ class Numerical:
 
     def score(self, response: Response, truth: NumericalTruth, ctx: Context) -> Outcome:
         gold, rel, abs_, decimals = truth
-        pred, source, parsed = first_parsed(response, parse_answer_number, is_hedge, rejects_number)
+        pred, source, parsed = first_parsed(response, parse_payload_number, is_hedge, rejects_number)
         if pred is None:
             return Outcome(0.0, False, {"source": source})
         ok = close(pred, gold, rel_tol=rel, abs_tol=abs_)

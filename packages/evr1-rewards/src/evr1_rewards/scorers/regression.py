@@ -17,7 +17,7 @@ from evr1_rewards.scorers._common import first_parsed
 from evr1_rewards.scorers.numerical import (
     format_number,
     is_hedge,
-    parse_answer_number,
+    parse_payload_number,
     parse_truth_number,
     rejects_number,
 )
@@ -61,7 +61,7 @@ class Regression:
 
     def score(self, response: Response, truth: tuple[Number, bool], ctx: Context) -> Outcome:
         gold, official = truth
-        pred, source, parsed = first_parsed(response, parse_answer_number, is_hedge, rejects_number)
+        pred, source, parsed = first_parsed(response, parse_payload_number, is_hedge, rejects_number)
         if pred is None:
             return Outcome(0.0, False, {"source": source})
         acc = mean_relative_accuracy(pred.value, gold.value, official=official and ctx.mode == "metric")

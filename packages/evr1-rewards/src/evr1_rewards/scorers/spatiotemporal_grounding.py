@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import cast
 
 from evr1_rewards.coords import Box, Conventions, conventions
 from evr1_rewards.errors import GroundTruthError
@@ -39,8 +40,8 @@ class SpatioTemporalGrounding:
 
     def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> STTruth:
         obj = truth_json(ground_truth)
-        span = span_of(obj) if isinstance(obj, Mapping) else None
-        if not isinstance(obj, Mapping) or span is None or span[0] > span[1] or span[0] < 0:
+        span = span_of(obj) if isinstance(obj, (dict, Mapping)) else None
+        if not isinstance(obj, (dict, Mapping)) or span is None or span[0] > span[1] or span[0] < 0:
             raise GroundTruthError(
                 f'spatio-temporal ground truth must look like {{"time": [s, e], "boxes": {{"<second>": [x1, y1, x2, y2]}}}} '
                 f"with s <= e, got {str(ground_truth)[:120]!r}"
@@ -48,12 +49,10 @@ class SpatioTemporalGrounding:
         boxes = boxes_by_frame(obj.get("boxes") or {})
         if boxes is None:
             raise GroundTruthError(f"spatio-temporal ground truth has unreadable boxes: {str(ground_truth)[:120]!r}")
-        gold: dict[str, Box] = {}
-        for k, b in boxes.items():
-            if b is None:
-                raise GroundTruthError(f"spatio-temporal ground truth has an unreadable box at {k!r}")
-            gold[k] = b
-        return span, gold, conventions(extras)
+        if None in boxes.values():
+            bad = next(k for k, b in boxes.items() if b is None)
+            raise GroundTruthError(f"spatio-temporal ground truth has an unreadable box at {bad!r}")
+        return span, cast(dict[str, Box], boxes), conventions(extras)
 
     def format_truth(self, truth: STTruth) -> str:
         span, boxes, _ = truth
@@ -78,7 +77,7 @@ class SpatioTemporalGrounding:
             tiou = (reward_iou_1d if ctx.mode == "reward" else iou_1d)(ordered, gold_span)
             if not gold_boxes:
                 return Outcome(tiou, i == 0, {"source": cand.source, "tiou": tiou})
-            pred_boxes = (boxes_by_frame(obj.get("boxes", {})) if isinstance(obj, Mapping) else None) or {}
+            pred_boxes = (boxes_by_frame(obj.get("boxes", {})) if isinstance(obj, (dict, Mapping)) else None) or {}
             viou, shared, _union = union_mean_iou(pred_boxes, gold_boxes, conv, gated=ctx.mode == "reward")
             acc = T_WEIGHT * tiou + (1.0 - T_WEIGHT) * viou
             parsed = i == 0 and bool(pred_boxes)

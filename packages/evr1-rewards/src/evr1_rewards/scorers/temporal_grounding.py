@@ -23,7 +23,7 @@ Span = tuple[float, float]
 
 
 def span_of(v: object) -> Span | None:
-    if isinstance(v, Mapping):
+    if isinstance(v, (dict, Mapping)):  # (dict first: the common case skips the ABC check)
         for k in TIME_KEYS:
             if k in v:
                 return as_span(v[k])

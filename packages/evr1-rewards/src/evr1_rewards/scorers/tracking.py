@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import cast
 
 from evr1_rewards.coords import Box, Conventions, conventions
 from evr1_rewards.errors import GroundTruthError
@@ -34,10 +35,10 @@ class Tracking:
             raise GroundTruthError(
                 f'tracking ground truth must look like {{"boxes": {{"<second>": [x1, y1, x2, y2]}}}}, got {str(ground_truth)[:120]!r}'
             )
-        bad = [k for k, b in track.items() if b is None]
-        if bad:
+        if None in track.values():
+            bad = [k for k, b in track.items() if b is None]
             raise GroundTruthError(f"tracking ground truth has invalid or empty boxes at keys {bad[:5]}")
-        return {k: b for k, b in track.items() if b is not None}, conventions(extras)
+        return cast(dict[str, Box], track), conventions(extras)
 
     def format_truth(self, truth: TrackTruth) -> str:
         return json.dumps({"boxes": {k: list(b) for k, b in truth[0].items()}})
