@@ -37,7 +37,7 @@ GIB = 2**30
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    from evr1_cache.atomic import write_text
+    from evr1_cache.atomic import atomic_text as write_text
 
     write_text(path, json.dumps(data, indent=1))
 
@@ -116,7 +116,7 @@ def rows(videos: list[Path], count: int) -> list[dict[str, Any]]:
 
 def stage_cache(args: argparse.Namespace) -> dict[str, Any]:
     from evr1_cache import CacheReader, ImageSpec, SamplingSpec, build_cache
-    from evr1_cache.atomic import write_text
+    from evr1_cache.atomic import atomic_text as write_text
 
     work = Path(args.work)
     data = work / "data"

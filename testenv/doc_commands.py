@@ -194,6 +194,7 @@ NOT_CONFIG_KEYS = {
     "trainer.LocalTrainer": "the class in evr1_train/engine/trainer.py (a docstring's module reference)",
     "trainer.on_rollout": "the LocalTrainer attribute (rollout dumps hook)",
     "engine.total_steps": "an alias of trainer.total_training_steps that LocalConfig reads (engine/config.py Source)",
+    "trainer.total_trainng_steps": "the misspelling docs/train.md shows the start-up check refusing",
 }
 _FILE_SUFFIXES = {"jsonl", "json", "parquet", "yaml", "py", "mp4", "md", "png", "html", "safetensors"}
 

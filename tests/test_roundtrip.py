@@ -210,7 +210,9 @@ def test_every_prompt_and_answer_is_the_trainers(trained: Path) -> None:
     rows = _rows(trained, "hf")
     settings = resolve_settings(protocol=None, from_train=run)
     bench = get_benchmark("evr1_data")
-    job = load_job(bench, trained / "heldout", None, settings.protocol)
+    # the held-out rows name media where the trainer read them (its media root), outside the held-out folder
+    job = load_job(bench, trained / "heldout", Path(str(data.opts.media_root)), settings.protocol)
+    assert len(job.samples) == len(data.rows), job.load_errors  # every held-out row loads
     spec = sampling_for(bench, sampling_overrides(bench.sampling, settings.sampling_for(bench.name), None))
     media = SampleMedia(MediaLoader(run / "cache", image_spec=image_spec_for(spec, settings.image_sampling())))
     backend = create_backend("hf", BackendConfig(model=str(settings.trained.model_dir), device="cpu",

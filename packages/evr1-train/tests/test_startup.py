@@ -57,6 +57,18 @@ def test_valid_keys_groups_and_extension_points_pass() -> None:
     )
 
 
+def test_a_plus_may_set_a_field_of_the_dataclass_a_node_builds() -> None:
+    """verl builds `actor_rollout_ref.rollout` into its `RolloutConfig`; the YAML leaves `enable_sleep_mode` out."""
+    from dataclasses import fields
+
+    from verl.workers.config import RolloutConfig
+
+    assert "enable_sleep_mode" in {f.name for f in fields(RolloutConfig)}  # what the source reading must find
+    check_overrides(["+actor_rollout_ref.rollout.enable_sleep_mode=False"])
+    with pytest.raises(ConfigError, match="enable_sleep_mode"):  # a typo of it is still refused, with the name
+        check_overrides(["+actor_rollout_ref.rollout.enable_sleep_mod=False"])
+
+
 def test_an_unset_key_under_an_extension_point_gets_the_plus_spelled_out() -> None:
     msg = _refused([*QUICKSTART, "reward.custom_reward_function.reward_kwargs.x=2"])
     assert "`+reward.custom_reward_function.reward_kwargs.x=2`" in msg

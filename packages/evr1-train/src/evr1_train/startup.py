@@ -44,6 +44,7 @@ EXTENSION_POINTS: tuple[str, ...] = (
     "data.apply_chat_template_kwargs",  # the chat template's call
     "data.evr1.video",  # evr1_cache.spec.SamplingSpec fields (e.g. family); checked by check_values
     "data.evr1.image",  # evr1_cache.spec.ImageSpec fields
+    "evr1.agent",  # evr1_train.engine.agent.AgentSettings fields (checked when the agent loop reads them)
 )
 
 #: Hydra's options that choose another primary config: the checks here are then left to Hydra.
@@ -115,6 +116,50 @@ def _exists(cfg: Any, key: str) -> bool:
 
 def _extension(key: str) -> str | None:
     return next((p for p in EXTENSION_POINTS if key == p or key.startswith(p + ".")), None)
+
+
+def _target_keys(cfg: Any, key: str) -> list[str]:
+    """The dotted keys of the fields of the dataclass that `key`'s parent node's `_target_` names (verl builds e.g.
+    its `RolloutConfig` from the node, so `+actor_rollout_ref.rollout.enable_sleep_mode=False` sets a real field that
+    the YAML leaves out); read from verl's source, without importing it."""
+    from omegaconf import DictConfig
+
+    parent = key.rpartition(".")[0]
+    node = cfg
+    for part in parent.split(".") if parent else ():
+        if not isinstance(node, DictConfig) or part not in list(node):
+            return []
+        node = node._get_node(part)
+    target = node.get("_target_") if isinstance(node, DictConfig) else None
+    fields = _dataclass_fields(target) if isinstance(target, str) else frozenset()
+    return sorted(f"{parent}.{f}" if parent else f for f in fields)
+
+
+@lru_cache(maxsize=64)
+def _dataclass_fields(target: str) -> frozenset[str]:
+    """The annotated fields of the class `target` names (`verl.a.b.Class`) and of its bases found beside it."""
+    module, _, name = target.rpartition(".")
+    if not module.startswith("verl."):
+        return frozenset()
+    package = verl_config_dir().parent.parent.joinpath(*module.split(".")[1:])
+    files = sorted(package.glob("*.py")) if package.is_dir() else [package.with_suffix(".py")]
+    classes: dict[str, ast.ClassDef] = {}
+    for file in files:
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError):
+            continue
+        classes.update({n.name: n for n in tree.body if isinstance(n, ast.ClassDef)})
+    found: set[str] = set()
+    todo, seen = [name], set()
+    while todo:
+        cls = classes.get(todo.pop())
+        if cls is None or cls.name in seen:
+            continue
+        seen.add(cls.name)
+        found.update(a.target.id for a in cls.body if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name))
+        todo.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
+    return frozenset(f for f in found if not f.startswith("_"))
 
 
 def suggest(key: str, known: Sequence[str], n: int = 3) -> list[str]:
@@ -205,12 +250,12 @@ def _problem(ov: Override, base: Any, known: Sequence[str]) -> str | None:
     key, line = ov.key_or_group, ov.input_line
     exists, point = _exists(base, key), _extension(key)
     if ov.is_add() or ov.is_force_add():
-        if exists or point:  # `+` on an existing key: Hydra's own message says to drop the `+`
+        fields = _target_keys(base, key)
+        if exists or point or key in fields:  # `+` on an existing key: Hydra's own message says to drop the `+`
             return None
         points = ", ".join(EXTENSION_POINTS)
-        return (
-            f"`{line}` adds {key}, which nothing reads{_did_you_mean(key, known)} (`+` adds keys only under: {points})"
-        )
+        hint = _did_you_mean(key, [*known, *fields])
+        return f"`{line}` adds {key}, which nothing reads{hint} (`+` adds keys only under: {points})"
     if exists:
         return None
     if point:
