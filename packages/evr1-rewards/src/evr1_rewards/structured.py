@@ -15,7 +15,7 @@ JSON_SCAN_CHARS = 1 << 16
 MAX_JSON_STARTS = 64
 """How many `{` / `[` positions (from the end) are tried as the start of a JSON value."""
 
-_SCAN: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_SCAN: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # typeshed omits the stdlib decoder's scan_once attribute
 """The decoder's scanner (C): `json.loads` and `raw_decode` wrap it in checks that cost as much as parsing a short
 answer."""
 
