@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 AGENT_TOOLS_NAME = "evr1_agent"
 
 #: One write-through loader per cache folder and media root per process (verl builds a loop per sample).
-_TOOL_LOADERS: dict[tuple[str | None, str | None, bool, tuple[str, ...]], MediaLoader] = {}
+_TOOL_LOADERS: dict[tuple[str | None, str | None], MediaLoader] = {}
 _LOCK = threading.Lock()
 
 #: (token ids, log-probs) of the next model turn, given the context ids and the room left.
@@ -52,15 +52,13 @@ NextTurn = Callable[[list[int], int, list[Any], list[Any]], Awaitable[tuple[list
 
 def tool_loader(opts: DataOptions) -> MediaLoader:
     """The media loader tools read through: the training cache, written through on a tool's first use."""
-    key = (opts.cache_dir, opts.media_root, opts.allow_outside_media, tuple(opts.allow_remote_media))
+    key = (opts.cache_dir, opts.media_root)
     with _LOCK:
         if key not in _TOOL_LOADERS:
+            # no path rule here: a tool opens only the video its row's prompt already served, which the row's own
+            # loader checked against the dataset's media root (this worker does not know the dataset's folder)
             _TOOL_LOADERS[key] = MediaLoader(
-                opts.cache_dir,
-                mode="prefer-cache",
-                write_cache=bool(opts.cache_dir),
-                media_root=opts.media_root,
-                paths=opts.media_paths(),  # a tool reads only the media the row may read
+                opts.cache_dir, mode="prefer-cache", write_cache=bool(opts.cache_dir), media_root=opts.media_root
             )
         return _TOOL_LOADERS[key]
 
