@@ -125,8 +125,9 @@ def build_set(
     shutil.rmtree(out, ignore_errors=True)
     c0, t0 = cpu_seconds(), time.perf_counter()
     report = build_cache(
-        data, out, spec, ImageSpec(), workers=workers, decoder=decoder, threads=threads, progress=False
-    )
+        data, out, spec, ImageSpec(), workers=workers, decoder=decoder, threads=threads, progress=False,
+        allow_outside_media=True,  # the clips are the benchmark's own inputs, wherever they lie
+    )  # fmt: skip
     seconds, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     if not report.ok:
         raise RuntimeError(f"build failed: {report.errors}")

@@ -108,12 +108,14 @@ def main() -> None:
     ]
     inputs = args.work / "quickstart"
     prepare_inputs(compose(inputs, common))
-    real = real_dataset(args.work, (args.real_videos or args.work / "real_videos").resolve())
+    videos_dir = (args.real_videos or args.work / "real_videos").resolve()
+    real = real_dataset(args.work, videos_dir)
     report = build_cache(
         real,
         args.work / "real_cache",
         SamplingSpec(**VIDEO),
         ImageSpec(min_pixels=3136, max_pixels=3136),
+        media_root=videos_dir,  # the rows name the clips there (media are confined to it)
         progress=False,
         output_data=args.work / "real.evr1.jsonl",
     )
@@ -124,7 +126,7 @@ def main() -> None:
             f"data.train_files={args.work / 'real.evr1.jsonl'}",
             f"data.val_files={args.work / 'real.evr1.jsonl'}",
             f"data.evr1.cache_dir={args.work / 'real_cache'}",
-            f"data.evr1.media_root={args.work}",
+            f"data.evr1.media_root={videos_dir}",
         ],
     }
     results: dict[str, dict[str, dict[str, float]]] = {}
