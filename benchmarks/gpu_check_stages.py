@@ -213,7 +213,8 @@ def compose(args: argparse.Namespace, folder: Path, mode: str, setting: str) -> 
         "engine.plot=false", "trainer.val_before_train=false", "evr1.hybrid.enable=false",
         f"actor_rollout_ref.model.path={folder}",
         f"data.train_files={work / 'data' / 'train.evr1.jsonl'}", f"data.val_files={work / 'data' / 'train.evr1.jsonl'}",
-        f"data.evr1.cache_dir={work / 'cache'}", f"data.evr1.media_root={Path(args.videos)}",  # the clips' folder
+        f"data.evr1.cache_dir={work / 'cache'}", f"data.evr1.media_root={work / 'data'}",  # paths: relative to the rows' file
+        "data.evr1.allow_outside_media=true",  # the carried clips lie outside the rows' folder
         f"data.evr1.video_source={mode}", f"data.evr1.video={{{video}}}",
         f"data.train_batch_size={w.prompts}", f"actor_rollout_ref.rollout.n={w.n}",
         f"data.max_response_length={w.response}", "data.max_prompt_length=40960",
