@@ -368,6 +368,7 @@ def train(session: nox.Session) -> None:
         str(member("evr1-train") / "tests"),
         str(member("evr1-rewards") / "tests" / "test_hosts.py"),  # evr1-rewards in real TRL + verl
         str(member("evr1-cache") / "tests" / "test_store_reader.py"),  # incl. the zero-copy torch path (torch here)
+        str(member("evr1-cache") / "tests" / "test_model_path.py"),  # the Hub-cache lookup (huggingface_hub here)
         str(ROOT / "tests" / "test_cache_to_train.py"),  # cross-package: `evr1-cache build` output -> train rows
         str(ROOT / "tests" / "test_eval_train_prompt.py"),  # cross-package: evr1-eval's evr1 prompt == the trainer's
         str(ROOT / "tests" / "test_roundtrip.py"),  # train the quickstart, evaluate it with evr1-eval (hf): equal
