@@ -431,19 +431,26 @@ def train_e2e(session: nox.Session) -> None:
 # -- the GPU check's dry run ----------------------------------------------------------------------------
 
 #: What the lent GPU machines' image holds (Python 3.12, torch 2.11 + CUDA 13, transformers 5.x, torchvision, peft,
-#: accelerate; no vLLM, no verl) and nothing else: the rest travels as wheels (`gpu_check.py --prepare`). The CUDA
-#: build of torch runs on a CPU, so the dry run below uses the very wheels the GPU machine has.
+#: accelerate; no vLLM, no verl) and nothing else: the rest travels as wheels (`gpu_check.py --prepare`).
 GPU_IMAGE_REQS = ("torch==2.11.0", "torchvision==0.26.0", "transformers==5.9.0", "peft==0.21.2", "accelerate==1.15.0")
+#: The dry run's stand-ins for the image's torch + torchvision: the machine's local CPU build (the image's CUDA wheel is
+#: 530 MB from the index, a download that a CI run cannot count on) with the torchvision built against it; the
+#: Python packages are the image's own versions.
+GPU_DRY_RUN_TORCH = ("torch==2.13.0", "torchvision==0.28.0")
 
 
 @nox.session(python=HOST, venv_backend="virtualenv")
 def gpu_check_cpu(session: nox.Session) -> None:
-    """benchmarks/gpu_check.py end to end on CPU in a venv holding only what the GPU image holds: `--prepare` fetches
-    what the image lacks (as wheels, size checked against the 64 MiB limit), then the check installs those offline,
-    as on the GPU machine, and runs every stage at tiny shapes (`--tiny`): the training step cached vs decoded, the
-    memory settings against the planner, the eval-side ratio; its JSON is checked against the schema. CUDA itself is
-    not exercised (docs/gpu.md). ~3 min on 2 cores."""
-    session.install("--no-compile", *GPU_IMAGE_REQS)
+    """benchmarks/gpu_check.py end to end on CPU in a venv holding only what the GPU image holds (torch as the local
+    CPU build, see GPU_DRY_RUN_TORCH): `--prepare` fetches what the image lacks (as wheels, size checked against the
+    64 MiB limit), then the check installs those offline, as on the GPU machine, and runs every stage at tiny shapes
+    (`--tiny`): the training step cached vs decoded, the memory settings against the planner, the eval-side ratio;
+    its JSON is checked against the schema. CUDA itself is not exercised (docs/gpu.md). ~3 min on 2 cores."""
+    session.install("--no-compile", GPU_DRY_RUN_TORCH[0])  # the machine's CPU build, before anything pulls a CUDA one
+    session.install("--no-compile", *(r for r in GPU_IMAGE_REQS if not r.startswith(("torch==", "torchvision=="))))
+    session.install("--no-deps", GPU_DRY_RUN_TORCH[1])
+    session.install("pillow", "numpy")  # torchvision's own dependencies (the image has them), as --no-deps skips them
+    install_torchvision_shim(session)
     carried = Path(session.create_tmp()) / "gpu_check_carried"
     version = session.run("python", "-c", "import sys; print('%d.%d' % sys.version_info[:2])", silent=True)
     session.run("python", str(ROOT / "benchmarks" / "gpu_check.py"), "--prepare", "--carried", str(carried),
