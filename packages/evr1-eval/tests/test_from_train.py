@@ -291,3 +291,29 @@ def test_the_default_evr1_settings_are_the_recorded_quickstart_ones() -> None:
     assert default.answer_format("python") == "the complete program, without Markdown fences"
     assert default.answer_format("llava") == '"Response 1", "Response 2" or "Tie"'
     assert default.answer_format("not a type") == "the final answer"
+
+
+def test_a_trained_agent_is_evaluated_with_its_own_tools(heldout: Path, tmp_path: Path) -> None:
+    """A record with `agent` (what `evr1-train engine.agent=true` writes): no --tools needed, the trained tools,
+    turns, budgets and sampling are the run's, and every video row records its turns."""
+    record = protocol_record()
+    record["agent"] = {
+        "tools": ["get_frames"], "max_turns": 2, "max_turn_tokens": 8, "max_response_tokens": 160,
+        "budget": {"frames_per_call": 8, "calls_per_turn": 1, "calls_per_episode": 1, "pixels_per_episode": 25088},
+        "tool_config": {"fps": 4.0, "frame_max_pixels": 3136, "min_pixels": 3136},
+    }  # fmt: skip
+    assert schema(record).agent == record["agent"]  # the shared schema keeps it as written
+    run = make_run(tmp_path, record)
+    out = tmp_path / "eval"
+    assert _run(heldout, run, out, "--cache-dir", str(tmp_path / "cache")) == 0
+    fingerprint = json.loads((out / "evr1_data" / "run.json").read_text())["fingerprint"]
+    agent = fingerprint["agent"]  # part of the run's fingerprint: rows with and without tools never mix
+    assert agent["tools"] == ["get_frames"] and agent["max_turns"] == 2 and agent["max_turn_tokens"] == 8
+    assert agent["budget"]["calls_per_episode"] == 1 and agent["config"]["fps"] == 4.0
+    assert fingerprint["generation"]["max_tokens"] == 16  # the whole answer's limit stays the record's
+    rows = {r["id"]: r for r in map(json.loads, (out / "evr1_data" / "results.jsonl").read_text().splitlines())}
+    assert rows["heldout-00000"]["details"]["agent"]["final_text"] == "<answer>A</answer>"
+    assert "agent" not in rows["heldout-00002"]["details"]  # an image row: no video for the tools, one turn
+    plain = make_run(tmp_path / "plain")
+    assert _run(heldout, plain, tmp_path / "eval-plain") == 0  # a record without `agent`: no tools
+    assert "agent" not in json.loads((tmp_path / "eval-plain" / "evr1_data" / "run.json").read_text())["fingerprint"]

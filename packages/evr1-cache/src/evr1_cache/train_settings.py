@@ -166,6 +166,9 @@ class TrainSettings:
     add_generation_prompt: bool = True
     step: int | None = None
     version: int = TRAIN_SETTINGS_VERSION
+    #: A tool-using agent's tools (`evr1-train engine.agent=true`): tools, max_turns, max_turn_tokens,
+    #: max_response_tokens, budget and tool_config (evr1_cache.tools' ToolBudget / ToolConfig fields); None otherwise.
+    agent: Mapping[str, Any] | None = None
 
     def with_step(self, step: int) -> TrainSettings:
         """The same settings recorded for checkpoint `step`."""
@@ -193,6 +196,8 @@ class TrainSettings:
         }
         if self.step is not None:
             out["step"] = self.step
+        if self.agent is not None:
+            out["agent"] = dict(self.agent)
         return out
 
     @classmethod
@@ -227,6 +232,7 @@ class TrainSettings:
             add_generation_prompt=_get(record, where, "add_generation_prompt", bool, True),
             step=_get(record, where, "step", int, None),
             version=int(version),
+            agent=_get(record, where, "agent", dict, None),
         )
 
     @classmethod

@@ -51,6 +51,8 @@ class AgentEval:
     budget: ToolBudget = field(default_factory=ToolBudget)
     config: ToolConfig = field(default_factory=ToolConfig)
     family: str | None = None
+    #: tokens per model turn (a trained agent's `max_turn_tokens`); None: the run's --max-tokens alone
+    max_turn_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
@@ -63,6 +65,7 @@ class AgentEval:
             "max_turns": self.max_turns,
             "budget": dataclasses.asdict(self.budget),
             "config": dataclasses.asdict(self.config),
+            **({"max_turn_tokens": self.max_turn_tokens} if self.max_turn_tokens is not None else {}),
         }
 
 
@@ -87,6 +90,8 @@ async def run_agent(
     current = dataclasses.replace(request, system=system, history=())
     history: list[tuple[str, tuple[dict[str, Any], ...]]] = []
     videos, images = list(request.videos), list(request.images)
+    if agent.max_turn_tokens is not None:
+        params = dataclasses.replace(params, max_tokens=min(params.max_tokens, int(agent.max_turn_tokens)))
     final, prompt_tokens, completion_tokens, finish = "", 0, 0, None
     said: list[str] = []
     for turn in range(agent.max_turns):

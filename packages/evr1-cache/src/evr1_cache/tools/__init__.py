@@ -6,7 +6,7 @@ and cached on first use, then reused), so training and evaluation see the same p
 - tools: `get_frames(start, end[, fps | n])` (a window at a higher rate), `zoom(time, box)` (a high-resolution
   crop); `register_tool` adds one (`Tool`: name, JSON schema, function), `get_tool`, `tool_names`, `tool_schemas`
 - an episode: `ToolSession(video, source, tools, config, budget)` -> `answer(turn_text)` -> `TurnAnswer`
-  (`ToolResult`s: text + `ToolMedia` with timestamps, or an error), `EpisodeStats`, `episode_transcript` (for viewers); budgets `ToolBudget`,
+  (`ToolResult`s: text + `ToolMedia` with timestamps, or an error), `EpisodeStats`, `episode_transcript` (for viewers), `with_tool_instructions` (a prompt's system turn); budgets `ToolBudget`,
   sampling `ToolConfig`; a bad call is an error answer, never an exception (`ToolError`)
 - frames: `FrameSource`, what tools read frames through: `evr1_cache.MediaLoader(cache_dir, write_cache=True)`
 - call syntax: `call_format(family)` -> `CallFormat` (Hermes `<tool_call>` JSON for the Qwen families) with
@@ -30,7 +30,14 @@ from evr1_cache.tools.calls import (
 )
 from evr1_cache.tools.registry import TOOLS, Tool, ToolFn, get_tool, register_tool, tool_names, tool_schemas
 from evr1_cache.tools.schema import SchemaError, check_arguments
-from evr1_cache.tools.session import DEFAULT_TOOLS, EpisodeStats, ToolSession, TurnAnswer, episode_transcript
+from evr1_cache.tools.session import (
+    DEFAULT_TOOLS,
+    EpisodeStats,
+    ToolSession,
+    TurnAnswer,
+    episode_transcript,
+    with_tool_instructions,
+)
 
 __all__ = [
     "CALL_FORMATS",
@@ -62,4 +69,5 @@ __all__ = [
     "register_tool",
     "tool_names",
     "tool_schemas",
+    "with_tool_instructions",
 ]

@@ -93,15 +93,8 @@ class ToolSession:
         return self.format.system_text(self.schemas())
 
     def instruct(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """`messages` with the tool instructions in the system turn (added first, or appended to a string system
-        turn): templates that render `tools=` themselves (Qwen3-VL) and ones that do not (Qwen2.5-VL) get the same."""
-        out = [dict(m) for m in messages]
-        text = self.system_text()
-        if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
-            out[0]["content"] = f"{out[0]['content']}\n\n{text}"
-        else:
-            out.insert(0, {"role": "system", "content": text})
-        return out
+        """`messages` with this session's tool instructions (`with_tool_instructions`)."""
+        return with_tool_instructions(messages, self.system_text())
 
     def answer(self, text: str) -> TurnAnswer:
         """Parse one generated turn and run its calls; a turn without calls is final (no results)."""
@@ -155,6 +148,17 @@ class ToolSession:
     def record(self) -> dict[str, Any]:
         """Every turn (calls, arguments, returned frame timestamps, errors) and the counts, JSON-ready."""
         return {"turns": [t.record() for t in self.turns], "stats": self.stats.as_dict()}
+
+
+def with_tool_instructions(messages: Sequence[Mapping[str, Any]], text: str) -> list[dict[str, Any]]:
+    """`messages` with the tool instructions `text` in the system turn (added first, or appended to a string system
+    turn): templates that render `tools=` themselves (Qwen3-VL) and ones that do not (Qwen2.5-VL) get the same."""
+    out = [dict(m) for m in messages]
+    if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
+        out[0]["content"] = f"{out[0]['content']}\n\n{text}"
+    else:
+        out.insert(0, {"role": "system", "content": text})
+    return out
 
 
 def episode_transcript(record: Mapping[str, Any]) -> str:

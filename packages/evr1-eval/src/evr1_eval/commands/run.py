@@ -164,10 +164,10 @@ def backend_config(args: argparse.Namespace, settings: Any = None) -> Any:
     extra: dict[str, Any] = {}
     if args.limit_mm_per_prompt is not None:
         extra["limit_mm_per_prompt"] = args.limit_mm_per_prompt
-    elif getattr(args, "tools", None):  # each tool call may add a clip or a crop to the conversation
-        from evr1_eval.agent import media_limit
+    elif hasattr(args, "tools") and (agent := _agent(args)) is not None:
+        from evr1_eval.agent import media_limit  # each tool call may add a clip or a crop to the conversation
 
-        extra["limit_mm_per_prompt"] = media_limit()
+        extra["limit_mm_per_prompt"] = media_limit(agent.budget)
     template = settings.chat_template() if settings is not None else None
     return BackendConfig(
         model=model_of(args, settings),
@@ -351,16 +351,27 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
 
 
 def _agent(args: argparse.Namespace) -> Any:
-    """`--tools` -> the tool settings of the run (None without it); the tools' frames share --cache-dir."""
-    if not args.tools:
+    """`--tools` -> the tool settings of the run; without it, a `--from-train` agent's own tools, turns, budgets and
+    sampling (its record's `agent`); None for neither. The tools' frames share --cache-dir."""
+    from evr1_cache.tools import ToolBudget, ToolConfig
+    from evr1_eval.agent import AgentEval, parse_tools
+
+    settings = _settings(args)
+    recorded = settings.trained.record.agent if settings.trained is not None else None
+    if not args.tools and not recorded:
         return None
     from evr1_cache import MediaLoader
-    from evr1_cache.tools import ToolConfig
-    from evr1_eval.agent import AgentEval, parse_tools
     from evr1_eval.backends.base import model_family
 
-    family = model_family(str(args.model))  # the tools' frames follow the model's size rule (Qwen3-VL: 32 px)
     loader = MediaLoader(args.cache_dir, write_cache=args.cache_dir is not None, media_root=args.media_root)
+    if not args.tools:  # the trained agent's tools, exactly as it was trained with them
+        rec = dict(recorded or {})
+        return AgentEval(
+            tools=tuple(rec["tools"]), loader=loader, max_turns=int(rec["max_turns"]),
+            budget=ToolBudget.from_mapping(rec.get("budget")), config=ToolConfig(**dict(rec.get("tool_config") or {})),
+            max_turn_tokens=rec.get("max_turn_tokens"),
+        )  # fmt: skip
+    family = model_family(model_of(args, settings))  # the tools' frames follow the model's size rule (Qwen3-VL: 32 px)
     config = ToolConfig(family=family.name if family is not None else None)
     return AgentEval(tools=parse_tools(args.tools), loader=loader, max_turns=args.tool_max_turns, config=config)
 

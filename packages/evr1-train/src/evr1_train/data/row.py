@@ -8,6 +8,7 @@ Names (stable):
     row_messages(row, opts) -> list[dict]           # media items carry absolute paths / PIL images, no frames
     load_media(messages, opts, row) -> (images | None, videos | None)   # videos: [(frames [T,H,W,3] uint8, meta)]
     loader_for(opts) -> evr1_cache.MediaLoader      # the one media loader, set up by the options (one per process)
+    tool_loader(opts) -> evr1_cache.MediaLoader     # the write-through loader tools read frames through
     row_extra_info(row, opts, index) -> dict
     ground_truth_of(row, opts) -> Any
     row_to_inputs(row, opts, index=0, hybrid=None) -> RowInputs
@@ -76,6 +77,24 @@ def loader_for(opts: DataOptions) -> MediaLoader:
                 "data.evr1.video_source=prefer_cache",
             )
         return _LOADERS[key]
+
+
+#: One write-through loader per cache folder and media root per process (verl builds an agent loop per sample).
+_TOOL_LOADERS: dict[tuple[str | None, str | None], MediaLoader] = {}
+
+
+def tool_loader(opts: DataOptions) -> MediaLoader:
+    """The media loader tools read through (`evr1_cache.tools`, both engines): the training cache, written through
+    on a tool's first use."""
+    key = (opts.cache_dir, opts.media_root)
+    with _LOADERS_LOCK:
+        if key not in _TOOL_LOADERS:
+            # no path rule here: a tool opens only the video its row's prompt already served, which the row's own
+            # loader checked against the dataset's media root (a verl worker does not know the dataset's folder)
+            _TOOL_LOADERS[key] = MediaLoader(
+                opts.cache_dir, mode="prefer-cache", write_cache=bool(opts.cache_dir), media_root=opts.media_root
+            )
+        return _TOOL_LOADERS[key]
 
 
 def row_messages(row: Mapping[str, Any], opts: DataOptions) -> list[dict[str, Any]]:

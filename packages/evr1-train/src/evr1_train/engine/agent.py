@@ -12,7 +12,8 @@ Tools are `evr1_cache.tools` (one definition, shared with verl and the evaluator
 `evr1_rewards.agent_reward` on the last turn's text outside any call.
 
 Names (stable): AgentSettings, Episode, Segment, TurnPolicy, ModelPolicy, ScriptedPolicy, run_episode,
-episode_logprobs, tool_turn_text
+run_episodes, episode_logprobs, tool_instructions, tool_session,
+tool_turn_text
 """
 
 from __future__ import annotations
@@ -24,8 +25,17 @@ from typing import Any, Protocol
 
 import torch
 
-from evr1_cache.tools import DEFAULT_TOOLS, ToolBudget, ToolConfig, ToolResult, ToolSession
+from evr1_cache.tools import (
+    DEFAULT_TOOLS,
+    ToolBudget,
+    ToolConfig,
+    ToolResult,
+    ToolSession,
+    call_format,
+    tool_schemas,
+)
 from evr1_rewards import AgentShaping
+from evr1_train.data.options import DataOptions
 from evr1_train.engine.batch import EncodedPrompt, collate_vision, video_kwargs
 from evr1_train.engine.policy import Runtime, generate
 
@@ -38,6 +48,9 @@ __all__ = [
     "TurnPolicy",
     "episode_logprobs",
     "run_episode",
+    "run_episodes",
+    "tool_instructions",
+    "tool_session",
     "tool_turn_text",
 ]
 
@@ -80,6 +93,18 @@ class AgentSettings:
             node["tools"] = tuple(node["tools"])
         return cls(**node)
 
+    def record(self) -> dict[str, Any]:
+        """What an evaluator needs to give a trained agent the same tools (the protocol record's `agent`; the
+        shaping is training-only): JSON-ready."""
+        return {
+            "tools": list(self.tools),
+            "max_turns": self.max_turns,
+            "max_turn_tokens": self.max_turn_tokens,
+            "max_response_tokens": self.max_response_tokens,
+            "budget": dataclasses.asdict(self.budget),
+            "tool_config": dataclasses.asdict(self.tool_config),
+        }
+
 
 @dataclass(frozen=True)
 class Segment:
@@ -97,7 +122,7 @@ class Episode:
     """One multi-turn rollout: the prompt, its segments in order, the tool session (calls, stats) and the answer."""
 
     prompt: EncodedPrompt
-    session: ToolSession
+    session: ToolSession | None  # None: no tools for this prompt (no video, or none offered): one turn
     segments: list[Segment] = field(default_factory=list)
     final_text: str = ""
     finished: bool = False  # ended with a turn that called no tool (else: out of turns or tokens)
@@ -134,7 +159,13 @@ class Episode:
 
     def record(self) -> dict[str, Any]:
         """Turns, calls, returned frame timestamps, errors and counts (JSON-ready)."""
-        return {**self.session.record(), "finished": self.finished, "final_text": self.final_text}
+        tools = self.session.record() if self.session is not None else {"turns": [], "stats": {}}
+        return {**tools, "finished": self.finished, "final_text": self.final_text}
+
+    @property
+    def served(self) -> int:
+        """Tool calls answered with frames (0 without tools)."""
+        return self.session.stats.served if self.session is not None else 0
 
 
 def _types(segment: Segment) -> torch.Tensor:
@@ -142,14 +173,18 @@ def _types(segment: Segment) -> torch.Tensor:
 
 
 class TurnPolicy(Protocol):
-    """Produces one model turn (token ids, ending with an end-of-turn token when it ends) from the context."""
+    """Produces one model turn for each of several episodes (token ids, ending with an end-of-turn token when the
+    turn ends) from their contexts; `slots` name the episodes (a scripted policy replays each one's own turns)."""
 
-    def __call__(self, context: EncodedPrompt, max_new_tokens: int) -> list[int]: ...
+    def __call__(
+        self, slots: Sequence[int], contexts: Sequence[EncodedPrompt], max_new_tokens: int
+    ) -> list[list[int]]: ...
 
 
 @dataclass
 class ModelPolicy:
-    """Samples a turn from the model (`engine.policy.generate`, vision placeholders suppressed)."""
+    """Samples the turns of all active episodes from the model in one batched `engine.policy.generate`
+    (vision placeholders suppressed)."""
 
     model: Any
     pad_id: int
@@ -158,39 +193,80 @@ class ModelPolicy:
     do_sample: bool = True
     temperature: float = 1.0
     suppress: Sequence[int] = ()
+    top_p: float = 1.0
+    top_k: int = -1
 
-    def __call__(self, context: EncodedPrompt, max_new_tokens: int) -> list[int]:
-        (ids,) = generate(
+    def __call__(self, slots: Sequence[int], contexts: Sequence[EncodedPrompt], max_new_tokens: int) -> list[list[int]]:
+        return generate(
             self.model,
-            [context],
+            list(contexts),
             pad_id=self.pad_id,
             eos=self.eos,
             max_new_tokens=max_new_tokens,
             do_sample=self.do_sample,
             temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
             runtime=self.runtime,
             suppress=self.suppress,
         )
-        return ids
 
 
 @dataclass
 class ScriptedPolicy:
     """Replays stored assistant turns (an expert trajectory with tool calls, or a test's script), each followed by
-    the end-of-turn token; the tools' answers are recomputed from the cache, so they are the ones a rollout gets."""
+    the end-of-turn token; the tools' answers are recomputed from the cache, so they are the ones a rollout gets.
+    `turns`: one script (every slot replays it) or one script per slot."""
 
     tokenizer: Any
-    turns: Sequence[str]
+    turns: Sequence[str] | Sequence[Sequence[str]]
     eos_id: int
-    _next: int = 0
+    _next: dict[int, int] = field(default_factory=dict)
 
-    def __call__(self, context: EncodedPrompt, max_new_tokens: int) -> list[int]:
-        if self._next >= len(self.turns):
-            raise IndexError(f"the scripted trajectory has {len(self.turns)} turns; the episode asked for more")
-        text = self.turns[self._next]
-        self._next += 1
-        ids = [int(i) for i in self.tokenizer.encode(text, add_special_tokens=False)]
-        return [*ids[: max_new_tokens - 1], self.eos_id]
+    def script(self, slot: int) -> Sequence[str]:
+        if self.turns and not isinstance(self.turns[0], str):
+            return self.turns[slot]  # type: ignore[return-value]  # one script per slot (checked just above)
+        return self.turns  # type: ignore[return-value]  # one script for every slot
+
+    def __call__(self, slots: Sequence[int], contexts: Sequence[EncodedPrompt], max_new_tokens: int) -> list[list[int]]:
+        out = []
+        for slot in slots:
+            turns, at = self.script(slot), self._next.get(slot, 0)
+            if at >= len(turns):
+                raise IndexError(f"the scripted trajectory has {len(turns)} turns; the episode asked for more")
+            self._next[slot] = at + 1
+            ids = [int(i) for i in self.tokenizer.encode(turns[at], add_special_tokens=False)]
+            out.append([*ids[: max_new_tokens - 1], self.eos_id])
+        return out
+
+
+def tool_instructions(settings: AgentSettings, family: str | None) -> str:
+    """The system-turn text that offers `settings.tools` in the family's call format ("" when none are offered)."""
+    if not settings.tools:
+        return ""
+    return call_format(settings.tool_config.family or family).system_text(tool_schemas(settings.tools))
+
+
+def tool_session(
+    messages: Sequence[Mapping[str, Any]], opts: DataOptions, settings: AgentSettings, family: str | None
+) -> ToolSession | None:
+    """The tools of one episode over the prompt's first video (both engines), None when the prompt has no video or
+    no tools are offered (the episode is then a single turn). `family` names the call format (`tool_config.family`
+    wins when set)."""
+    from evr1_train.data.row import media_items, tool_loader
+
+    videos = [item for item in media_items(list(messages)) if item["type"] == "video"]
+    if not videos or not settings.tools:
+        return None
+    loader = tool_loader(opts)
+    return ToolSession(
+        loader.resolve(videos[0]["video"]),
+        loader,
+        tools=settings.tools,
+        config=settings.tool_config,
+        budget=settings.budget,
+        family=settings.tool_config.family or family,
+    )
 
 
 def tool_turn_text(processor: Any, results: Sequence[ToolResult], response: Any) -> str:
@@ -236,32 +312,62 @@ def run_episode(
     settings: AgentSettings,
     family: Any = None,
 ) -> Episode:
-    """Up to `settings.max_turns` model turns; after each turn that calls tools, their answers are appended.
+    """One episode (`run_episodes` with one slot)."""
+    return run_episodes(policy, processor, [prompt], [session], settings, family)[0]
 
-    The episode ends at a turn without calls (its text outside calls is the answer), after the last turn, or when
+
+def run_episodes(
+    policy: TurnPolicy,
+    processor: Any,
+    prompts: Sequence[EncodedPrompt],
+    sessions: Sequence[ToolSession | None],
+    settings: AgentSettings,
+    family: Any = None,
+) -> list[Episode]:
+    """Episodes of up to `settings.max_turns` model turns, the turns of all still-active episodes generated in one
+    batch; after each turn that calls tools, their answers are appended.
+
+    An episode ends at a turn without calls (its text outside calls is the answer), after the last turn, or when
     the next tool answer would not fit `max_response_tokens` (the model's last turn then stays the last segment)."""
-    episode = Episode(prompt, session)
+    if len(prompts) != len(sessions):
+        raise ValueError(f"{len(prompts)} prompts but {len(sessions)} tool sessions")
+    episodes = [Episode(p, s) for p, s in zip(prompts, sessions, strict=True)]
+    used = [0] * len(episodes)
+    active = list(range(len(episodes)))
     tokenizer = processor.tokenizer
-    used = 0
     for turn in range(settings.max_turns):
-        room = min(settings.max_turn_tokens, settings.max_response_tokens - used)
-        if room < 1:
+        rooms = {i: min(settings.max_turn_tokens, settings.max_response_tokens - used[i]) for i in active}
+        active = [i for i in active if rooms[i] >= 1]
+        if not active:
             break
-        ids = policy(episode.context(), room)
-        episode.segments.append(Segment(torch.tensor(ids, dtype=torch.long), _text_types(ids, prompt), {}, True))
-        used += len(ids)
-        answer = session.answer(tokenizer.decode(ids, skip_special_tokens=True))
-        if answer.final:
-            episode.final_text, episode.finished = answer.parsed.content, True
-            break
-        if turn == settings.max_turns - 1:
-            break
-        tools = encode_tool_turn(processor, family, answer.results, session.format)
-        if used + int(tools.ids.shape[0]) >= settings.max_response_tokens:
-            break
-        episode.segments.append(tools)
-        used += int(tools.ids.shape[0])
-    return episode
+        # one batch per turn; the batch generates up to the largest room and each turn is cut to its own
+        outs = policy(active, [episodes[i].context() for i in active], max(rooms[i] for i in active))
+        still: list[int] = []
+        for i, ids in zip(active, outs, strict=True):
+            ids = ids[: rooms[i]]
+            episode = episodes[i]
+            episode.segments.append(
+                Segment(torch.tensor(ids, dtype=torch.long), _text_types(ids, episode.prompt), {}, True)
+            )
+            used[i] += len(ids)
+            text = tokenizer.decode(ids, skip_special_tokens=True)
+            if episode.session is None:  # no tools: the first turn is the answer
+                episode.final_text, episode.finished = text, True
+                continue
+            answer = episode.session.answer(text)
+            if answer.final:
+                episode.final_text, episode.finished = answer.parsed.content, True
+                continue
+            if turn == settings.max_turns - 1:
+                continue
+            tools = encode_tool_turn(processor, family, answer.results, episode.session.format)
+            if used[i] + int(tools.ids.shape[0]) >= settings.max_response_tokens:
+                continue
+            episode.segments.append(tools)
+            used[i] += int(tools.ids.shape[0])
+            still.append(i)
+        active = still
+    return episodes
 
 
 def _text_types(ids: Sequence[int], prompt: EncodedPrompt) -> torch.Tensor | None:

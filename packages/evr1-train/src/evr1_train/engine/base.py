@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -32,6 +32,10 @@ from evr1_train.engine.rows import check_row, epoch_order, usable_rows
 from evr1_train.engine.state import TrainerState, TrainState, capture_rng, restore_rng
 from evr1_train.hybrid.metrics import finite_mean as mean
 from evr1_train.modules import FreezeReport, freeze_modules, trainable_report
+
+if TYPE_CHECKING:
+    from evr1_rewards import RewardResult
+    from evr1_train.engine.agent import Episode
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +67,10 @@ class Rollout:
     accuracy: float = 0.0
     format: float = 0.0
     overlong_penalty: float = 0.0
+    #: a multi-turn episode (`engine.agent`): its segments, tool calls and final answer; `response` is its tokens
+    episode: Episode | None = None
+    #: the episode's reward parts (`evr1_rewards.AgentReward.as_dict`), None for a single-turn rollout
+    agent_reward: dict[str, float] | None = None
 
 
 class StepTimer:
@@ -230,7 +238,8 @@ class BaseTrainer:
         enc = cache.get(rid) if cache is not None else None
         if enc is None:
             inputs = row_to_inputs(row, self.data_opts, index, None)
-            enc = encode_prompt(self.processor, inputs.messages, inputs.images, inputs.videos, self.family)
+            messages = self._prompt_messages(inputs.messages)
+            enc = encode_prompt(self.processor, messages, inputs.images, inputs.videos, self.family)
             if cache is not None:
                 cache[rid] = enc
             gt, extras = inputs.ground_truth, dict(inputs.extra_info)
@@ -239,6 +248,10 @@ class BaseTrainer:
         kind = str(row.get("kind") or row.get("data_source") or extras["problem_type"])
         offline = self._offline_ids(row, rid)
         return Prompt(uid, rid, kind, enc, gt, extras["problem_type"], extras, offline, row=row)
+
+    def _prompt_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The conversation the model is prompted with (an agent trainer adds its tools' instructions)."""
+        return messages
 
     def _response_text(self, row: Mapping[str, Any]) -> str | None:
         """The row's stored response this trainer uses: the hybrid trajectory (None when hybrid is off)."""
@@ -295,23 +308,31 @@ class BaseTrainer:
             suppress=self.vision_ids,
         )
 
-    def _score(self, prompt: Prompt, seq: Rollout) -> None:
+    def _reward(self, prompt: Prompt, text: str) -> RewardResult:
+        """The router's `RewardResult` for `text` as the answer to `prompt`."""
         from evr1_rewards import RewardInput
 
-        seq.text = self.tokenizer.decode(seq.response, skip_special_tokens=True)
-        res = self.router.score(
+        return self.router.score(
             RewardInput(
-                response=seq.text,
+                response=text,
                 ground_truth=prompt.ground_truth,
                 problem_type=prompt.problem_type,
                 extras=prompt.extras,
                 sample_id=prompt.row_id,
             )
         )
+
+    def _score(self, prompt: Prompt, seq: Rollout) -> None:
+        seq.text = self.tokenizer.decode(seq.response, skip_special_tokens=True)
+        res = self._reward(prompt, seq.text)
         seq.overall, seq.accuracy, seq.format = res.overall, res.accuracy, res.format
+        self._overlong(seq, len(seq.response))
+
+    def _overlong(self, seq: Rollout, length: int) -> None:
+        """DAPO's overlong penalty on a response of `length` generated tokens (when configured)."""
         if self.cfg.overlong_buffer_len:
             seq.overlong_penalty = algorithms.overlong_penalty(
-                len(seq.response),
+                length,
                 self.cfg.overlong_max_resp_len,
                 self.cfg.overlong_buffer_len,
                 self.cfg.overlong_penalty_factor,
@@ -320,6 +341,21 @@ class BaseTrainer:
 
     def step(self) -> dict[str, float]:
         raise NotImplementedError
+
+    def _answer(self, prompts: list[Prompt], do_sample: bool) -> list[Rollout]:
+        """One scored answer per prompt (held-out evaluation): a single generated turn."""
+        seqs = []
+        for p, (prompt, resp) in enumerate(
+            zip(prompts, self._generate([q.encoded for q in prompts], do_sample), strict=True)
+        ):
+            seq = Rollout(p, resp, False)
+            self._score(prompt, seq)
+            seqs.append(seq)
+        return seqs
+
+    def _answer_metrics(self, seqs: Sequence[Rollout], prefix: str) -> dict[str, float]:
+        """Metrics of the answers beyond reward and accuracy (an agent trainer's tool use); none here."""
+        return {}
 
     # -- validation --------------------------------------------------------------------------------------------
     def validate(self, limit: int | None = None) -> dict[str, float]:
@@ -337,10 +373,7 @@ class BaseTrainer:
                 prompts = [
                     self._prepare(start + j, r, f"val-{start + j}", self._val_cache) for j, r in enumerate(chunk)
                 ]
-                outs = self._generate([p.encoded for p in prompts], do_sample=self.cfg.val_do_sample)
-                for p, (prompt, resp) in enumerate(zip(prompts, outs, strict=True)):
-                    seq = Rollout(p, resp, False)
-                    self._score(prompt, seq)
+                for prompt, seq in zip(prompts, self._answer(prompts, self.cfg.val_do_sample), strict=True):
                     seqs.append(seq)
                     per_kind[prompt.kind].append(seq.accuracy)
         finally:
@@ -351,6 +384,7 @@ class BaseTrainer:
             "val/format": mean([s.format for s in seqs]),
             "val/response_length": mean([float(len(s.response)) for s in seqs]),
             "timing_s/validate": time.perf_counter() - t0,
+            **self._answer_metrics(seqs, "val"),
         }
         out.update({f"val/accuracy/{k.split('/')[-1]}": mean(v) for k, v in sorted(per_kind.items())})
         return out
@@ -463,8 +497,13 @@ class BaseTrainer:
             suppressed_ids=self.vision_ids,
             mode=self.mode,
             adapter=self._adapter_description(),
+            agent=self._agent_record(),
         )
         return {TRAIN_SETTINGS_FILE: record.with_step(self.state.step).to_json()}
+
+    def _agent_record(self) -> dict[str, Any] | None:
+        """A tool-using trainer's tools and budgets for the protocol record (evaluators replay them); None here."""
+        return None
 
     def _adapter_description(self) -> dict[str, Any] | None:
         if not self.lora:

@@ -73,6 +73,8 @@ class LocalConfig:
     # supervised warm start (evr1.sft)
     sft: bool = False
     sft_response_key: str = "offline_output"
+    # multi-turn agent episodes with the evr1.agent tools (engine.agent; evr1_train.engine.agent_trainer)
+    agent: bool = False
     # rollout
     n: int = 4
     temperature: float = 1.0
@@ -134,6 +136,7 @@ class LocalConfig:
     actor_node: Any = None
     data_evr1_node: Any = None
     hybrid_node: Any = None
+    agent_node: Any = None
     #: data.max_prompt_length: rows over it are refused or filtered at start-up (evr1.plan.on_over_limit)
     max_prompt_length: int | None = None
 
@@ -214,6 +217,7 @@ class LocalConfig:
             actor_node=_get(cfg, "actor_rollout_ref.actor"),
             data_evr1_node=_get(cfg, "data.evr1"),
             hybrid_node=_get(cfg, "evr1.hybrid"),
+            agent_node=_get(cfg, "evr1.agent"),
             max_prompt_length=_get(cfg, "data.max_prompt_length"),
         )
         return cls(**values)
@@ -294,6 +298,7 @@ SOURCES: tuple[Source, ...] = (
     Source("lora_adapter_path", ("actor_rollout_ref.model.lora_adapter_path",), str),
     Source("sft", ("evr1.sft.enable",), bool),
     Source("sft_response_key", ("evr1.sft.response_key",), str),
+    Source("agent", ("engine.agent",), bool),
     Source("n", (_R + "n",), int),
     Source("temperature", (_R + "temperature",), float),
     Source("top_p", (_R + "top_p",), float),

@@ -48,7 +48,8 @@ class RunSummary:
     state_bytes: dict[str, int] = field(default_factory=dict)
 
     def table(self) -> str:
-        keys = sorted({k for k in (*self.first_val, *self.last_val) if k.startswith("val/accuracy")})
+        shown = ("val/accuracy", "val/agent/tool_use_rate")
+        keys = sorted({k for k in (*self.first_val, *self.last_val) if k.startswith(shown)})
         lines = [f"{'held-out metric':<32}{'start':>10}{'end':>10}", "-" * 52]
         for k in keys:
             lines.append(
@@ -87,16 +88,23 @@ def prepare_inputs(cfg: Any) -> None:
     video = plain(_get(cfg, "data.evr1.video")) or {}
     image = plain(_get(cfg, "data.evr1.image")) or {}
     root = Path(str(_get(qs, "root")))
+    spec = TinyVLMSpec.from_mapping(plain(_get(qs, "model")))
+    extra: tuple[str, ...] = ()
+    if _get(cfg, "engine.agent", False):  # every prompt holds the tools' instructions: the tokenizer learns them
+        from evr1_train.engine.agent import AgentSettings, tool_instructions
+
+        extra = (tool_instructions(AgentSettings.from_mapping(plain(_get(cfg, "evr1.agent"))), spec.arch),)
     t0 = time.perf_counter()
     print(f"[evr1] quickstart: preparing data, frame cache and tiny model under {root} ...", flush=True)
     prepared = prepare_quickstart(
         root,
         QuickstartDataSpec.from_mapping(plain(_get(qs, "data"))),
-        TinyVLMSpec.from_mapping(plain(_get(qs, "model"))),
+        spec,
         video,
         image,
         progress=bool(_get(qs, "progress", True)),
         build_model=bool(_get(qs, "build_model", True)),
+        extra_corpus=extra,
     )
     expect = {"data.train_files": str(prepared.train_file), "data.val_files": str(prepared.val_file)}
     if prepared.model_dir is not None:
@@ -232,6 +240,10 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
     )
     print("\n" + summary.table(), flush=True)
     finish_local(dumps, out)  # the quickstart builds the rollout viewer and prints its path
+    if lc.agent and _get(cfg, "engine.quickstart.compare_without_tools", False):
+        from evr1_train.engine.compare import compare_without_tools
+
+        compare_without_tools(cfg, summary)
     if lc.val_files:
         from evr1_train.export import evaluation_commands
 
@@ -244,11 +256,16 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
 
 
 def make_trainer(lc: LocalConfig) -> Any:
-    """The trainer for `lc`: the RL trainer, or the supervised warm start when `evr1.sft.enable`."""
+    """The trainer for `lc`: the RL trainer, the supervised warm start when `evr1.sft.enable`, or the multi-turn
+    agent trainer when `engine.agent`."""
     if lc.sft:
         from evr1_train.engine.sft import SFTTrainer
 
         return SFTTrainer(lc)
+    if lc.agent:
+        from evr1_train.engine.agent_trainer import AgentTrainer
+
+        return AgentTrainer(lc)
     from evr1_train.engine.trainer import LocalTrainer
 
     return LocalTrainer(lc)

@@ -45,6 +45,7 @@ def protocol_record(
     max_new_tokens: int,
     train_sampler: dict[str, Any],
     validation: dict[str, Any],
+    agent: dict[str, Any] | None = None,
 ) -> TrainSettings:
     """The settings both engines write (`data_opts`: DataOptions; `processor`: the HF processor or tokenizer)."""
     from evr1_train.data.prompt import describe_prompts
@@ -75,6 +76,7 @@ def protocol_record(
             train={"do_sample": True, **train_sampler},
             validation=validation,
         ),
+        agent=agent,
     )
 
 
@@ -88,8 +90,10 @@ def training_protocol(
     suppressed_ids: Sequence[int],
     mode: str,
     adapter: dict[str, Any] | None = None,
+    agent: dict[str, Any] | None = None,
 ) -> TrainSettings:
-    """The protocol record of a local-engine run (`cfg`: LocalConfig, `data_opts`: DataOptions)."""
+    """The protocol record of a local-engine run (`cfg`: LocalConfig, `data_opts`: DataOptions; `agent`: a tool-using
+    run's tools and budgets)."""
     return protocol_record(
         engine="local",
         mode=mode,
@@ -104,6 +108,7 @@ def training_protocol(
         max_new_tokens=cfg.max_response_length,
         train_sampler={"temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k},
         validation={"do_sample": cfg.val_do_sample},
+        agent=agent,
     )
 
 

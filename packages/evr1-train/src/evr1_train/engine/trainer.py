@@ -85,7 +85,7 @@ class LocalTrainer(BaseTrainer):
             plan = plan_group(self.hybrid, n, True, online_acc)
             for s in sorted(k_slots):
                 if plan[s]:
-                    groups[p][s] = Rollout(p, list(prompt.offline_ids), True)
+                    groups[p][s] = self._offline_rollout(p, prompt)
                 else:
                     second.append((p, s))
         self._sample_into(groups, prompts, second, timer)
@@ -95,6 +95,10 @@ class LocalTrainer(BaseTrainer):
                     if seq is not None and seq.offline:
                         self._score(prompts[p], seq)  # rewards are recomputed for stored responses, as verl does
         return [seq for g in groups for seq in g if seq is not None]
+
+    def _offline_rollout(self, p: int, prompt: Prompt) -> Rollout:
+        """The stored trajectory of prompt `p` as a rollout (scored with the others below)."""
+        return Rollout(p, list(prompt.offline_ids or ()), True)
 
     def _sample_into(
         self, groups: list[list[Rollout | None]], prompts: list[Prompt], slots: list[tuple[int, int]], timer: StepTimer
@@ -115,14 +119,25 @@ class LocalTrainer(BaseTrainer):
         m = self.cfg.micro_batch_size
         return [list(idx[i : i + m]) for i in range(0, len(idx), m)]
 
+    def _forward_inputs(self, prompts: list[Prompt], seqs: list[Rollout], mb: Sequence[int]) -> dict[str, Any]:
+        """What `token_logprobs` needs for the rollouts `mb`: their prompts (with every vision tensor the sequence
+        holds) and response ids (multi-turn episodes override this: tools' frames join the prompt's)."""
+        return {"prompts": [prompts[seqs[i].prompt].encoded for i in mb], "responses": [seqs[i].response for i in mb]}
+
+    def _response_mask(self, seqs: list[Rollout], width: int) -> torch.Tensor:
+        """`[B, R]` 1 on the response tokens the loss trains on (every generated one; tools' tokens are 0)."""
+        from evr1_train.engine.batch import pad_responses
+
+        _, mask = pad_responses([s.response for s in seqs], self.pad_id, width)
+        return mask.float().to(self.runtime.device)
+
     def _logprobs(self, model: Any, prompts: list[Prompt], seqs: list[Rollout], width: int) -> torch.Tensor:
         parts = []
         with torch.no_grad():
             for mb in self._micro_batches(range(len(seqs))):
                 lp, _, _ = token_logprobs(
                     model,
-                    [prompts[seqs[i].prompt].encoded for i in mb],
-                    [seqs[i].response for i in mb],
+                    **self._forward_inputs(prompts, seqs, mb),
                     pad_id=self.pad_id,
                     temperature=self.cfg.temperature,
                     runtime=self.runtime,
@@ -161,8 +176,6 @@ class LocalTrainer(BaseTrainer):
     # -- one step ----------------------------------------------------------------------------------------------
     def step(self) -> dict[str, float]:
         """One RL iteration; returns its metrics (rewards, accuracy, losses, phase times, hybrid counts)."""
-        from evr1_train.engine.batch import pad_responses
-
         timer = StepTimer()
         t0 = time.perf_counter()
         self._offline_notes = defaultdict(int)
@@ -170,8 +183,7 @@ class LocalTrainer(BaseTrainer):
         self.model.train()
         prompts, seqs, metrics = self._collect(step, timer)
         width = max(1, max(len(s.response) for s in seqs))
-        _, mask = pad_responses([s.response for s in seqs], self.pad_id, width)
-        resp_mask = mask.float().to(self.runtime.device)
+        resp_mask = self._response_mask(seqs, width)
         old_lp, ref_lp = self._old_and_ref_logprobs(prompts, seqs, width, timer)
         with timer.phase("advantage"):
             adv = self._advantages(prompts, seqs, resp_mask, old_lp, ref_lp, metrics, timer)
@@ -326,8 +338,7 @@ class LocalTrainer(BaseTrainer):
                 for mb in self._micro_batches(mini):
                     lp, ent, _ = token_logprobs(
                         self.model,
-                        [prompts[seqs[i].prompt].encoded for i in mb],
-                        [seqs[i].response for i in mb],
+                        **self._forward_inputs(prompts, seqs, mb),
                         pad_id=self.pad_id,
                         temperature=cfg.temperature,
                         runtime=self.runtime,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache.atomic import atomic_open, atomic_path, atomic_text
-from evr1_train.quickstart.shapes import TASK_MIX, Scene, make_scene, sample_kinds
+from evr1_train.quickstart.shapes import FLASH_WINDOW, MIXES, Scene, make_scene, sample_kinds
 
 SPLITS = ("train", "heldout")
 
@@ -35,6 +35,7 @@ class QuickstartDataSpec:
     fps: float = 8.0
     seed: int = 1234
     offline_fraction: float = 1.0  # share of training rows that carry a stored (correct) trajectory
+    task: str = "shapes"  # shapes (TASK_MIX) | agent (AGENT_MIX: stored trajectories call get_frames, then answer)
 
     def __post_init__(self) -> None:
         if self.n_train < 1 or self.n_heldout < 1:
@@ -43,6 +44,8 @@ class QuickstartDataSpec:
             raise ValueError(f"size must be a multiple of 4 and >= 32, got {self.size}")
         if not 0.0 <= self.offline_fraction <= 1.0:
             raise ValueError(f"offline_fraction must be in [0, 1], got {self.offline_fraction}")
+        if self.task not in MIXES:
+            raise ValueError(f"task must be one of {sorted(MIXES)}, got {self.task!r}")
 
     @classmethod
     def from_mapping(cls, mapping: Any) -> QuickstartDataSpec:
@@ -62,8 +65,21 @@ def ground_truth(scene: Scene) -> str:
 
 
 def answer_text(scene: Scene) -> str:
-    """The stored ("offline") response: the answer inside the `<answer>` tags the prompt and format reward ask for."""
-    return f"<answer>{ground_truth(scene)}</answer>"
+    """The stored ("offline") response: the answer inside the `<answer>` tags the prompt and format reward ask for;
+    for the agent task first the call that shows the flash (`get_frames` over FLASH_WINDOW, Qwen's `<tool_call>`)."""
+    answer = f"<answer>{ground_truth(scene)}</answer>"
+    return f"{EXPERT_CALL}\n{answer}" if scene.kind == "flash" else answer
+
+
+def _expert_call() -> str:
+    from evr1_cache.tools import HERMES, ToolCall
+
+    start, end = FLASH_WINDOW
+    return HERMES.render_call(ToolCall("get_frames", {"start": int(start), "end": int(end)}))
+
+
+#: The stored trajectories' tool call (the one turn before the answer).
+EXPERT_CALL = _expert_call()
 
 
 def _prompt(scene: Scene) -> str:
@@ -104,7 +120,7 @@ def iter_scenes(spec: QuickstartDataSpec, split: str) -> Iterator[tuple[str, Sce
         raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
     n = spec.n_train if split == "train" else spec.n_heldout
     rng = random.Random(f"{spec.seed}-{split}")
-    for i, kind in enumerate(sample_kinds(n, rng, TASK_MIX)):
+    for i, kind in enumerate(sample_kinds(n, rng, MIXES[spec.task])):
         yield f"{split}-{i:05d}", make_scene(kind, rng, size=spec.size, fps=spec.fps)
 
 

@@ -55,9 +55,11 @@ def prepare_quickstart(
     *,
     progress: bool = True,
     build_model: bool = True,
+    extra_corpus: tuple[str, ...] = (),
 ) -> PreparedQuickstart:
     """Generate data, build the frame cache with `evr1_cache.build_cache`, and (unless `build_model` is false)
-    build the tiny model, under `root`."""
+    build the tiny model, under `root`. `extra_corpus`: more text every prompt holds (the agent's tool
+    instructions), so the tiny tokenizer learns it as a few dozen tokens."""
     from evr1_cache import ImageSpec, SamplingSpec, build_cache
 
     root = Path(root)
@@ -78,5 +80,7 @@ def prepare_quickstart(
         if not report.ok:
             logger.warning("quickstart cache: %d media failed: %s", report.failed, "; ".join(report.errors[:3]))
         built[split] = target
-    model_dir = save_tiny_vlm(root / "model-init", model, corpus_from(raw)) if build_model else None
+    model_dir = (
+        save_tiny_vlm(root / "model-init", model, corpus_from(raw) + list(extra_corpus) * 50) if build_model else None
+    )
     return PreparedQuickstart(built["train"], built["heldout"], cache_dir, data_dir, model_dir)

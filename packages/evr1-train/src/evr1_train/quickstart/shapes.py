@@ -31,10 +31,18 @@ KINDS: dict[str, tuple[str, str]] = {
     "count": ("numerical", "video"),
     "when": ("temporal grounding", "video"),
     "image_colour": ("multiple choice", "image"),
+    "flash": ("multiple choice", "video"),
 }
 #: shape side as a fraction of the frame side: large enough that colour dominates the patches it covers
 SHAPE_FRACTION = 0.35
 TASK_MIX: dict[str, float] = {"colour": 0.25, "direction": 0.2, "count": 0.2, "when": 0.15, "image_colour": 0.2}
+#: The agent quickstart's task: a square flashes for FLASH_SECONDS somewhere inside FLASH_WINDOW of a FLASH_CLIP-second
+#: clip; a two-frame overview (the clip's first and last frame) never shows it, a closer look at the window does.
+AGENT_MIX: dict[str, float] = {"flash": 1.0}
+MIXES: dict[str, dict[str, float]] = {"shapes": TASK_MIX, "agent": AGENT_MIX}
+FLASH_CLIP = 4.0
+FLASH_WINDOW = (1.0, 3.0)
+FLASH_SECONDS = 0.75
 
 
 @dataclass(frozen=True)
@@ -177,6 +185,23 @@ def make_scene(kind: str, rng: random.Random, size: int = 112, fps: float = 8.0)
             "When is the square visible?",
             (),
             f"{start}-{start + 2}",
+        )
+    if kind == "flash":
+        c = rng.choice(colours)
+        steps = int((FLASH_WINDOW[1] - FLASH_WINDOW[0] - FLASH_SECONDS) / 0.25)
+        start = FLASH_WINDOW[0] + 0.25 * rng.randint(0, steps)
+        x, y = rng.uniform(0, size - sq), rng.uniform(0, size - sq)
+        flash = Shape(c, (x, y), (0.0, 0.0), sq, visible=(start, start + FLASH_SECONDS))
+        return Scene(
+            kind,
+            size,
+            size,
+            fps,
+            FLASH_CLIP,
+            (flash,),
+            "A square flashes briefly. What colour is it?",
+            _mc(colours),
+            LETTERS[colours.index(c)],
         )
     # image_colour
     c = rng.choice(colours)

@@ -23,44 +23,24 @@ Names (stable): Evr1AgentLoop, AGENT_TOOLS_NAME
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
 
-from evr1_cache import MediaLoader
 from evr1_cache.families import family_of_processor
 from evr1_cache.tools import ToolSession
 from evr1_train.data.options import DataOptions
-from evr1_train.data.row import media_items
-from evr1_train.engine.agent import AgentSettings, encode_tool_turn
+from evr1_train.engine.agent import AgentSettings, encode_tool_turn, tool_session
 from evr1_train.verl_hooks.agent_loop import Evr1HybridAgentLoop
 
 logger = logging.getLogger(__name__)
 
 AGENT_TOOLS_NAME = "evr1_agent"
 
-#: One write-through loader per cache folder and media root per process (verl builds a loop per sample).
-_TOOL_LOADERS: dict[tuple[str | None, str | None], MediaLoader] = {}
-_LOCK = threading.Lock()
-
 #: (token ids, log-probs) of the next model turn, given the context ids and the room left.
 NextTurn = Callable[[list[int], int, list[Any], list[Any]], Awaitable[tuple[list[int], list[float]]]]
-
-
-def tool_loader(opts: DataOptions) -> MediaLoader:
-    """The media loader tools read through: the training cache, written through on a tool's first use."""
-    key = (opts.cache_dir, opts.media_root)
-    with _LOCK:
-        if key not in _TOOL_LOADERS:
-            # no path rule here: a tool opens only the video its row's prompt already served, which the row's own
-            # loader checked against the dataset's media root (this worker does not know the dataset's folder)
-            _TOOL_LOADERS[key] = MediaLoader(
-                opts.cache_dir, mode="prefer-cache", write_cache=bool(opts.cache_dir), media_root=opts.media_root
-            )
-        return _TOOL_LOADERS[key]
 
 
 class Evr1AgentLoop(Evr1HybridAgentLoop):
@@ -187,18 +167,7 @@ class Evr1AgentLoop(Evr1HybridAgentLoop):
 
     def _session(self, messages: list[dict[str, Any]]) -> ToolSession | None:
         """Tools over the prompt's first video (None for a prompt without one: the episode is a single turn)."""
-        videos = [item for item in media_items(messages) if item["type"] == "video"]
-        if not videos or not self.agent.tools:
-            return None
-        loader = tool_loader(self.opts)
-        return ToolSession(
-            loader.resolve(videos[0]["video"]),
-            loader,
-            tools=self.agent.tools,
-            config=self.agent.tool_config,
-            budget=self.agent.budget,
-            family=self._session_format().name,
-        )
+        return tool_session(messages, self.opts, self.agent, self._session_format().name)
 
     async def _score(
         self, out: AgentLoopOutput, final: str, session: ToolSession | None, kwargs: dict[str, Any]
