@@ -95,9 +95,23 @@ def test_the_expert_episode_calls_the_tool_gets_frames_and_answers(agent_cfg: An
     assert grids.shape[0] == 2  # the overview's grid, then the tool's clip
 
 
+def test_the_reward_lands_on_the_last_trained_token_of_an_episode() -> None:
+    """The tools' tokens are holes in the mask: the score goes on the last 1, so it survives the mask."""
+    from evr1_train.engine.algorithms import outcome_rewards
+
+    mask = torch.tensor([[1, 1, 0, 0, 0, 1, 1, 0], [1, 1, 1, 0, 0, 0, 0, 0], [0] * 8], dtype=torch.float32)
+    rewards = outcome_rewards([1.0, 0.5, 0.25], mask)
+    assert rewards[0].tolist() == [0, 0, 0, 0, 0, 0, 1.0, 0] and rewards[1, 2] == 0.5 and rewards[2].sum() == 0
+
+
 def test_a_step_trains_on_episodes_and_reports_tool_use(agent_cfg: Any, tmp_path: Path) -> None:
     trainer = _trainer(agent_cfg(tmp_path / "run"))
+    seen: dict[str, Any] = {}
+    trainer.on_rollout = lambda step, prompts, seqs, adv, mask: seen.update(seqs=seqs, adv=adv, mask=mask)
     metrics = trainer.step()
+    expert = [i for i, s in enumerate(seen["seqs"]) if s.offline and s.accuracy == 1.0]
+    assert expert and all(float(seen["adv"][i][0]) > 0 for i in expert)  # the expert episode is pushed up
+    assert (seen["adv"] * (1 - seen["mask"])).abs().sum() == 0  # nothing on the tools' tokens
     for key in ("rollout/agent/tool_use_rate", "rollout/agent/turns", "reward/agent/answer", "actor/pg_loss"):
         assert key in metrics, key
     assert 0.0 <= metrics["rollout/agent/tool_use_rate"] <= 1.0

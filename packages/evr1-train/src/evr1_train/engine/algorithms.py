@@ -27,9 +27,11 @@ def overlong_penalty(length: int, max_len: int, buffer_len: int, factor: float) 
 
 
 def outcome_rewards(scores: Sequence[float], response_mask: torch.Tensor) -> torch.Tensor:
-    """Token-level rewards `[B, R]`: the sequence score on the last response token (verl's reward placement)."""
+    """Token-level rewards `[B, R]`: the sequence score on the last response token the loss trains (verl's reward
+    placement); in a multi-turn episode the mask has holes (the tools' tokens), so it is the last 1, not the count."""
     out = torch.zeros(response_mask.shape, dtype=torch.float32, device=response_mask.device)
-    last = (response_mask.sum(-1) - 1).clamp_min(0).long()
+    width = response_mask.shape[-1]
+    last = (width - 1 - (response_mask.flip(-1) > 0).float().argmax(-1)).long()
     out[torch.arange(out.shape[0]), last] = torch.tensor(list(scores), dtype=torch.float32, device=out.device)
     return out * response_mask
 
