@@ -308,8 +308,11 @@ def test_a_trained_agent_is_evaluated_with_its_own_tools(heldout: Path, tmp_path
     assert _run(heldout, run, out, "--cache-dir", str(tmp_path / "cache")) == 0
     fingerprint = json.loads((out / "evr1_data" / "run.json").read_text())["fingerprint"]
     agent = fingerprint["agent"]  # part of the run's fingerprint: rows with and without tools never mix
-    assert agent["tools"] == ["get_frames"] and agent["max_turns"] == 2 and agent["max_turn_tokens"] == 8
-    assert agent["budget"]["calls_per_episode"] == 1 and agent["config"]["fps"] == 4.0
+    assert agent["tools"] == ["get_frames"]
+    assert agent["max_turns"] == 2
+    assert agent["max_turn_tokens"] == 8
+    assert agent["budget"]["calls_per_episode"] == 1
+    assert agent["config"]["fps"] == 4.0
     assert fingerprint["generation"]["max_tokens"] == 16  # the whole answer's limit stays the record's
     rows = {r["id"]: r for r in map(json.loads, (out / "evr1_data" / "results.jsonl").read_text().splitlines())}
     assert rows["heldout-00000"]["details"]["agent"]["final_text"] == "<answer>A</answer>"

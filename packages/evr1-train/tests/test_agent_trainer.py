@@ -64,7 +64,8 @@ def test_flash_is_invisible_in_the_overview_and_visible_in_the_tools_window() ->
     rng = random.Random(0)
     for _ in range(20):
         scene = make_scene("flash", rng)
-        assert (scene.frame(0.0) == 16).all() and (scene.frame(3.875) == 16).all()  # the overview's two frames
+        assert (scene.frame(0.0) == 16).all()
+        assert (scene.frame(3.875) == 16).all()
         window = [FLASH_WINDOW[0] + i / 4 for i in range(9)]  # get_frames over the window at 4 fps
         assert sum(bool((scene.frame(t) != 16).any()) for t in window) >= 2
 
@@ -74,22 +75,28 @@ def test_the_expert_episode_calls_the_tool_gets_frames_and_answers(agent_cfg: An
     prompts = _batch(trainer)
     prompt = prompts[0]
     text = trainer.tokenizer.decode(prompt.encoded.input_ids)
-    assert "get_frames" in text and "<tool_call>" in text  # the tools' instructions are in the system turn
+    assert "get_frames" in text
+    assert "<tool_call>" in text
     seq = trainer._offline_rollout(0, prompt)
     trainer._score(prompt, seq)
     ep = seq.episode
     assert [s.trained for s in ep.segments] == [True, False, True]  # call, the tools' answer, the answer
-    assert ep.served == 1 and ep.finished and seq.accuracy == 1.0
+    assert ep.served == 1
+    assert ep.finished
+    assert seq.accuracy == 1.0
     call = ep.record()["turns"][0]["calls"][0]
-    assert call["name"] == "get_frames" and all(1.0 <= t <= 3.0 for t in call["media"][0]["timestamps"])
+    assert call["name"] == "get_frames"
+    assert all(1.0 <= t <= 3.0 for t in call["media"][0]["timestamps"])
     width = len(seq.response)
     mask = trainer._response_mask([seq], width)[0]
     tool = ep.segments[1]
     start = int(ep.segments[0].ids.shape[0])
-    assert mask[:start].eq(1).all() and mask[start : start + int(tool.ids.shape[0])].eq(0).all()
+    assert mask[:start].eq(1).all()
+    assert mask[start : start + int(tool.ids.shape[0])].eq(0).all()
     assert mask[start + int(tool.ids.shape[0]) :].eq(1).all()
     video_pad = trainer.tokenizer.convert_tokens_to_ids("<|video_pad|>")
-    assert video_pad in tool.ids.tolist() and "pixel_values_videos" in tool.vision
+    assert video_pad in tool.ids.tolist()
+    assert "pixel_values_videos" in tool.vision
     inputs = trainer._forward_inputs(prompts, [seq], [0])
     grids = inputs["prompts"][0].vision["video_grid_thw"]
     assert grids.shape[0] == 2  # the overview's grid, then the tool's clip
@@ -101,7 +108,9 @@ def test_the_reward_lands_on_the_last_trained_token_of_an_episode() -> None:
 
     mask = torch.tensor([[1, 1, 0, 0, 0, 1, 1, 0], [1, 1, 1, 0, 0, 0, 0, 0], [0] * 8], dtype=torch.float32)
     rewards = outcome_rewards([1.0, 0.5, 0.25], mask)
-    assert rewards[0].tolist() == [0, 0, 0, 0, 0, 0, 1.0, 0] and rewards[1, 2] == 0.5 and rewards[2].sum() == 0
+    assert rewards[0].tolist() == [0, 0, 0, 0, 0, 0, 1.0, 0]
+    assert rewards[1, 2] == 0.5
+    assert rewards[2].sum() == 0
 
 
 def test_a_step_trains_on_episodes_and_reports_tool_use(agent_cfg: Any, tmp_path: Path) -> None:
@@ -110,15 +119,18 @@ def test_a_step_trains_on_episodes_and_reports_tool_use(agent_cfg: Any, tmp_path
     trainer.on_rollout = lambda step, prompts, seqs, adv, mask: seen.update(seqs=seqs, adv=adv, mask=mask)
     metrics = trainer.step()
     expert = [i for i, s in enumerate(seen["seqs"]) if s.offline and s.accuracy == 1.0]
-    assert expert and all(float(seen["adv"][i][0]) > 0 for i in expert)  # the expert episode is pushed up
+    assert expert
+    assert all(float(seen["adv"][i][0]) > 0 for i in expert)
     assert (seen["adv"] * (1 - seen["mask"])).abs().sum() == 0  # nothing on the tools' tokens
     for key in ("rollout/agent/tool_use_rate", "rollout/agent/turns", "reward/agent/answer", "actor/pg_loss"):
         assert key in metrics, key
     assert 0.0 <= metrics["rollout/agent/tool_use_rate"] <= 1.0
     val = trainer.validate(limit=4)
-    assert "val/agent/tool_use_rate" in val and 0.0 <= val["val/accuracy"] <= 1.0
+    assert "val/agent/tool_use_rate" in val
+    assert 0.0 <= val["val/accuracy"] <= 1.0
     record = next(iter(trainer.checkpoint_files().values()))
-    assert record["agent"]["tools"] == ["get_frames"] and record["agent"]["max_turns"] == 2
+    assert record["agent"]["tools"] == ["get_frames"]
+    assert record["agent"]["max_turns"] == 2
     assert record["agent"]["tool_config"]["fps"] == 4.0
 
 
@@ -129,7 +141,8 @@ def test_without_tools_the_episode_is_one_turn_and_the_expert_keeps_its_answer(a
     seq = trainer._offline_rollout(0, prompt)
     trainer._score(prompt, seq)
     assert [s.trained for s in seq.episode.segments] == [True]
-    assert seq.episode.final_text.startswith("<answer>") and seq.accuracy == 1.0
+    assert seq.episode.final_text.startswith("<answer>")
+    assert seq.accuracy == 1.0
     assert trainer._agent_record()["tools"] == []
 
 
@@ -138,11 +151,14 @@ def test_the_control_run_reuses_the_inputs_without_tools(agent_cfg: Any, tmp_pat
 
     cfg = agent_cfg(tmp_path / "run")
     control = control_config(cfg, tmp_path / "run")
-    assert list(control.evr1.agent.tools) == [] and control.engine.output_dir == f"{tmp_path / 'run'}-no-tools"
+    assert list(control.evr1.agent.tools) == []
+    assert control.engine.output_dir == f"{tmp_path / 'run'}-no-tools"
     assert control.actor_rollout_ref.model.path == cfg.actor_rollout_ref.model.path  # the same initial model
-    assert control.data.train_files == cfg.data.train_files and not control.engine.quickstart.enable
+    assert control.data.train_files == cfg.data.train_files
+    assert not control.engine.quickstart.enable
     table = AgentComparison(10, 0.75, 0.25, 1.0, 60.0, 30.0, "a", "b").table()
-    assert "+0.500" in table and "0.750" in table
+    assert "+0.500" in table
+    assert "0.750" in table
 
 
 def test_remax_is_refused(agent_cfg: Any, tmp_path: Path) -> None:
