@@ -371,7 +371,9 @@ def train(session: nox.Session) -> None:
         str(member("evr1-cache") / "tests" / "test_model_path.py"),  # the Hub-cache lookup (huggingface_hub here)
         str(ROOT / "tests" / "test_cache_to_train.py"),  # cross-package: `evr1-cache build` output -> train rows
         str(ROOT / "tests" / "test_eval_train_prompt.py"),  # cross-package: evr1-eval's evr1 prompt == the trainer's
-        str(ROOT / "tests" / "test_roundtrip.py"),  # train the quickstart, evaluate it with evr1-eval (hf): equal
+        str(
+            ROOT / "tests" / "test_roundtrip.py"
+        ),  # train the quickstarts (plain, agent), evaluate with evr1-eval (hf): equal
         "-m",
         "not gpu",
         *session.posargs,

@@ -164,6 +164,7 @@ COVERED = {
     "evr1-train merge runs/quickstart_lora": (_PEFT, "def test_merge_writes_a_full_model_that_computes_the_same"),
     "evr1-train +experiment=quickstart_sft": (_PEFT, 'experiment="quickstart_sft",'),
     "evr1-train +experiment=quickstart_sft_rl": (_PEFT, 'experiment="quickstart_sft_rl"'),
+    "evr1-train +experiment=quickstart_agent": ("tests/test_roundtrip.py", '"+experiment=quickstart_agent"'),
     "evr1-train +experiment=quickstart_qwen3_vl": ("packages/evr1-train/tests/test_engine_local.py", 'experiment="quickstart_qwen3_vl"'),
 }  # fmt: skip
 

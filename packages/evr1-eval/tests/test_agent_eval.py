@@ -5,6 +5,7 @@ is scored."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +183,20 @@ def test_cli_run_with_tools(tmp_path: Path, clip: Path) -> None:
     assert json.loads(line)["score"] == 0.0  # out of turns without an answer
     fingerprint = json.loads((out / "mvbench" / "run.json").read_text())["fingerprint"]
     assert fingerprint["agent"]["tools"] == ["get_frames", "zoom"]
+    # the HTML viewer shows, after the prompt's frames, the frames each call returned: those positions of the
+    # tool's cached stream, labelled with the call
+    site = tmp_path / "site"
+    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--chart", "none", "--html", str(site),
+                 "--annotations-dir", str(ann), "--cache-dir", str(tmp_path / "cache")]) == 0  # fmt: skip
+    cards = "".join(p.read_text() for p in sorted(site.glob("data/*/chunk-*.js")))
+    call = agent["turns"][0]["calls"][0]
+    assert call["media"][0]["stream"] == "frames"
+    assert len(call["media"][0]["positions"]) == 4
+    assert "turn 1: get_frames(start=0.0, end=1.5, n=4) returned these frames" in cards
+    assert "turn 2: get_frames(start=0.0, end=1.5, n=4) returned these frames" in cards
+    first = cards[: cards.index("turn 1: get_frames")]
+    strip = first[first.rindex('<figure class=\\"strip\\"') :]  # the strip this caption closes
+    shown = re.findall(r"thumbs/[0-9a-f]+/(\d{5})\.jpg", strip)
+    assert shown == [f"{p:05d}" for p in call["media"][0]["positions"]]
+    thumbs = sorted(p.name for p in site.glob("thumbs/*/*.jpg"))
+    assert len(thumbs) >= 4 + 1  # the tool's frames (from its stream's entry) besides the prompt's

@@ -12,6 +12,7 @@ video not in the cache) becomes a visible note or problem, never a crash. Needs 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from evr1_eval.results import Sources, recorded_sources
 
 if TYPE_CHECKING:
+    from evr1_cache.spec import SamplingSpec
     from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord, SiteResult
     from evr1_eval.types import Sample, ScoredSample
 
@@ -145,11 +147,16 @@ def _bench_samples(
     reader = _reader(sources.cache_dir, problems)
     without_video = bool(fingerprint.get("without_video"))
     system = fingerprint.get("system_prompt")
+    tools = _tool_streams(fingerprint.get("agent"), problems, bench_name)
     position = {sid: i for i, sid in enumerate(by_id)}  # annotation order (results are in completion order)
     out = []
     for row in sorted(rows, key=lambda r: position.get(r.id, len(position))):
         sample = by_id.get(row.id)
-        out.append(_record(row, sample, spec, reader, without_video, system if isinstance(system, str) else None))
+        record = _record(row, sample, spec, reader, without_video, system if isinstance(system, str) else None)
+        if tools and sample is not None and sample.videos and reader is not None:
+            returned = _tool_media((row.details or {}).get("agent"), sample.videos[0], tools, reader)
+            record = dataclasses.replace(record, media=(*record.media, *returned))
+        out.append(record)
     if by_id:
         missing = sum(1 for r in rows if r.id not in by_id)
         if missing:
@@ -214,6 +221,55 @@ def _reader(cache_dir: Path | None, problems: list[str]) -> Any:
     except FileNotFoundError as exc:
         problems.append(f"frame cache not found ({exc}); thumbnails are not shown")
         return None
+
+
+def _tool_streams(agent: Any, problems: list[str], bench: str) -> dict[str, SamplingSpec]:
+    """The cached streams a run's tools served from (`ToolConfig` as the run recorded it), by stream name."""
+    if not isinstance(agent, Mapping) or not isinstance(agent.get("config"), Mapping):
+        return {}
+    from evr1_cache.tools import ToolConfig
+
+    try:
+        config = ToolConfig(**dict(agent["config"]))
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{bench}: recorded tool settings unreadable ({exc}); the tools' frames are not shown")
+        return {}
+    return {"frames": config.frames_spec(), "detail": config.detail_spec()}
+
+
+def _tool_media(agent: Any, video: str, streams: Mapping[str, SamplingSpec], reader: Any) -> tuple[MediaRef, ...]:
+    """One strip per frame set a tool call returned, in turn order: those very frames of the stream it served from
+    (a crop: its source frame), labelled with the call."""
+    from evr1_cache.viewer import MediaRef
+
+    refs: list[MediaRef] = []
+    for n, turn in enumerate(_items(agent, "turns"), start=1):  # the record is data from a results file: checked
+        for call in _items(turn, "calls"):
+            for media in _items(call, "media"):
+                spec = streams.get(str(media.get("stream")))
+                if spec is None:
+                    continue
+                args = ", ".join(f"{k}={v}" for k, v in (call.get("arguments") or {}).items())
+                what = "the source frame of its crop" if media.get("kind") == "image" else "these frames"
+                try:
+                    rel = str(reader.path_for(video, spec).relative_to(reader.root))
+                except (OSError, ValueError):
+                    continue
+                refs.append(
+                    MediaRef(
+                        kind="video", source=video, cache_root=str(reader.root), cache_file=rel,
+                        timestamps=tuple(float(t) for t in media.get("timestamps") or ()),
+                        positions=tuple(int(p) for p in media.get("positions") or ()),
+                        note=f"turn {n}: {call.get('name')}({args}) returned {what}",
+                    )
+                )  # fmt: skip
+    return tuple(refs)
+
+
+def _items(record: Any, key: str) -> list[Mapping[str, Any]]:
+    """The mappings listed under `record[key]` (nothing when the record is not shaped so)."""
+    value = record.get(key) if isinstance(record, Mapping) else None
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
 def _media(sample: Sample, spec: Any, reader: Any, without_video: bool) -> tuple[MediaRef, ...]:

@@ -139,6 +139,10 @@ class ToolMedia:
     frames: np.ndarray
     timestamps: tuple[float, ...]
     meta: VideoMeta | None = None
+    #: Which cached stream the frames come from ("frames": `ToolConfig.frames_spec`, "detail": `detail_spec`) and
+    #: their positions in its cache entry: a viewer shows those very frames (a crop: its source frame).
+    stream: Literal["frames", "detail"] | None = None
+    positions: tuple[int, ...] = ()
 
     @property
     def pixels(self) -> int:
@@ -174,7 +178,12 @@ class ToolResult:
             "error": self.error,
             "text": self.text,
             "media": [
-                {"kind": m.kind, "shape": list(m.frames.shape), "timestamps": [round(t, 4) for t in m.timestamps]}
+                {
+                    "kind": m.kind,
+                    "shape": list(m.frames.shape),
+                    "timestamps": [round(t, 4) for t in m.timestamps],
+                    **({"stream": m.stream, "positions": list(m.positions)} if m.stream else {}),
+                }
                 for m in self.media
             ],
         }

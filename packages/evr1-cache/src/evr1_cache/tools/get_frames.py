@@ -100,5 +100,5 @@ def get_frames(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     )
     times = tuple(i / meta.fps for i in absolute)
     text = f"{len(times)} frames of {start:g}-{end:g} s at " + ", ".join(f"{t:.2f}" for t in times) + " s"
-    media = ToolMedia("video", stream[positions], times, clip)
+    media = ToolMedia("video", stream[positions], times, clip, stream="frames", positions=tuple(positions))
     return ToolResult(NAME, dict(args), text, (media,))

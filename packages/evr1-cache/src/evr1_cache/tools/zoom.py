@@ -77,4 +77,5 @@ def zoom(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     ctx.charge(out_h * out_w, f"a {out_w}x{out_h} crop")
     crop = resample(frames[nearest : nearest + 1, top:bottom, left:right], out_h, out_w, image_spec.resize)[0]
     text = f"crop {list(args['box'])} of the frame at {stamps[nearest]:.2f} s, {out_w}x{out_h} pixels"
-    return ToolResult(NAME, dict(args), text, (ToolMedia("image", crop, (stamps[nearest],)),))
+    media = ToolMedia("image", crop, (stamps[nearest],), stream="detail", positions=(nearest,))
+    return ToolResult(NAME, dict(args), text, (media,))

@@ -41,6 +41,8 @@ class MediaRef:
     frame_indices: tuple[int, ...] = ()
     timestamps: tuple[float, ...] = ()
     note: str | None = None
+    #: Only these positions of the entry (a tool's frames, picked from the stream it serves from); () = all.
+    positions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

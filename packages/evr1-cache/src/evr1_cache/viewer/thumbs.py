@@ -68,7 +68,7 @@ class ThumbnailWriter:
 
     def strip(self, ref: MediaRef) -> Strip:
         """The strip of one media reference; never raises (a problem becomes the strip's note)."""
-        n = len(ref.frame_indices) or (1 if ref.kind == "image" else 0)
+        n = len(ref.positions) or len(ref.frame_indices) or (1 if ref.kind == "image" else 0)
         empty = Strip(ref.kind, ref.source, (None,) * n, tuple(ref.timestamps) or (None,) * n, ref.frame_indices)
         if not ref.cache_root or not ref.cache_file:
             return _with_note(empty, ref.note or "not in the frame cache: no thumbnails (timestamps as recorded)")
@@ -90,6 +90,12 @@ class ThumbnailWriter:
                 "it was rebuilt with other settings after the run; thumbnails are of the current entry"
             )
         images = tuple(f"thumbs/{key}/{i:05d}.jpg" for i in range(count))
+        if ref.positions:  # a tool's frames: those positions of the stream's entry, with the times the tool gave
+            shown = [p for p in ref.positions if 0 <= p < count]
+            if len(shown) != len(ref.positions):
+                return _with_note(empty, f"the entry holds {count} frames; the recorded positions do not fit it")
+            picked = tuple(stored[p] for p in shown) if stored else ()
+            return Strip(ref.kind, ref.source, tuple(images[p] for p in shown), tuple(ref.timestamps), picked, note)
         return Strip(ref.kind, ref.source, images, stamps or (None,) * count, stored or ref.frame_indices, note)
 
     def _entry(self, entry: Path, key: str) -> dict[str, object] | str:

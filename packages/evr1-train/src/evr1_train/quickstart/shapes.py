@@ -43,6 +43,8 @@ MIXES: dict[str, dict[str, float]] = {"shapes": TASK_MIX, "agent": AGENT_MIX}
 FLASH_CLIP = 4.0
 FLASH_WINDOW = (1.0, 3.0)
 FLASH_SECONDS = 0.75
+#: The flash's side as a fraction of the frame's: most vision tokens of a tool frame carry its colour.
+FLASH_FRACTION = 0.6
 
 
 @dataclass(frozen=True)
@@ -190,8 +192,9 @@ def make_scene(kind: str, rng: random.Random, size: int = 112, fps: float = 8.0)
         c = rng.choice(colours)
         steps = int((FLASH_WINDOW[1] - FLASH_WINDOW[0] - FLASH_SECONDS) / 0.25)
         start = FLASH_WINDOW[0] + 0.25 * rng.randint(0, steps)
-        x, y = rng.uniform(0, size - sq), rng.uniform(0, size - sq)
-        flash = Shape(c, (x, y), (0.0, 0.0), sq, visible=(start, start + FLASH_SECONDS))
+        side = round(size * FLASH_FRACTION)
+        x, y = rng.uniform(0, size - side), rng.uniform(0, size - side)
+        flash = Shape(c, (x, y), (0.0, 0.0), side, visible=(start, start + FLASH_SECONDS))
         return Scene(
             kind,
             size,
