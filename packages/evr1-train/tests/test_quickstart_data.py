@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 
 from evr1_train.quickstart.dataset import QuickstartDataSpec, answer_text, generate_quickstart_data, iter_scenes
-from evr1_train.quickstart.shapes import COLOURS, DIRECTIONS, KINDS, LETTERS, make_scene, sample_kinds
+from evr1_train.quickstart.shapes import (
+    AGENT_MIX,
+    COLOURS,
+    DIRECTIONS,
+    KINDS,
+    LETTERS,
+    TASK_MIX,
+    make_scene,
+    sample_kinds,
+)
 
 SPEC = QuickstartDataSpec(n_train=20, n_heldout=10, seed=7)
 
@@ -39,7 +48,8 @@ def _shape_mask(frame: np.ndarray) -> np.ndarray:
 
 def test_kinds_follow_the_mix_exactly_and_splits_differ() -> None:
     kinds = sample_kinds(20, random.Random(0))
-    assert sorted(set(kinds)) == sorted(KINDS)
+    assert sorted(set(kinds)) == sorted(TASK_MIX)  # every kind of the default mix (the agent's flash is its own)
+    assert set(TASK_MIX) | set(AGENT_MIX) == set(KINDS)
     assert kinds.count("colour") == 5
     assert kinds.count("when") == 3
     train = [s.frames().tobytes() for _, s in iter_scenes(SPEC, "train")]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -35,9 +35,11 @@ from evr1_cache.tools import (
     tool_schemas,
 )
 from evr1_rewards import AgentShaping
-from evr1_train.data.options import DataOptions
 from evr1_train.engine.batch import EncodedPrompt, collate_vision, video_kwargs
 from evr1_train.engine.policy import Runtime, generate
+
+if TYPE_CHECKING:  # a type only: importing the data package loads verl, whose plugin scan imports this module
+    from evr1_train.data.options import DataOptions
 
 __all__ = [
     "AgentSettings",
@@ -225,7 +227,7 @@ class ScriptedPolicy:
 
     def script(self, slot: int) -> Sequence[str]:
         if self.turns and not isinstance(self.turns[0], str):
-            return self.turns[slot]  # type: ignore[return-value]  # one script per slot (checked just above)
+            return self.turns[slot]  # one script per slot (checked just above)
         return self.turns  # type: ignore[return-value]  # one script for every slot
 
     def __call__(self, slots: Sequence[int], contexts: Sequence[EncodedPrompt], max_new_tokens: int) -> list[list[int]]:

@@ -33,8 +33,9 @@ from evr1_train.engine.agent import (
     tool_session,
 )
 from evr1_train.engine.base import Prompt, Rollout, StepTimer
-from evr1_train.engine.config import ConfigError, LocalConfig, plain
+from evr1_train.engine.config import LocalConfig, plain
 from evr1_train.engine.trainer import LocalTrainer
+from evr1_train.errors import ConfigError
 from evr1_train.hybrid.metrics import finite_mean as mean
 
 __all__ = ["AgentTrainer", "agent_metrics"]

@@ -11,6 +11,7 @@ Names (stable): compare_without_tools, AgentComparison
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -71,11 +72,10 @@ def control_config(cfg: Any, out: Path) -> Any:
     return control
 
 
-def compare_without_tools(cfg: Any, summary: Any) -> AgentComparison:
-    """Train the control run (see the module doc), print the table and write `agent_comparison.json` into the
-    first run's folder."""
+def compare_without_tools(cfg: Any, summary: Any, run: Callable[[Any], Any]) -> AgentComparison:
+    """Train the control run with `run` (`engine.local.run`, passed in: this module is below it), print the table
+    and write `agent_comparison.json` into the first run's folder."""
     from evr1_cache.atomic import atomic_json
-    from evr1_train.engine.local import run
 
     out = Path(summary.output_dir)
     print(f"\n[evr1] the same model without tools, {summary.steps} steps (control run) ...", flush=True)

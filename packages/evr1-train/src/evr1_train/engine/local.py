@@ -243,7 +243,7 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
     if lc.agent and _get(cfg, "engine.quickstart.compare_without_tools", False):
         from evr1_train.engine.compare import compare_without_tools
 
-        compare_without_tools(cfg, summary)
+        compare_without_tools(cfg, summary, run)
     if lc.val_files:
         from evr1_train.export import evaluation_commands
 

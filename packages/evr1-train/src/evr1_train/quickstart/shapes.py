@@ -191,10 +191,10 @@ def make_scene(kind: str, rng: random.Random, size: int = 112, fps: float = 8.0)
     if kind == "flash":
         c = rng.choice(colours)
         steps = int((FLASH_WINDOW[1] - FLASH_WINDOW[0] - FLASH_SECONDS) / 0.25)
-        start = FLASH_WINDOW[0] + 0.25 * rng.randint(0, steps)
+        shown = FLASH_WINDOW[0] + 0.25 * rng.randint(0, steps)
         side = round(size * FLASH_FRACTION)
         x, y = rng.uniform(0, size - side), rng.uniform(0, size - side)
-        flash = Shape(c, (x, y), (0.0, 0.0), side, visible=(start, start + FLASH_SECONDS))
+        flash = Shape(c, (x, y), (0.0, 0.0), side, visible=(shown, shown + FLASH_SECONDS))
         return Scene(
             kind,
             size,
