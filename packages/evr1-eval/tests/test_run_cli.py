@@ -272,7 +272,9 @@ def test_run_answer_tags_official_by_default_and_read_on_request(dataset: Path, 
     assert _run(dataset, read, "--limit", "2", "--answer-tags", "read", response=tagged) == 0
     rows = _rows(read)
     assert {(r["extracted"], r["score"], r["details"]["answer_tag_read"]) for r in rows.values()} == {("B", 0.0, True)}
-    assert "verified 2/2" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "verified 2/2" in printed
+    assert "(official scores read <answer> tags: --answer-tags read)" in printed
     fingerprint = json.loads((read / "mvbench" / "run.json").read_text())["fingerprint"]
     assert fingerprint["answer_tags"] == "read"
     assert "answer_tags" not in json.loads((official / "mvbench" / "run.json").read_text())["fingerprint"]

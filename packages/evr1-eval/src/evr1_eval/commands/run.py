@@ -445,6 +445,7 @@ def run(args: argparse.Namespace) -> int:
             metric = f"  {res.summary.primary}={value:.2f}" if isinstance(value, (int, float)) else ""
             evr1 = res.summary.evr1_metrics.get("accuracy")
             metric += f"  evr1 accuracy={evr1:.2f}" if isinstance(evr1, (int, float)) else ""
+            metric += " (official scores read <answer> tags: --answer-tags read)" if args.answer_tags == "read" else ""
         print(
             f"{res.benchmark}: {res.selected} selected, {res.skipped} already done, {res.ran} run, "
             f"{res.errors} errors{metric}  -> {res.out_dir}"
