@@ -3,8 +3,8 @@
 `OUT/<benchmark>/manifest.json` records the protocol and prompt variant (and the evr1 settings), the preset and its
 sources, the model, the backend and engine versions, the evr1 package versions, the annotation file's digest and
 row counts, the frame sampling spec, the decoding settings, the judge, how the official rule reads `<answer>` tags
-(`answer_tags`) and the official reference. `report` prints the
-manifests of the runs it compares and warns when they differ in anything that changes numbers.
+(`answer_tags`) and the official reference. `report` prints the manifests of the runs it compares and warns when they
+differ in anything that changes numbers.
 """
 
 from __future__ import annotations
