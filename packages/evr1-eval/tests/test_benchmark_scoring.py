@@ -649,3 +649,85 @@ def test_videomme_keeps_error_rows_in_its_denominator_and_reports_the_official_n
     assert any("1 error row(s) count as wrong answers" in n for n in summary.notes)
     clean = evaluate(tmp_path, "videomme", rows, {**preds, "4": "D"})
     assert "accuracy_errors_dropped" not in clean.metrics  # only reported when it differs
+
+
+# -- the `<answer>` reading: official by default, the tag first as a named option ------------------------------------
+TAGGED = "Let me think... <answer>B</answer> so A is wrong"
+
+
+@pytest.mark.parametrize("name", ["mvbench", "lvbench", "mlvu", "video_holmes", "videommmu", "minerva"])
+def test_answer_tags_official_by_default_and_the_tag_first_as_a_named_option(tmp_path: Path, name: str) -> None:
+    """The official extractors read the whole response (here each finds A: the last capital, the first standalone
+    letter or the latest letter after a phrase); `answer_tags="read"` hands them the final tag's content (B)."""
+    bench = get_benchmark(name)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps([mc("1", "B")]))
+    (sample,) = bench.load(path, None).samples
+    official = bench.score(sample, TAGGED)
+    assert (official.extracted, official.score) == ("A", 0.0)
+    assert official.extracted == bench.official_outcome(sample, TAGGED).extracted  # exactly the official rule's
+    assert "answer_tag_read" not in official.details
+    read = bench.score(sample, TAGGED, answer_tags="read")
+    assert (read.extracted, read.score) == ("B", 1.0)
+    assert read.details["answer_tag_read"] is True
+    assert read.evr1_score == official.evr1_score == 1.0  # the evr1 protocol always read the tag: unchanged
+
+
+def test_answer_tags_read_uses_evr1_rewards_reading_of_the_tag(tmp_path: Path) -> None:
+    """Which tag counts is evr1-rewards' one definition: the last complete non-empty tag, and not one inside the
+    reasoning when a final answer follows `</think>`; without such a tag the whole response is read as officially."""
+    bench = get_benchmark("minerva")
+    path = tmp_path / "minerva.json"
+    path.write_text(json.dumps([mc("1", "B")]))
+    (sample,) = bench.load(path, None).samples
+    cases = {
+        "<answer>C</answer> then <answer>B</answer> and A": ("B", True),  # the last tag
+        "<answer> </answer> so it is C": ("C", False),  # an empty tag is no tag: the official reading
+        "<think><answer>B</answer></think> The answer is C": ("C", False),  # the final answer outside the reasoning
+        "<answer>B": ("B", False),  # unclosed: no tag; the official rule reads the last capital letter
+    }
+    for response, (letter, tagged) in cases.items():
+        row = bench.score(sample, response, answer_tags="read")
+        assert (row.extracted, row.details["answer_tag_read"]) == (letter, tagged), response
+    with pytest.raises(ValueError, match="unknown answer_tags 'first'"):
+        bench.score(sample, TAGGED, answer_tags="first")  # type: ignore[arg-type]
+
+
+def test_answer_tags_read_is_reported_in_the_summary(tmp_path: Path) -> None:
+    bench = get_benchmark("minerva")
+    path = tmp_path / "minerva.json"
+    path.write_text(json.dumps([mc("1", "B"), mc("2", "C"), mc("3", "D")]))
+    samples = bench.load(path, None).samples
+    preds = {"1": Prediction("1", TAGGED), "2": Prediction("2", "C"), "3": Prediction("3", None, "engine error")}
+    official = bench.aggregate(score_samples(bench, samples, preds))
+    read = bench.aggregate(score_samples(bench, samples, preds, answer_tags="read"))
+    assert official.metrics["accuracy"] == pytest.approx(100 / 3, abs=1e-3)
+    assert read.metrics["accuracy"] == pytest.approx(200 / 3, abs=1e-3)
+    assert "answer_tag_read" not in official.counts
+    assert not any("answer tags" in n for n in official.notes)
+    assert read.counts["answer_tag_read"] == 1
+    (note,) = [n for n in read.notes if n.startswith("answer tags read")]
+    assert "1 of 2 responses" in note
+    assert "not the reference's own numbers" in note
+    mixed = score_samples(bench, samples, preds, answer_tags="read")[:1] + score_samples(bench, samples, preds)[1:]
+    assert any("scored two ways are mixed" in n for n in bench.aggregate(mixed).notes)
+
+
+def test_mlvu_names_the_missing_tasks_and_reports_both_averages(tmp_path: Path) -> None:
+    """With tasks absent, `m_avg` (lmms-eval: the split's fixed list, a missing task counts 0) and
+    `m_avg_tasks_present` (MLVU's own choice_bench.py: the mean over the tasks that have rows) are both reported, and
+    the notes name the missing tasks."""
+    rows = [mc("c1", "A", question_type="count"), mc("o1", "B", question_type="order")]
+    summary = evaluate(tmp_path, "mlvu", rows, {"c1": "A", "o1": "C"})
+    assert summary.metrics["m_avg"] == pytest.approx(100 / 7, abs=1e-3)
+    assert summary.metrics["m_avg_tasks_present"] == pytest.approx(50.0)
+    (note,) = [n for n in summary.notes if "tasks without rows" in n]
+    for task in ("anomaly_reco", "ego", "needle", "plotQA", "topic_reasoning"):
+        assert task in note
+    assert "count," not in note
+    assert "order," not in note
+    full = [mc(t, "A", question_type=t) for t in ("anomaly_reco", "count", "ego", "needle", "order", "plotQA",
+                                                 "topic_reasoning")]  # fmt: skip
+    complete = evaluate(tmp_path, "mlvu", full, {t["problem_id"]: "A" for t in full})
+    assert complete.metrics["m_avg"] == complete.metrics["m_avg_tasks_present"] == 100.0
+    assert not any("tasks without rows" in n for n in complete.notes)

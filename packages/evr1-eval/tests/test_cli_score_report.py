@@ -387,3 +387,53 @@ def test_score_reports_repeated_ids_and_rows_without_a_response(
     scored = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
     assert scored["1"]["score"] == 1.0  # the later row
     assert scored["2"]["error"] == "timeout"
+
+
+def test_score_answer_tags_official_by_default_read_as_a_named_recorded_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`score` reads a response as MINERVA's official extractor does by default (the last capital letter: A), and the
+    final <answer> tag first with `--answer-tags read` (B); the choice is in the manifest, the summary and the report,
+    the re-scoring check uses the recorded choice, and a report comparing the two warns."""
+    ann = write(tmp_path / "minerva.json", [mc("1", "B"), mc("2", "C")])
+    preds = write(
+        tmp_path / "preds.jsonl",
+        [{"id": "1", "response": "Let me think... <answer>B</answer> so A is wrong"}, {"id": "2", "response": "C"}],
+        jsonl=True,
+    )
+    outs = {}
+    for tags in ("official", "read"):
+        out = outs[tags] = tmp_path / tags
+        extra = [] if tags == "official" else ["--answer-tags", "read"]
+        argv = ["score", "minerva", "--annotations", str(ann), "--predictions", str(preds), "--out", str(out)]
+        assert main([*argv, "--no-progress", *extra]) == 0
+        captured = capsys.readouterr()
+        assert "verified 2/2" in captured.err
+        printed = json.loads(captured.out)
+        rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        assert json.loads((out / "manifest.json").read_text())["answer_tags"] == tags
+        if tags == "official":
+            assert (rows[0]["extracted"], rows[0]["score"]) == ("A", 0.0)
+            assert printed["metrics"]["accuracy"] == pytest.approx(50.0)
+            assert not any("answer tags" in n for n in printed["notes"])
+        else:
+            assert (rows[0]["extracted"], rows[0]["score"]) == ("B", 1.0)
+            assert [r["details"]["answer_tag_read"] for r in rows] == [True, False]
+            assert printed["metrics"]["accuracy"] == pytest.approx(100.0)
+            assert printed["counts"]["answer_tag_read"] == 1
+            assert any(n.startswith("answer tags read") for n in printed["notes"])
+        assert rows[0]["evr1_score"] == 1.0  # the evr1 protocol reads the tag either way
+    assert (
+        main(["report", str(outs["official"]), str(outs["read"]), "--out", str(tmp_path / "rep"), "--chart", "none"])
+        == 0
+    )
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "answer_tags differs" in md
+    assert "answer tags official" in md
+    assert "answer tags read" in md
+    # the check re-scores with the recorded choice: the same rows claimed as read officially no longer verify
+    manifest_path = outs["read"] / "manifest.json"
+    record = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**record, "answer_tags": "official"}))
+    assert main(["report", str(outs["read"]), "--out", str(tmp_path / "rep2"), "--chart", "none"]) == 1
+    assert "stored score 1.0, the scorer's score 0.0" in (tmp_path / "rep2" / "report.md").read_text()

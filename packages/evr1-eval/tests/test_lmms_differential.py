@@ -538,6 +538,60 @@ def test_aggregation_is_identical_on_every_breakdown(bench_name: str) -> None:
     assert checked >= AGGREGATION_ROUNDS
 
 
+# -- the `<answer>` reading (`answer_tags`): official = the reference on the raw response, read = it on the tag -----
+def _tagged(c: diff_corpus.Context) -> list[str]:
+    """Answers in `<answer>` tags with another option named outside them, where a reference that reads the whole
+    response may read the other option."""
+    other = next(x for x in c.letters if x != c.truth)
+    return [
+        f"Let me think... <answer>{c.truth}</answer> so {other} is wrong",
+        f"{other} looked right at first, but <answer>{c.truth}</answer>",
+        f"<think>{other} or {c.truth}?</think>\n<answer>{c.truth}</answer>\nOption {other} does not fit.",
+        f"<answer>({c.truth})</answer> rather than ({other})",
+    ]
+
+
+@dataclass(frozen=True)
+class _ReadTags:
+    """A benchmark scored with `answer_tags="read"`, for the reference's `ours` projection."""
+
+    bench: Benchmark
+
+    def score(self, sample: Sample, response: str) -> ScoredSample:
+        return self.bench.score(sample, response, answer_tags="read")
+
+
+@pytest.mark.parametrize("bench_name", sorted(n for n in REFERENCES if n != "charades_sta"))
+def test_answer_tags_official_is_the_reference_on_the_response_and_read_on_the_tag(bench_name: str) -> None:
+    """Default: the official score of a tagged answer is the reference's own reading of the whole response. With
+    `answer_tags="read"`: it is the reference's reading of the final tag's content (evr1-rewards' definition)."""
+    from evr1_rewards import Response
+
+    bench = get_benchmark(bench_name)
+    ref = REFERENCES[bench_name]
+    checked = differ = 0
+    for sample in load_samples(bench_name):
+        c = context(bench_name, sample)
+        if c.kind != "mc":
+            continue
+        for response in _tagged(c):
+            official = ref.per_sample(sample, response)
+            assert _equal(official, ref.ours(bench, sample, response)), (sample.id, response)
+            tag = Response(response).answer_tag
+            assert tag is not None
+            read = ref.per_sample(sample, tag)
+            assert _equal(read, ref.ours(_ReadTags(bench), sample, response)), (sample.id, response)  # type: ignore[arg-type]
+            checked += 1
+            differ += not _equal(official, read)
+    assert checked >= 20
+    assert differ or bench_name in _SAME_READING, f"{bench_name}: no response read differently: a vacuous check"
+
+
+#: References that read every tagged response above as its tag (MMVU's lenient rule and OVO-Bench's accept the ground
+#: truth letter anywhere): the check still pins both readings to the reference.
+_SAME_READING = frozenset({"mmvu", "ovobench"})
+
+
 def test_reference_is_the_pinned_release() -> None:
     assert lmms.version() == "0.7.3"
 

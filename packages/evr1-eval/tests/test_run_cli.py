@@ -259,3 +259,28 @@ def test_rows_that_fail_to_load_make_the_exit_status_say_so(dataset: Path, tmp_p
     assert "no row of mvbench could be loaded" in err
     assert "first reasons" in err
     assert not (tmp_path / "o2").exists()  # nothing was run, no folder pretends otherwise
+
+
+def test_run_answer_tags_official_by_default_and_read_on_request(dataset: Path, tmp_path: Path, capsys) -> None:
+    """`run` scores the official protocol with the benchmark's own reading of the raw response (mvbench's `mcq_acc`
+    finds the "a" of "so A is wrong": right, the truth is A) unless `--answer-tags read` hands it the final tag (B:
+    wrong). The choice is part of the run settings: a resume with the other choice is refused (exit 2)."""
+    tagged = "Let me think... <answer>B</answer> so A is wrong"
+    official, read = tmp_path / "official", tmp_path / "read"
+    assert _run(dataset, official, "--limit", "2", response=tagged) == 0
+    assert {(r["extracted"], r["score"]) for r in _rows(official).values()} == {("A", 1.0)}
+    assert _run(dataset, read, "--limit", "2", "--answer-tags", "read", response=tagged) == 0
+    rows = _rows(read)
+    assert {(r["extracted"], r["score"], r["details"]["answer_tag_read"]) for r in rows.values()} == {("B", 0.0, True)}
+    printed = capsys.readouterr().out
+    assert "verified 2/2" in printed
+    assert "(official scores read <answer> tags: --answer-tags read)" in printed
+    fingerprint = json.loads((read / "mvbench" / "run.json").read_text())["fingerprint"]
+    assert fingerprint["answer_tags"] == "read"
+    assert "answer_tags" not in json.loads((official / "mvbench" / "run.json").read_text())["fingerprint"]
+    summary = json.loads((read / "mvbench" / "summary.json").read_text())
+    assert summary["counts"]["answer_tag_read"] == 2
+    assert any(n.startswith("answer tags read") for n in summary["notes"])
+    assert _run(dataset, read, "--limit", "4", response=tagged) == 2  # resumed without the option: refused
+    assert "answer_tags" in capsys.readouterr().err
+    assert len(_rows(read)) == 2  # nothing mixed in

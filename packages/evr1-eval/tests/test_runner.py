@@ -19,7 +19,7 @@ from evr1_eval.backends import BackendConfig, EngineDead, GenerationParams, Imag
 from evr1_eval.backends.fake import FakeBackend
 from evr1_eval.results import SettingsMismatch, iter_rows, load_rows, results_path
 from evr1_eval.runner import Job, Media, RunConfig, evaluate, select
-from evr1_eval.types import BenchmarkSummary, Judge, Reference, Sample, ScoredSample
+from evr1_eval.types import AnswerTags, BenchmarkSummary, Judge, Reference, Sample, ScoredSample
 
 #: The tiny benchmark's frame settings (a real spec: the runner records its key and settings).
 SPEC = SamplingSpec(fps=2.0, max_frames=8)
@@ -39,13 +39,15 @@ class TinyBench:
     def sampling(self) -> SamplingSpec:
         return self.spec
 
-    async def score_with_judge(self, sample: Sample, response: str, judge: Judge | None) -> ScoredSample:
-        return self.score(sample, response)
+    async def score_with_judge(
+        self, sample: Sample, response: str, judge: Judge | None, *, answer_tags: AnswerTags = "official"
+    ) -> ScoredSample:
+        return self.score(sample, response, answer_tags=answer_tags)
 
     def error_row(self, sample: Sample, error: str) -> ScoredSample:
         return make_error_row(self.name, sample, error)
 
-    def score(self, sample: Sample, response: str | None) -> ScoredSample:
+    def score(self, sample: Sample, response: str | None, *, answer_tags: AnswerTags = "official") -> ScoredSample:
         response = response or ""
         if "BOOM" in response:
             raise RuntimeError("scorer crashed")
@@ -211,6 +213,7 @@ def test_corrupt_row_in_the_middle_is_reported_with_its_line(tmp_path: Path) -> 
         ({"params": GenerationParams(max_tokens=7)}, "generation"),
         ({"sampling_overrides": {"fps": 1.0}}, "sampling"),
         ({"system_prompt": "Be terse."}, "system_prompt"),
+        ({"answer_tags": "read"}, "answer_tags"),
     ],
 )
 def test_resume_refuses_mismatched_settings(tmp_path: Path, change: dict, key: str) -> None:
@@ -219,6 +222,19 @@ def test_resume_refuses_mismatched_settings(tmp_path: Path, change: dict, key: s
         run(tmp_path, fake(), [Job(TinyBench(), samples(4))], **change)
     assert "new --out" in str(err.value)
     assert len(rows_of(tmp_path)) == 2  # nothing was mixed in
+
+
+def test_answer_tags_are_recorded_and_a_resume_scored_the_other_way_is_refused(tmp_path: Path) -> None:
+    """Rows whose official scores read the `<answer>` tag never mix with rows read officially (either direction)."""
+    run(tmp_path, fake(), [Job(TinyBench(), samples(4))], limit=2, answer_tags="read")
+    settings = json.loads((tmp_path / "tiny" / "run.json").read_text())
+    assert settings["fingerprint"]["answer_tags"] == "read"
+    assert json.loads((tmp_path / "tiny" / "manifest.json").read_text())["answer_tags"] == "read"
+    with pytest.raises(SettingsMismatch, match="answer_tags"):
+        run(tmp_path, fake(), [Job(TinyBench(), samples(4))])
+    assert len(rows_of(tmp_path)) == 2
+    with pytest.raises(ValueError, match="answer_tags must be one of"):
+        RunConfig(out_dir=tmp_path, answer_tags="first")  # type: ignore[arg-type]
 
 
 def test_resume_refuses_another_model_or_prompt_version(tmp_path: Path) -> None:

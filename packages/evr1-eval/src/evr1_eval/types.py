@@ -20,6 +20,14 @@ from evr1_rewards.judge import Judge as Judge
 #: "evr1" = the training answer format (`<answer>` tags) scored by evr1-rewards, as the model was trained.
 ProtocolName = Literal["official", "evr1"]
 PROTOCOLS: tuple[ProtocolName, ...] = ("official", "evr1")
+#: How the official rule reads a response whose final answer is in `<answer>…</answer>` (`--answer-tags`,
+#: docs/eval-benchmarks.md): "official" = the whole response goes to the benchmark's official extractor, exactly as the
+#: reference code does (the default); "read" = the final answer tag's content, as evr1-rewards reads it, goes to that
+#: extractor when the response has one (a named deviation, recorded in the run settings and reported in the summary).
+AnswerTags = Literal["official", "read"]
+ANSWER_TAGS: tuple[AnswerTags, ...] = ("official", "read")
+#: The row detail saying, under `answer_tags="read"`, whether the official rule read the final `<answer>` tag's content.
+ANSWER_TAG_READ = "answer_tag_read"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

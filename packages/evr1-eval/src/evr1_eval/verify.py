@@ -27,7 +27,7 @@ from evr1_eval.results import RESULTS_GLOB, row_from_dict, row_problem
 
 if TYPE_CHECKING:
     from evr1_eval.presets import ResponseFilter
-    from evr1_eval.types import Sample, ScoredSample
+    from evr1_eval.types import AnswerTags, Sample, ScoredSample
 
 #: Files a run writes into a benchmark folder, recorded with their hashes in manifest.json (`files`).
 WRITTEN = (RESULTS_GLOB, "run*.json", "summary.json", "load_errors*.json")
@@ -36,7 +36,7 @@ TOLERANCE = 1e-9
 #: Problems listed per benchmark before the rest are only counted.
 SHOWN = 50
 #: Manifest fields compared with run.json's fingerprint: what `check_settings` refuses to mix on a resume.
-_SETTINGS = ("sampling", "generation", "system_prompt", "judge", "prompt_version", "protocol")
+_SETTINGS = ("sampling", "generation", "system_prompt", "judge", "prompt_version", "protocol", "answer_tags")
 
 
 class Rescorer(Protocol):
@@ -49,7 +49,7 @@ class Rescorer(Protocol):
     @property
     def judge_optional_types(self) -> frozenset[str]: ...
 
-    def score(self, sample: Sample, response: str | None) -> ScoredSample: ...
+    def score(self, sample: Sample, response: str | None, *, answer_tags: AnswerTags = "official") -> ScoredSample: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +148,12 @@ def _differs(a: float | None, b: float | None) -> bool:
 
 
 def _rescore(
-    bench: Rescorer, sample: Sample, row: ScoredSample, response_filter: ResponseFilter, judged: bool
+    bench: Rescorer,
+    sample: Sample,
+    row: ScoredSample,
+    response_filter: ResponseFilter,
+    judged: bool,
+    answer_tags: AnswerTags = "official",
 ) -> tuple[float | None, float | None, str]:
     """(official score or None when it cannot be re-computed offline, evr1 score, what the official one is)."""
     from evr1_eval.presets import apply_response_filter
@@ -156,7 +161,7 @@ def _rescore(
     if row.error is not None:
         return 0.0, None, "an error row"
     text = apply_response_filter(row.response or "", response_filter)
-    fresh = bench.score(sample, text)
+    fresh = bench.score(sample, text, answer_tags=answer_tags)
     if fresh.needs_judge or (judged and sample.problem_type in bench.judge_optional_types):
         return (None if not row.needs_judge else 0.0), fresh.evr1_score, "LLM-judged"
     return fresh.score, fresh.evr1_score, "the scorer's"
@@ -222,6 +227,7 @@ def verify_rows(
     *,
     response_filter: ResponseFilter = "none",
     judged: bool = False,
+    answer_tags: AnswerTags = "official",
 ) -> tuple[int, list[str]]:
     """(ids whose rows all verify, problems) for `rows` given as (where, row) in file order (module docstring)."""
     problems: list[str] = []
@@ -240,7 +246,7 @@ def verify_rows(
         if annotations is not None and sample is None:
             bad.append(f"{where}: id {row.id!r} is not in the annotations")
         if sample is not None and not bad:  # a well-formed row of this benchmark: its scores re-computed
-            official, evr1, what = _rescore(bench, sample, row, response_filter, judged)
+            official, evr1, what = _rescore(bench, sample, row, response_filter, judged, answer_tags)
             if official is not None and _differs(official, row.score):
                 bad.append(f"{where}: id {row.id!r} stored score {row.score!r}, {what} score {official!r}")
             if row.error is None and _differs(evr1, row.evr1_score):
@@ -262,6 +268,7 @@ def verify_benchmark(
     an unfinished run are expected there). Never raises for what the folder holds."""
     from evr1_eval import manifest
     from evr1_eval.presets import RESPONSE_FILTERS
+    from evr1_eval.types import ANSWER_TAGS
 
     bench_dir = Path(bench_dir)
     record = manifest.read(bench_dir)
@@ -284,12 +291,16 @@ def verify_benchmark(
     named = str(fingerprint.get("response_filter") or (record or {}).get("response_filter") or "none")
     # a name this version does not know: the text as written (what `apply_response_filter` does with it)
     response_filter: ResponseFilter = next((f for f in RESPONSE_FILTERS if f == named), "none")
+    tags = fingerprint.get("answer_tags") or (record or {}).get("answer_tags") or "official"
+    # a name this version does not know: the official reading (its rows then fail to verify if they were read otherwise)
+    answer_tags: AnswerTags = next((t for t in ANSWER_TAGS if t == tags), "official")
     verified, row_problems = verify_rows(
         bench,
         rows,
         checked,
         response_filter=response_filter,
         judged=bool(fingerprint.get("judge")),
+        answer_tags=answer_tags,
     )
     problems += row_problems
     ids = {row.id for _, row in rows} | set(checked.selected or () if checked is not None else ())

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from evr1_eval.types import BenchmarkSummary, ScoredSample
+from evr1_eval.types import ANSWER_TAG_READ, BenchmarkSummary, ScoredSample
 
 if TYPE_CHECKING:
     from evr1_eval.api.base import Benchmark
@@ -69,8 +69,29 @@ def evr1_metrics(bench: Benchmark, rows: Sequence[ScoredSample]) -> dict[str, fl
     return metrics
 
 
+def _answer_tag_notes(rows: Sequence[ScoredSample]) -> list[str]:
+    """What the summary says when the official rule read `<answer>` tags (`answer_tags="read"`: every row it scored
+    carries `details["answer_tag_read"]`), and when rows scored both ways are mixed."""
+    answered_rows = [r for r in rows if r.error is None]
+    read = [r for r in answered_rows if ANSWER_TAG_READ in r.details]
+    if not read:
+        return []
+    tagged = sum(1 for r in read if r.details[ANSWER_TAG_READ])
+    notes = [
+        f"answer tags read (--answer-tags read, not the official reading): the official rule read the final "
+        f"<answer> tag of {tagged} of {len(read)} responses instead of the whole response, so these metrics are not "
+        "the reference's own numbers"
+    ]
+    if len(read) < len(answered_rows):
+        notes.append(
+            f"{len(answered_rows) - len(read)} rows were scored with the official reading of <answer> tags and "
+            f"{len(read)} with --answer-tags read: rows scored two ways are mixed"
+        )
+    return notes
+
+
 def _notes(bench: Benchmark, rows: Sequence[ScoredSample], kept: Sequence[ScoredSample]) -> list[str]:
-    notes: list[str] = []
+    notes: list[str] = _answer_tag_notes(rows)
     if bench.reference is None:
         notes.append(
             "no official scoring code could be read for this benchmark: its official-protocol number uses the "
@@ -102,11 +123,13 @@ def _finite(metrics: Mapping[str, float]) -> dict[str, float]:
 
 def _counts(bench: Benchmark, rows: Sequence[ScoredSample], kept: Sequence[ScoredSample]) -> dict[str, int]:
     errors = sum(1 for r in rows if r.error is not None)
+    tags = [bool(r.details[ANSWER_TAG_READ]) for r in rows if r.error is None and ANSWER_TAG_READ in r.details]
     return {
         "samples": len(rows),
         "scored": len(kept) - (errors if bench.error_policy == "wrong" else 0),
         "errors": errors,
         "judge_pending": sum(1 for r in rows if r.needs_judge and r.error is None),
+        **({"answer_tag_read": sum(tags)} if tags else {}),
     }
 
 

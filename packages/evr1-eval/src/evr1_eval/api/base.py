@@ -22,9 +22,19 @@ from evr1_eval.api.aggregation import Aggregator, summarize
 from evr1_eval.api.judging import judge_outcome
 from evr1_eval.api.loading import RowView, generic_prompt, load_samples
 from evr1_eval.api.prompts import check_variant
-from evr1_eval.api.scoring_rules import Rule, rewards_outcome
+from evr1_eval.api.scoring_rules import Rule, answer_tag_input, check_answer_tags, rewards_outcome
 from evr1_eval.protocol import ProtocolSettings
-from evr1_eval.types import BenchmarkSummary, Judge, LoadResult, Outcome, Reference, Sample, ScoredSample
+from evr1_eval.types import (
+    ANSWER_TAG_READ,
+    AnswerTags,
+    BenchmarkSummary,
+    Judge,
+    LoadResult,
+    Outcome,
+    Reference,
+    Sample,
+    ScoredSample,
+)
 
 #: How an error row (no response: missing video, decode/engine error, timeout) counts in the official aggregation.
 #: "wrong": in every denominator with score 0 (default: a failure is never a free pass);
@@ -164,31 +174,41 @@ class Benchmark:
             )
         return (self.scorer or rewards_outcome)(sample, response)
 
-    def score(self, sample: Sample, response: str | None) -> ScoredSample:
-        """Score one response under both protocols; a judged row without a judge is marked pending, never guessed."""
+    def score(self, sample: Sample, response: str | None, *, answer_tags: AnswerTags = "official") -> ScoredSample:
+        """Score one response under both protocols; a judged row without a judge is marked pending, never guessed.
+        `answer_tags="read"` gives the official rule the final `<answer>` tag's content instead of the whole response
+        (a named deviation; each row then says in `details["answer_tag_read"]` whether it had such a tag)."""
+        check_answer_tags(answer_tags)
         text = response if isinstance(response, str) else ""
+        tag = answer_tag_input(text, answer_tags)
         try:
             evr1 = rewards_outcome(sample, text)
             outcome = evr1 if self.scorer is None and not self.sample_needs_judge(sample) else None
-            outcome = outcome or self.official_outcome(sample, text)
+            outcome = outcome or self.official_outcome(sample, text if tag is None else tag)
         except (ValueError, TypeError, KeyError, LookupError) as exc:  # the GT or config, never the response
             row = self.error_row(sample, f"scoring failed on this sample's ground truth: {type(exc).__name__}: {exc}")
             return dataclasses.replace(row, response=response)
-        return scored_row(sample, response, outcome, evr1)
+        row = scored_row(sample, response, outcome, evr1)
+        if answer_tags == "read":
+            row = dataclasses.replace(row, details={**row.details, ANSWER_TAG_READ: tag is not None})
+        return row
 
-    async def score_with_judge(self, sample: Sample, response: str, judge: Judge | None) -> ScoredSample:
+    async def score_with_judge(
+        self, sample: Sample, response: str, judge: Judge | None, *, answer_tags: AnswerTags = "official"
+    ) -> ScoredSample:
         """Like `score`, but rows the official protocol judges (pending ones and the optionally judged types) go to
         `judge` (the openai backend); without a judge, pending rows stay pending and optional ones are scored by rule."""
-        row = self.score(sample, response)
+        row = self.score(sample, response, answer_tags=answer_tags)
         wants = row.needs_judge or sample.problem_type in self.judge_optional_types
         if judge is None or row.error is not None or not wants:
             return row
         outcome = await judge_outcome(sample, response, judge)
+        kept = {k: row.details[k] for k in ("evr1", ANSWER_TAG_READ) if k in row.details}
         return dataclasses.replace(
             row,
             score=float(outcome.score),
             extracted=outcome.extracted,
-            details={**dict(outcome.details), "evr1": row.details.get("evr1", {})},
+            details={**dict(outcome.details), "evr1": {}, **kept},
             needs_judge=outcome.needs_judge,
         )
 

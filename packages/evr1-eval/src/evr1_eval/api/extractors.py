@@ -35,24 +35,6 @@ def capped(text: str | None) -> str:
     return s if len(s) <= MAX_SCAN else s[-MAX_SCAN:]
 
 
-def last_answer_tag(text: str) -> str | None:
-    """Content of the last non-empty `<answer>…</answer>` pair, case-insensitive (scanned backwards: linear time on
-    adversarial input, no regex backtracking)."""
-    low = text.lower()
-    end = low.rfind("</answer>")
-    for _ in range(64):
-        if end < 0:
-            return None
-        start = low.rfind("<answer>", 0, end)
-        if start < 0:
-            return None
-        content = text[start + len("<answer>") : end]
-        if content.strip():
-            return content
-        end = low.rfind("</answer>", 0, start)
-    return None
-
-
 def random_choice(sample_id: str, choices: Sequence[str]) -> str:
     """The official `random.choice` fallback, made reproducible: seeded by the sample id."""
     seed = int.from_bytes(hashlib.sha256(sample_id.encode()).digest()[:8], "big")

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import re
 
-from evr1_eval.api.extractors import capped, last_answer_tag, strip_reasoning
+from evr1_eval.api.extractors import capped, strip_reasoning
 from evr1_eval.types import Judge, Outcome, Sample
+from evr1_rewards import Response
 from evr1_rewards.judge import JUDGE_PROMPT_VERSION, ask_judge
 
 _FINAL = re.compile(r"therefore,?\s+the\s+final\s+answer\s+is\s*:?", re.IGNORECASE)
 
 
 def final_text(response: str) -> str:
-    """The answer part of a response: the last non-empty `<answer>`, else the text after the reasoning blocks."""
+    """The answer part of a response: the final `<answer>` tag's content as evr1-rewards reads it (the one definition,
+    `evr1_rewards.Response.answer_tag`), else the text after the reasoning blocks."""
     text = capped(response)
-    answer = last_answer_tag(text)
-    return answer.strip() if answer is not None else strip_reasoning(text)
+    answer = Response(text).answer_tag
+    return answer if answer is not None else strip_reasoning(text)
 
 
 async def judge_outcome(sample: Sample, response: str, judge: Judge) -> Outcome:

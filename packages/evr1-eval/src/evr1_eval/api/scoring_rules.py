@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from evr1_eval.api.extractors import capped, strip_reasoning
-from evr1_eval.types import Outcome, Sample
+from evr1_eval.types import ANSWER_TAGS, AnswerTags, Outcome, Sample
 
 #: An official per-sample rule: (sample, response) -> Outcome (`Benchmark.scorer`).
 Rule = Callable[[Sample, str], Outcome]
@@ -46,6 +46,26 @@ def rewards_outcome(sample: Sample, response: str) -> Outcome:
         extracted=None if extracted is None else str(extracted)[:500],
         details={"scorer": "evr1-rewards", "format": float(result.format), "rewards": jsonable(details)},
     )
+
+
+def check_answer_tags(answer_tags: str) -> AnswerTags:
+    """`answer_tags` as one of `ANSWER_TAGS` (anything else is refused by name: a typo never scores silently)."""
+    for name in ANSWER_TAGS:
+        if answer_tags == name:
+            return name
+    raise ValueError(f"unknown answer_tags {answer_tags!r}; choose one of {', '.join(ANSWER_TAGS)}")
+
+
+def answer_tag_input(response: str, answer_tags: AnswerTags) -> str | None:
+    """What the official rule reads instead of the whole response under `answer_tags="read"`: the final answer tag's
+    content as evr1-rewards reads it (`evr1_rewards.Response.answer_tag`: the last complete, non-empty
+    `<answer>…</answer>`, not one inside the reasoning when an answer follows `</think>`), the one definition training
+    uses. None under "official", or when there is no such tag: the official extractor then reads the whole response."""
+    if answer_tags != "read":
+        return None
+    from evr1_rewards import Response
+
+    return Response(capped(response)).answer_tag
 
 
 def lmms_input(response: str) -> str:

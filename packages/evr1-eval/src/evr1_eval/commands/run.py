@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache import add_media_path_args
+from evr1_eval.commands.score import add_answer_tags_arg
 
 EXAMPLE = """examples:
   evr1-eval run --model Qwen/Qwen3-VL-8B-Instruct --benchmarks videomme,mvbench \\
@@ -108,6 +109,7 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument(
         "--response-filter", choices=("none", "after_think"), default=None, help="read the answer after </think>"
     )
+    add_answer_tags_arg(r)
 
     g = p.add_argument_group("generation (recorded; greedy by default; explicit flags win over a preset)")
     g.add_argument("--max-tokens", type=int, default=None, help="default 1024")
@@ -313,6 +315,7 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
         without_video=args.without_video,
         preset=settings.preset.record() if settings.preset else None,
         response_filter=settings.response_filter,
+        answer_tags=args.answer_tags,
         agent=_agent(args),
         progress=not args.no_progress,
         info={
@@ -442,6 +445,7 @@ def run(args: argparse.Namespace) -> int:
             metric = f"  {res.summary.primary}={value:.2f}" if isinstance(value, (int, float)) else ""
             evr1 = res.summary.evr1_metrics.get("accuracy")
             metric += f"  evr1 accuracy={evr1:.2f}" if isinstance(evr1, (int, float)) else ""
+            metric += " (official scores read <answer> tags: --answer-tags read)" if args.answer_tags == "read" else ""
         print(
             f"{res.benchmark}: {res.selected} selected, {res.skipped} already done, {res.ran} run, "
             f"{res.errors} errors{metric}  -> {res.out_dir}"

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evr1_eval.types import ANSWER_TAGS
+
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -41,8 +43,21 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--response-filter", choices=("none", "after_think"), default="none", help="score the text after </think>"
     )
+    add_answer_tags_arg(p)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(run=run)
+
+
+def add_answer_tags_arg(p: Any) -> None:
+    """`--answer-tags` (shared by `score` and `run`): how the official rule reads a final `<answer>` tag."""
+    p.add_argument(
+        "--answer-tags",
+        choices=ANSWER_TAGS,
+        default="official",
+        help="official (default): the whole response goes to each benchmark's official extractor, as its reference "
+        "code does; read: the final <answer>...</answer>'s content goes to it when there is one (a named deviation, "
+        "recorded in the run settings and reported in the summary)",
+    )
 
 
 def _write_rows(path: Path, rows: list[Any]) -> None:
@@ -81,14 +96,16 @@ def run(args: argparse.Namespace) -> int:
                           p.error)
             for k, p in predictions.items()
         }  # fmt: skip
-    rows = score_samples(bench, loaded.samples, predictions, progress=not args.no_progress)
+    rows = score_samples(
+        bench, loaded.samples, predictions, progress=not args.no_progress, answer_tags=args.answer_tags
+    )
     if args.judge_base_url or args.judge_model:
         if not (args.judge_base_url and args.judge_model):
             raise ValueError("pass both --judge-base-url and --judge-model")
 
         async def judged() -> list[Any]:
             async with openai_judge(args.judge_base_url, args.judge_model) as judge:
-                return await judge_rows(bench, loaded.samples, rows, judge)
+                return await judge_rows(bench, loaded.samples, rows, judge, answer_tags=args.answer_tags)
 
         rows = asyncio.run(judged())
     summary = bench.aggregate(rows)
@@ -111,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         "prompt_version": bench.prompt_version,
         "annotations": file_digest(args.annotations),
         "judge": {"base_url": args.judge_base_url, "model": args.judge_model} if args.judge_model else None,
+        "answer_tags": args.answer_tags,
     }
     extra = {
         "predictions": file_digest(args.predictions),
