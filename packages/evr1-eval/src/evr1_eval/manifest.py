@@ -25,6 +25,7 @@ COMPARED = ("protocol", "preset", "sampling", "generation", "system_prompt", "ju
 
 
 def version_of(dist: str) -> str | None:
+    """An installed distribution's version, None when it is not installed (the backends' `engine` field too)."""
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
