@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evr1_eval.results import Sources, recorded_sources
+from evr1_eval.results import Sources, read_run_settings, recorded_sources
 
 if TYPE_CHECKING:
     from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord, SiteResult
@@ -75,18 +75,6 @@ def write_html(runs: Sequence[RunRecord], out_dir: Path, *, title: str = "evr1-e
     return write_site(runs, out_dir, title=title)
 
 
-def _settings(bench_dir: Path, problems: list[str]) -> dict[str, Any]:
-    for path in sorted(bench_dir.glob("run*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            problems.append(f"{path}: unreadable settings ({exc})")
-            continue
-        if isinstance(data, dict):
-            return data
-    return {}
-
-
 def _bench_dirs(run_dir: Path) -> list[Path]:
     if any(run_dir.glob("results*.jsonl")):
         return [run_dir]
@@ -129,7 +117,7 @@ def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | 
 def _bench_samples(
     bench_dir: Path, rows: Sequence[ScoredSample], given: Sources, problems: list[str]
 ) -> list[SampleRecord]:
-    settings = _settings(bench_dir, problems)
+    settings = read_run_settings(bench_dir, problems)
     fingerprint = settings.get("fingerprint") or {}
     recorded = recorded_sources(settings)
     sources = Sources(
