@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,19 +55,13 @@ def run_html(args: argparse.Namespace) -> int:
     problems = sum(len(r.problems) for r in runs)
     for run in runs:
         for problem in run.problems:
-            print(f"viewer: {run.name}: {problem}", file=_stderr())
+            print(f"viewer: {run.name}: {problem}", file=sys.stderr)
     print(
         f"viewer: {result.samples} samples, {result.thumbnails_written} thumbnail sets written, "
         f"{result.thumbnails_reused} reused; open {result.index.resolve()}",
-        file=_stderr(),
+        file=sys.stderr,
     )
     return problems
-
-
-def _stderr() -> Any:
-    import sys
-
-    return sys.stderr
 
 
 def write_html(runs: Sequence[RunRecord], out_dir: Path, *, title: str = "evr1-eval report") -> SiteResult:
