@@ -185,3 +185,17 @@ def test_each_scorer_carries_the_answer_format_the_prompt_asks_for() -> None:
     assert "JSON" in formats["temporal_grounding"]
     with pytest.raises(UnknownProblemTypeError):
         answer_format("colour naming")
+
+
+def test_option_lines_render_a_rows_options_column_one_way_for_both_engines() -> None:
+    """`option_lines` is the one reading of a row's `options` (evr1-train's prompt builder and evr1-eval's `evr1`
+    protocol both call it): lists as given, mappings as `key. value`, a bare value as one line, empty as none."""
+    from evr1_rewards.prompt_format import option_lines, render_prompt
+
+    assert option_lines(["A. red", "B. blue"]) == ["A. red", "B. blue"]
+    assert option_lines(("A. red", 2)) == ["A. red", "2"]
+    assert option_lines({"A": "left", "B": "right"}) == ["A. left", "B. right"]
+    assert option_lines("A. only") == ["A. only"]
+    assert option_lines(None) == option_lines([]) == option_lines({}) == []
+    text = render_prompt("mcq", "Pick one.", option_lines({"A": "left"}), n_videos=0, n_images=0, think=False)
+    assert "\nOptions:\nA. left\n" in text

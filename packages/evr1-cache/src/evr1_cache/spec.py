@@ -359,7 +359,7 @@ def _frame_count(total_num_frames: int, native_fps: float, spec: SamplingSpec) -
     return nframes
 
 
-def _f32(value: float) -> float:
+def f32(value: float) -> float:
     """Round a double to the nearest float32 (ties to even), as a C float cast does."""
     rounded: float = struct.unpack("f", struct.pack("f", value))[0]
     return rounded
@@ -371,13 +371,13 @@ def _linspace_round(last: int, steps: int) -> tuple[int, ...]:
     torch works in float32: step = f32(last / (steps - 1)); the first half is f32(step * i) and the second half is
     f32(last - step * (steps - 1 - i)) with one rounding (the AVX2/AVX-512 kernels contract it to a fused multiply-add);
     `round()` is half-to-even. For 1 <= step and last < 2**24 every intermediate below is exact in a double, so each
-    `_f32` is the single float32 rounding torch performs. Plain rational rounding would differ on long videos.
+    `f32` is the single float32 rounding torch performs. Plain rational rounding would differ on long videos.
     """
-    step = _f32(last / (steps - 1))
+    step = f32(last / (steps - 1))
     half = steps // 2
     out: list[int] = []
     for i in range(steps):
-        value = _f32(step * i) if i < half else _f32(last - step * (steps - 1 - i))
+        value = f32(step * i) if i < half else f32(last - step * (steps - 1 - i))
         out.append(round(value))
     return tuple(out)
 

@@ -38,6 +38,7 @@ DEFAULTS: Mapping[str, Any] = {"answer_tags": "official"}
 
 
 def version_of(dist: str) -> str | None:
+    """An installed distribution's version, None when it is not installed (the backends' `engine` field too)."""
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:

@@ -53,6 +53,21 @@ def settings_path(bench_dir: Path, rank: int = 0, world_size: int = 1) -> Path:
     return Path(bench_dir) / f"run{shard_suffix(rank, world_size)}.json"
 
 
+def read_run_settings(bench_dir: Path, problems: list[str] | None = None) -> dict[str, Any]:
+    """The first readable `run*.json` of a benchmark folder ({} when none); each unreadable one is noted in
+    `problems` when given."""
+    for path in sorted(bench_dir.glob("run*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            if problems is not None:
+                problems.append(f"{path}: unreadable settings ({exc})")
+            continue
+        if isinstance(data, dict):
+            return data
+    return {}
+
+
 def row_to_dict(row: ScoredSample) -> dict[str, Any]:
     return {"schema": SCHEMA_VERSION, **dataclasses.asdict(row)}
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from evr1_eval.results import RESULTS_GLOB, row_from_dict, row_problem
+from evr1_eval.results import RESULTS_GLOB, read_run_settings, row_from_dict, row_problem
 
 if TYPE_CHECKING:
     from evr1_eval.presets import ResponseFilter
@@ -272,7 +272,7 @@ def verify_benchmark(
 
     bench_dir = Path(bench_dir)
     record = manifest.read(bench_dir)
-    settings = _run_settings(bench_dir)
+    settings = read_run_settings(bench_dir)
     problems = _file_problems(bench_dir, record, resume=resume)
     if not resume:
         problems += _settings_problems(record, settings)
@@ -305,14 +305,3 @@ def verify_benchmark(
     problems += row_problems
     ids = {row.id for _, row in rows} | set(checked.selected or () if checked is not None else ())
     return Verification(bench.name, verified, max(len(ids), verified), tuple(problems))
-
-
-def _run_settings(bench_dir: Path) -> dict[str, Any]:
-    for path in sorted(bench_dir.glob("run*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            return data
-    return {}

@@ -15,11 +15,12 @@ import argparse
 import dataclasses
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evr1_eval.results import Sources, recorded_sources
+from evr1_eval.results import Sources, read_run_settings, recorded_sources
 
 if TYPE_CHECKING:
     from evr1_cache.spec import SamplingSpec
@@ -56,37 +57,19 @@ def run_html(args: argparse.Namespace) -> int:
     problems = sum(len(r.problems) for r in runs)
     for run in runs:
         for problem in run.problems:
-            print(f"viewer: {run.name}: {problem}", file=_stderr())
+            print(f"viewer: {run.name}: {problem}", file=sys.stderr)
     print(
         f"viewer: {result.samples} samples, {result.thumbnails_written} thumbnail sets written, "
         f"{result.thumbnails_reused} reused; open {result.index.resolve()}",
-        file=_stderr(),
+        file=sys.stderr,
     )
     return problems
-
-
-def _stderr() -> Any:
-    import sys
-
-    return sys.stderr
 
 
 def write_html(runs: Sequence[RunRecord], out_dir: Path, *, title: str = "evr1-eval report") -> SiteResult:
     from evr1_cache.viewer import write_site
 
     return write_site(runs, out_dir, title=title)
-
-
-def _settings(bench_dir: Path, problems: list[str]) -> dict[str, Any]:
-    for path in sorted(bench_dir.glob("run*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            problems.append(f"{path}: unreadable settings ({exc})")
-            continue
-        if isinstance(data, dict):
-            return data
-    return {}
 
 
 def _bench_dirs(run_dir: Path) -> list[Path]:
@@ -131,7 +114,7 @@ def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | 
 def _bench_samples(
     bench_dir: Path, rows: Sequence[ScoredSample], given: Sources, problems: list[str]
 ) -> list[SampleRecord]:
-    settings = _settings(bench_dir, problems)
+    settings = read_run_settings(bench_dir, problems)
     fingerprint = settings.get("fingerprint") or {}
     recorded = recorded_sources(settings)
     sources = Sources(

@@ -92,17 +92,6 @@ def _from_match(text: str, m: re.Match[str]) -> Number | None:
     return Number(v, pct)
 
 
-def find_numbers(text: str) -> list[Number]:
-    """All numbers in the last SCAN_CHARS characters of `text`, in order."""
-    window = tail(text, SCAN_CHARS)
-    out = []
-    for m in _NUM.finditer(window):
-        n = _from_match(window, m)
-        if n is not None:
-            out.append(n)
-    return out
-
-
 def _first_number(text: str) -> Number | None:
     window = text[:SCAN_CHARS]
     for m in _NUM.finditer(window):

@@ -26,6 +26,7 @@ __all__ = [
     "answer_format",
     "answer_formats",
     "modality",
+    "option_lines",
     "options_text",
     "render_prompt",
     "unplaced_markers",
@@ -64,6 +65,17 @@ def unplaced_markers(question: str, n_videos: int, n_images: int) -> str:
             f"has {n_videos} videos / {n_images} images; remove the extra placeholders or add the media"
         )
     return "<video>" * videos + "<image>" * images
+
+
+def option_lines(options: object) -> list[str]:
+    """A row's `options` column as prompt lines: a list as given, a mapping as `key. value`, none when empty."""
+    if not options:
+        return []
+    if isinstance(options, Mapping):
+        return [f"{k}. {v}" for k, v in options.items()]
+    if isinstance(options, Sequence) and not isinstance(options, str):
+        return [str(o) for o in options]
+    return [str(options)]
 
 
 def options_text(lines: Sequence[str]) -> str:

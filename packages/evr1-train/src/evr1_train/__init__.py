@@ -17,20 +17,17 @@ from importlib import import_module
 from typing import Any
 
 _LAZY = {
-    "HybridConfig": "evr1_train.hybrid",
-    "plan_group": "evr1_train.hybrid",
-    "fit_offline_response": "evr1_train.hybrid",
-    "hybrid_metrics": "evr1_train.hybrid",
-    "DataOptions": "evr1_train.data",
-    "RowInputs": "evr1_train.data",
-    "row_to_inputs": "evr1_train.data",
-    "hybrid_policy_loss": "evr1_train.losses",
-    "vision_zero_term": "evr1_train.losses",
-    "Evr1Dataset": "evr1_train.data.dataset",
-    "Evr1SFTDataset": "evr1_train.data.sft_dataset",
-    "MODULE_GROUPS": "evr1_train.modules",
-    "freeze_modules": "evr1_train.modules",
-    "prepare_verl_config": "evr1_train.verl_config",
+    name: f"evr1_train.{module}"
+    for module, names in {
+        "hybrid": "HybridConfig plan_group fit_offline_response hybrid_metrics",
+        "data": "DataOptions RowInputs row_to_inputs",
+        "losses": "hybrid_policy_loss vision_zero_term",
+        "data.dataset": "Evr1Dataset",
+        "data.sft_dataset": "Evr1SFTDataset",
+        "modules": "MODULE_GROUPS freeze_modules",
+        "verl_config": "prepare_verl_config",
+    }.items()
+    for name in names.split()
 }
 
 __all__ = [*sorted(_LAZY), "__version__"]

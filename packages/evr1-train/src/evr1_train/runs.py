@@ -112,14 +112,9 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
 
 def run_settings(cfg: Any) -> dict[str, Any]:
     """The resolved config as `{dotted key: value}` without the `NEUTRAL` keys (JSON-able)."""
-    try:
-        from omegaconf import OmegaConf
+    from evr1_train.engine.config import plain
 
-        if OmegaConf.is_config(cfg):
-            cfg = OmegaConf.to_container(cfg, resolve=True)
-    except ImportError:  # pragma: no cover - hydra-core (a dependency) brings omegaconf
-        pass
-    flat: dict[str, Any] = json.loads(json.dumps(_flatten(cfg), default=str))
+    flat: dict[str, Any] = json.loads(json.dumps(_flatten(plain(cfg)), default=str))
     return flat
 
 

@@ -17,24 +17,18 @@ Prompt: each tile or frame is `<img>` + `(size/14)**2 / 4` `<IMG_CONTEXT>` + `</
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 from evr1_cache.families.base import ModelFamily, VideoLike, hf_metadata, video_fields
 from evr1_cache.families.registry import register
-from evr1_cache.spec import ImageSpec, SamplingSpec
+from evr1_cache.spec import ImageSpec, SamplingSpec, f32
 
 #: InternVL3.5's tile (`image_size`): 448 px = 32 x 32 patches of 14, pixel-shuffled 2x2 -> 256 tokens per tile.
 TILE = 448
 #: The processor's tiling bounds (`min_patches`, `max_patches`) by default.
 MIN_TILES = 1
 MAX_TILES = 12
-
-
-def _f32(value: float) -> float:
-    rounded: float = struct.unpack("f", struct.pack("f", value))[0]
-    return rounded
 
 
 def segment_indices(total_num_frames: int, nframes: int) -> tuple[int, ...]:
@@ -47,7 +41,7 @@ def segment_indices(total_num_frames: int, nframes: int) -> tuple[int, ...]:
     step = total_num_frames / nframes
     start = step / 2
     size = math.ceil((total_num_frames - start) / step)
-    return tuple(int(_f32(start + step * i)) for i in range(size))
+    return tuple(int(f32(start + step * i)) for i in range(size))
 
 
 def tile_grid(height: int, width: int, side: int, min_tiles: int, max_tiles: int) -> tuple[int, int]:

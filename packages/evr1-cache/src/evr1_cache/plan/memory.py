@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -208,8 +208,3 @@ def activation_memory(
         vl = _layer_bytes(patches, v.hidden, v.hidden, v.hidden, v.intermediate, v.heads, p)
         vision = (v.layers * patches * p * v.hidden + vl) if checkpointing else v.layers * vl
     return MemoryEstimate(tokens, layers, per_layer, final, logprobs, vision, checkpointing)
-
-
-def with_layers(shape: ModelShape, layers: int) -> ModelShape:
-    """The same shape with another depth (for measuring a shortened copy of a big model)."""
-    return replace(shape, layers=layers)

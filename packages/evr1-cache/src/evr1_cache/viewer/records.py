@@ -105,10 +105,6 @@ class SampleRecord:
         kinds = {r.source for r in self.responses if r.source is not None}
         return "mixed" if len(kinds) > 1 else (kinds.pop() if kinds else "")
 
-    @property
-    def error_reason(self) -> str | None:
-        return self.error or next((r.error for r in self.responses if r.error is not None), None)
-
 
 def shown_prompt(stored: object, text: str, system: str | None, *, instead: str) -> dict[str, Any]:
     """A card's `prompt`, `system` and `prompt_hash` from a stored prompt record (`PromptRecord.to_dict()`), its hash

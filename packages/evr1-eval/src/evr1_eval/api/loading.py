@@ -29,6 +29,7 @@ from evr1_eval.api.prompts import direct_prompt
 from evr1_eval.protocol import ProtocolSettings
 from evr1_eval.types import LoadError, LoadResult, Sample
 from evr1_rewards import RewardError, normalize_problem_type, parse_ground_truth, parse_options
+from evr1_rewards.prompt_format import option_lines
 
 if TYPE_CHECKING:
     from evr1_eval.api.base import Benchmark, DocumentFlattener
@@ -331,9 +332,8 @@ def generic_prompt(bench: Benchmark, view: RowView, protocol: ProtocolSettings) 
         n_videos, n_images = len(view.videos), len(view.images)
         if not template:
             question = train_question(view.row, n_videos, n_images) or question
-        return protocol.evr1.render(
-            view.problem_type, question, train_options(view.row) or formatted, n_videos=n_videos, n_images=n_images
-        )
+        options = option_lines(view.row.get("options")) or formatted
+        return protocol.evr1.render(view.problem_type, question, options, n_videos=n_videos, n_images=n_images)
     if view.images:
         question = f"{question}\n{_IMAGE_HINT}"
     return direct_prompt(view.problem_type, question, formatted)
@@ -351,18 +351,6 @@ def train_question(row: Mapping[str, Any], n_videos: int, n_images: int) -> str 
     if markers.count("<video>") > n_videos or markers.count("<image>") > n_images:
         return None
     return text
-
-
-def train_options(row: Mapping[str, Any]) -> list[str]:
-    """The option lines as evr1-train writes them: a list as given, a mapping as `key. value` (empty: none)."""
-    options = row.get("options")
-    if not options:
-        return []
-    if isinstance(options, Mapping):
-        return [f"{k}. {v}" for k, v in options.items()]
-    if isinstance(options, (list, tuple)):
-        return [str(o) for o in options]
-    return [str(options)]
 
 
 def build_sample(bench: Benchmark, view: RowView, protocol: ProtocolSettings) -> Sample:

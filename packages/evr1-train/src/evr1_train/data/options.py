@@ -127,7 +127,9 @@ class DataOptions:
     @classmethod
     def from_mapping(cls, node: Mapping[str, Any] | None, base_dir: str | None = None) -> DataOptions:
         """Build from the `data.evr1` node (OmegaConf or dict); unknown keys are an error listing known ones."""
-        data = {k: _plain(v) for k, v in (node or {}).items()}
+        from evr1_train.engine.config import plain
+
+        data = {k: plain(v) for k, v in (node or {}).items()}
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -143,15 +145,3 @@ def _defaults(defaults: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str
     if given.get("family") is None:
         return dict(defaults)
     return {**defaults, "size_factor": None, "min_pixels": None, "max_pixels": None}
-
-
-def _plain(value: Any) -> Any:
-    """OmegaConf containers -> plain Python (dataclass fields must be hashable-free plain data)."""
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-
-        if isinstance(value, DictConfig | ListConfig):
-            return OmegaConf.to_container(value, resolve=True)
-    except ImportError:  # pragma: no cover - omegaconf ships with hydra-core, a dependency
-        pass
-    return value

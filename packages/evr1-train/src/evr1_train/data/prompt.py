@@ -11,7 +11,7 @@ checkpoint's self-description)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from evr1_rewards.prompt_format import (
@@ -21,6 +21,7 @@ from evr1_rewards.prompt_format import (
     LEADS,
     TEMPLATE,
     answer_formats,
+    option_lines,
     render_prompt,
 )
 from evr1_rewards.vocabulary import OPEN_ENDED
@@ -44,16 +45,6 @@ def describe_prompts(opts: DataOptions) -> dict[str, Any]:
     }
 
 
-def _option_lines(options: Any) -> list[str]:
-    if not options:
-        return []
-    if isinstance(options, Mapping):
-        return [f"{k}. {v}" for k, v in options.items()]
-    if isinstance(options, Sequence) and not isinstance(options, str):
-        return [str(o) for o in options]
-    return [str(options)]
-
-
 def build_prompt_text(row: Mapping[str, Any], opts: DataOptions) -> str:
     """The user turn as text with `<video>` / `<image>` placeholders in media order."""
     question = row.get(opts.prompt_key)
@@ -66,5 +57,5 @@ def build_prompt_text(row: Mapping[str, Any], opts: DataOptions) -> str:
     n_images = len(row.get(opts.image_key) or [])
     n_videos = len(row.get(opts.video_key) or [])
     problem_type = row.get("problem_type") or OPEN_ENDED
-    options = _option_lines(row.get("options"))
+    options = option_lines(row.get("options"))
     return render_prompt(problem_type, question, options, n_videos=n_videos, n_images=n_images, think=opts.think)
