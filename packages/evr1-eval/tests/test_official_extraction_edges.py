@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from evr1_eval.api.extractors import MAX_SCAN
+from evr1_eval.api.scoring_rules import lmms_input
 from evr1_eval.benchmarks import get_benchmark
 from evr1_eval.types import Sample, ScoredSample
 
@@ -34,8 +35,9 @@ LONG = "C. " + "z " * (MAX_SCAN // 2 + 10) + "D"
 RANDOM = "<random>"
 
 
-def _sample(tmp_path: Path, bench_name: str, truth: str, options: Sequence[str]) -> Sample:
+def _sample(tmp_path: Path, bench_name: str, truth: str, options: Sequence[str], **extra: Any) -> Sample:
     row: dict[str, Any] = {
+        **extra,
         "problem_id": "1",
         "problem": "What happens?",
         "options": list(options),
@@ -90,6 +92,7 @@ MVBENCH = [
     ("E", "E"),  # a-e whatever the row's options
     ("<think>C</think>D. four", "D"),  # lmms-eval strips the reasoning block first
     ("", ""),
+    (LONG, "C"),  # the first letter of the whole response, however long
 ]
 
 
@@ -109,6 +112,7 @@ LONGVIDEOBENCH = [
     ("<analysis>A first</analysis>\nD", "D"),  # stripped before parsing
     ("c", RANDOM),
     ("", RANDOM),
+    (LONG, "C"),
 ]
 
 
@@ -132,6 +136,7 @@ MINERVA = [
     ("B or maybe C", "C"),  # the last capital letter
     ("<think>the answer is A</think>B", "B"),  # stripped before parsing
     ("", RANDOM),
+    (LONG, "D"),  # the LAST capital letter: the tail of a long response
 ]
 
 
@@ -154,6 +159,7 @@ VIDEOMATHQA = [
     ("<think>D</think>C", "C"),  # stripped before parsing
     ("E", "E"),
     ("c", ""),
+    (LONG, "C"),
 ]
 
 
@@ -161,3 +167,22 @@ VIDEOMATHQA = [
 def test_videomathqa_scoring_path(tmp_path: Path, response: str, expected: str) -> None:
     row = _score(tmp_path, "videomathqa", response, OPTS5)
     assert row.extracted == expected
+
+
+def test_vsibench_first_token_of_a_long_response(tmp_path: Path) -> None:
+    """thinking-in-space `lmms_eval/tasks/vsibench/utils.py::fuzzy_matching`: the first space-separated token of the
+    raw response ("C." -> "C"), however long the response."""
+    bench = get_benchmark("vsibench")
+    sample = _sample(tmp_path, "vsibench", "C", OPTS4, question_type="route_planning")
+    row = bench.score(sample, LONG)
+    assert (row.extracted, row.score) == ("C", 1.0)
+
+
+def test_lmms_input_keeps_the_end_a_rule_reads() -> None:
+    """Over MAX_SCAN: without reasoning tags the head for first-match rules (stripping is then only `.strip()`); with
+    an end tag the tail, where the answer after the reasoning is, whichever end the rule reads."""
+    assert lmms_input(LONG, keep="head").startswith("C. z")
+    assert lmms_input(LONG).endswith("z D")
+    thought = "<think>" + "A " * MAX_SCAN + "</think>B"
+    assert lmms_input(thought, keep="head") == lmms_input(thought) == "B"
+    assert lmms_input("  <think>A</think> C ", keep="head") == "C"

@@ -15,7 +15,8 @@ tests pin every quirk and the `lmms_eval` nox session compares them with the rea
 The only departure: where the reference draws `random.choice(...)` (no parsable answer), `random_choice` draws from a
 generator seeded by the sample id, so scoring the same file twice gives the same number. Inputs are capped in length
 (`MAX_SCAN`) so adversarial output stays cheap to scan; real answers are far shorter, and where a cap could change a
-result the cap is documented at the caller.
+result the cap is documented at the caller: rules that take the first match read the head
+(`capped(..., keep="head")`), the others the tail.
 """
 
 from __future__ import annotations
@@ -23,16 +24,21 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 MAX_SCAN = 100_000
 #: lmms-eval's `--reasoning_tags` default.
 LMMS_REASONING_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<analysis>", "</analysis>"))
 
 
-def capped(text: str | None) -> str:
-    """The response as text, at most MAX_SCAN characters (the tail: answers come last)."""
+def capped(text: str | None, keep: Literal["head", "tail"] = "tail") -> str:
+    """The response as text, at most MAX_SCAN characters: the tail (answers come last, and rules that take the LAST
+    match read it), or the head for rules that take the FIRST match (first letter, first token), whose answer in a
+    long response is at the start."""
     s = text if isinstance(text, str) else ""
-    return s if len(s) <= MAX_SCAN else s[-MAX_SCAN:]
+    if len(s) <= MAX_SCAN:
+        return s
+    return s[:MAX_SCAN] if keep == "head" else s[-MAX_SCAN:]
 
 
 def random_choice(sample_id: str, choices: Sequence[str]) -> str:
