@@ -23,15 +23,17 @@ from typing import Any
 
 import pytest
 
-from evr1_eval.api.extractors import MAX_SCAN
+from evr1_eval.api.extractors import MAX_SCAN, STRIP_SCAN
 from evr1_eval.api.scoring_rules import lmms_input
 from evr1_eval.benchmarks import get_benchmark
 from evr1_eval.types import Sample, ScoredSample
 
 OPTS4 = ["A. one", "B. two", "C. three", "D. four"]
 OPTS5 = [*OPTS4, "E. five"]
-#: A response longer than MAX_SCAN whose first letter (C) and last letter (D) differ.
+#: A response longer than MAX_SCAN (cut: the end the rule reads is kept) whose first letter (C) and last letter (D)
+#: differ; and one over the old 100,000-character limit, read whole (a thinking model's 32K-token answer).
 LONG = "C. " + "z " * (MAX_SCAN // 2 + 10) + "D"
+THINKING = "C. " + "z " * (STRIP_SCAN // 2 + 10) + "D"
 RANDOM = "<random>"
 
 
@@ -73,6 +75,7 @@ VIDEOMME = [
     ("<answer>C</answer>", "C"),
     ("", ""),
     (LONG, "C"),  # the whole response is read: its first letter, however long it is
+    (THINKING, "C"),
 ]
 
 
@@ -93,6 +96,7 @@ MVBENCH = [
     ("<think>C</think>D. four", "D"),  # lmms-eval strips the reasoning block first
     ("", ""),
     (LONG, "C"),  # the first letter of the whole response, however long
+    (THINKING, "C"),
 ]
 
 
@@ -113,6 +117,7 @@ LONGVIDEOBENCH = [
     ("c", RANDOM),
     ("", RANDOM),
     (LONG, "C"),
+    (THINKING, "C"),
 ]
 
 
@@ -137,6 +142,7 @@ MINERVA = [
     ("<think>the answer is A</think>B", "B"),  # stripped before parsing
     ("", RANDOM),
     (LONG, "D"),  # the LAST capital letter: the tail of a long response
+    (THINKING, "D"),
 ]
 
 
@@ -160,6 +166,7 @@ VIDEOMATHQA = [
     ("E", "E"),
     ("c", ""),
     (LONG, "C"),
+    (THINKING, "C"),
 ]
 
 
@@ -179,10 +186,18 @@ def test_vsibench_first_token_of_a_long_response(tmp_path: Path) -> None:
 
 
 def test_lmms_input_keeps_the_end_a_rule_reads() -> None:
-    """Over MAX_SCAN: without reasoning tags the head for first-match rules (stripping is then only `.strip()`); with
-    an end tag the tail, where the answer after the reasoning is, whichever end the rule reads."""
+    """Whole up to MAX_SCAN; beyond it, without reasoning tags the head for first-match rules (stripping is then only
+    `.strip()`); with an end tag the tail, where the answer after the reasoning is, whichever end the rule reads."""
+    assert lmms_input(THINKING, keep="head") == lmms_input(THINKING) == THINKING
     assert lmms_input(LONG, keep="head").startswith("C. z")
     assert lmms_input(LONG).endswith("z D")
     thought = "<think>" + "A " * MAX_SCAN + "</think>B"
     assert lmms_input(thought, keep="head") == lmms_input(thought) == "B"
     assert lmms_input("  <think>A</think> C ", keep="head") == "C"
+
+
+def test_tag_soup_is_cut_before_stripping() -> None:
+    """Over STRIP_SCAN with many tags, the tail alone is stripped (stripping is quadratic in the number of blocks), so
+    what precedes the tail is gone: the documented approximation for tag soup; a few tags keep the whole response."""
+    assert lmms_input("A " + "<think>x</think>" * (STRIP_SCAN // 8) + "B") == "B"
+    assert lmms_input("A " + "<think>x</think>" * 8 + "z" * STRIP_SCAN + " B").startswith("A z")

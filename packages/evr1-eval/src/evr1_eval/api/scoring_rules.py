@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from evr1_eval.api.extractors import LMMS_REASONING_TAGS, MAX_SCAN, capped, strip_reasoning
+from evr1_eval.api.extractors import FEW_TAGS, LMMS_REASONING_TAGS, STRIP_SCAN, capped, strip_reasoning
 from evr1_eval.types import ANSWER_TAGS, AnswerTags, Outcome, Sample
 
 #: An official per-sample rule: (sample, response) -> Outcome (`Benchmark.scorer`).
@@ -71,13 +71,15 @@ def answer_tag_input(response: str, answer_tags: AnswerTags) -> str | None:
 def lmms_input(response: str, keep: Literal["head", "tail"] = "tail") -> str:
     """What a task's `process_results` receives in lmms-eval's default pipeline: reasoning blocks removed, stripped.
 
-    A response over `MAX_SCAN` is cut first (reasoning stripping is quadratic on adversarial tag soup). With reasoning
-    tags, the tail is kept: the answer follows the last end tag, and stripping the tail gives the same text. Without
-    any end tag, stripping is only `.strip()`, so `keep="head"` (rules that take the FIRST letter or token) keeps the
-    head: the official rule reads the start of the whole response, which a tail would lose."""
-    if keep == "head" and len(response) > MAX_SCAN and not any(end in response for _, end in LMMS_REASONING_TAGS):
-        return strip_reasoning(capped(response, "head"))
-    return strip_reasoning(capped(response))
+    The whole response up to `MAX_SCAN`; beyond it, the end the rule reads (`keep`: "head" for rules that take the
+    FIRST letter or token), or the tail when the response has an end tag (the answer follows the reasoning). Tag soup
+    (over `STRIP_SCAN` characters with more than `FEW_TAGS` "<") is cut to its tail first: stripping is quadratic in
+    the number of blocks."""
+    has_end = any(end in response for _, end in LMMS_REASONING_TAGS)
+    text = capped(response, "tail" if has_end else keep)
+    if len(text) > STRIP_SCAN and text.count("<") > FEW_TAGS:
+        text = capped(text, "tail", STRIP_SCAN)
+    return strip_reasoning(text)
 
 
 def letters_of(sample: Sample, default: str = "ABCD") -> str:

@@ -58,9 +58,7 @@ def qwen3_vl_prompt(doc: Mapping[str, Any]) -> str:
 
 def extract(sample: Sample, response: str) -> str:
     """The official regex on the raw response; "" when no A-D occurs (the item is then unanswered). The WHOLE response
-    is read, not `capped`'s tail: the script takes the first letter, so a tail would change the answer of a response
-    longer than `MAX_SCAN` (e.g. "C. …" followed by 100,000 characters and a "D"); the scan is linear, so no cap is
-    needed for cost."""
+    is read, never a cut (the script takes the first letter, which a tail would lose): the scan is linear."""
     return first_letter_after_prefixes(response, PREFIXES, "ABCD") or ""
 
 
