@@ -592,6 +592,38 @@ def test_answer_tags_official_is_the_reference_on_the_response_and_read_on_the_t
 _SAME_READING = frozenset({"mmvu", "ovobench"})
 
 
+# -- long responses: over the old 100,000-character scan limit (a thinking model's 32K-token answer) ------------------
+def _long(c: diff_corpus.Context) -> list[str]:
+    """Answers longer than `STRIP_SCAN` whose head and tail name different options, with and without reasoning tags
+    (a truncated thinking answer has no end tag): first-match, last-match and priority rules must all read them whole."""
+    from evr1_eval.api.extractors import STRIP_SCAN
+
+    other = next(x for x in c.letters if x != c.truth)
+    filler = "z " * (STRIP_SCAN // 2 + 10)
+    return [
+        f"{c.truth}. {filler}{other}",
+        f"{c.truth} {filler}\n{other}",
+        f"<think>{other} {filler}</think>{c.truth}",
+        f"<think>{c.truth} {filler}{other}",
+    ]
+
+
+@pytest.mark.parametrize("bench_name", sorted(n for n in REFERENCES if n != "charades_sta"))
+def test_long_responses_agree(bench_name: str) -> None:
+    bench = get_benchmark(bench_name)
+    ref = REFERENCES[bench_name]
+    checked = 0
+    for sample in load_samples(bench_name):
+        c = context(bench_name, sample)
+        if c.kind != "mc" or checked >= 40:
+            continue
+        for response in _long(c):
+            theirs, ours = ref.per_sample(sample, response), ref.ours(bench, sample, response)
+            assert _equal(theirs, ours), (sample.id, response[:40], response[-40:], theirs, ours)
+            checked += 1
+    assert checked >= 20
+
+
 def test_reference_is_the_pinned_release() -> None:
     assert lmms.version() == "0.7.3"
 

@@ -417,7 +417,7 @@ def test_lmms_reasoning_strip(text: str, expected: str) -> None:
 
 
 def test_extractors_stay_linear_on_adversarial_input() -> None:
-    """Scanning cost is bounded: a response over MAX_SCAN is cut to its tail before any regex runs."""
+    """Scanning cost is bounded: a response over MAX_SCAN is cut (by default to its tail) before any regex runs."""
     huge = "A" * 1_000_000
     assert len(capped(huge)) == extractors.MAX_SCAN
     nasty: Sequence[str] = ["<think>" * 20_000, "</think>" * 20_000, "(" * 100_000, "answer is " * 10_000]

@@ -14,8 +14,8 @@ tests pin every quirk and the `lmms_eval` nox session compares them with the rea
 
 The only departure: where the reference draws `random.choice(...)` (no parsable answer), `random_choice` draws from a
 generator seeded by the sample id, so scoring the same file twice gives the same number. Inputs are capped in length
-(`MAX_SCAN`) so adversarial output stays cheap to scan; real answers are far shorter, and where a cap could change a
-result the cap is documented at the caller.
+(`MAX_SCAN`, far above any real answer) so adversarial output stays cheap to scan; beyond it, rules that take the
+first match read the head (`capped(..., keep="head")`), the others the tail.
 """
 
 from __future__ import annotations
@@ -23,16 +23,28 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
-MAX_SCAN = 100_000
+#: Responses are read whole up to this length: every official rule here is linear (about 0.5 s at this size on the
+#: worst adversarial input), and a thinking model's 32K-token answer (~130,000 characters) must be read as the
+#: reference reads it: whole, first AND last letters, every candidate in between.
+MAX_SCAN = 1_000_000
+#: Reasoning-tag stripping is quadratic in the number of tag blocks: a response longer than this with more than
+#: `FEW_TAGS` "<" is cut to this length (its tail) before stripping.
+STRIP_SCAN = 100_000
+FEW_TAGS = 64
 #: lmms-eval's `--reasoning_tags` default.
 LMMS_REASONING_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<analysis>", "</analysis>"))
 
 
-def capped(text: str | None) -> str:
-    """The response as text, at most MAX_SCAN characters (the tail: answers come last)."""
+def capped(text: str | None, keep: Literal["head", "tail"] = "tail", limit: int | None = None) -> str:
+    """The response as text, at most `limit` (MAX_SCAN) characters: the tail (answers come last, and rules that take
+    the LAST match read it), or the head for rules that take the FIRST match (first letter, first token)."""
     s = text if isinstance(text, str) else ""
-    return s if len(s) <= MAX_SCAN else s[-MAX_SCAN:]
+    n = MAX_SCAN if limit is None else limit
+    if len(s) <= n:
+        return s
+    return s[:n] if keep == "head" else s[-n:]
 
 
 def random_choice(sample_id: str, choices: Sequence[str]) -> str:

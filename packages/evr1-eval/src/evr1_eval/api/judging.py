@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from evr1_eval.api.extractors import capped, strip_reasoning
+from evr1_eval.api.extractors import STRIP_SCAN, capped, strip_reasoning
 from evr1_eval.types import Judge, Outcome, Sample
 from evr1_rewards import Response
 from evr1_rewards.judge import JUDGE_PROMPT_VERSION, ask_judge
@@ -21,7 +21,7 @@ _FINAL = re.compile(r"therefore,?\s+the\s+final\s+answer\s+is\s*:?", re.IGNORECA
 def final_text(response: str) -> str:
     """The answer part of a response: the final `<answer>` tag's content as evr1-rewards reads it (the one definition,
     `evr1_rewards.Response.answer_tag`), else the text after the reasoning blocks."""
-    text = capped(response)
+    text = capped(response, limit=STRIP_SCAN)  # a judge reads the answer, not 1M characters; stripping stays cheap
     answer = Response(text).answer_tag
     return answer if answer is not None else strip_reasoning(text)
 

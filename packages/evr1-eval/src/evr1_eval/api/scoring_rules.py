@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
-from evr1_eval.api.extractors import capped, strip_reasoning
+from evr1_eval.api.extractors import FEW_TAGS, LMMS_REASONING_TAGS, STRIP_SCAN, capped, strip_reasoning
 from evr1_eval.types import ANSWER_TAGS, AnswerTags, Outcome, Sample
 
 #: An official per-sample rule: (sample, response) -> Outcome (`Benchmark.scorer`).
@@ -68,9 +68,18 @@ def answer_tag_input(response: str, answer_tags: AnswerTags) -> str | None:
     return Response(capped(response)).answer_tag
 
 
-def lmms_input(response: str) -> str:
-    """What a task's `process_results` receives in lmms-eval's default pipeline: reasoning blocks removed, stripped."""
-    return strip_reasoning(capped(response))
+def lmms_input(response: str, keep: Literal["head", "tail"] = "tail") -> str:
+    """What a task's `process_results` receives in lmms-eval's default pipeline: reasoning blocks removed, stripped.
+
+    The whole response up to `MAX_SCAN`; beyond it, the end the rule reads (`keep`: "head" for rules that take the
+    FIRST letter or token), or the tail when the response has an end tag (the answer follows the reasoning). Tag soup
+    (over `STRIP_SCAN` characters with more than `FEW_TAGS` "<") is cut to its tail first: stripping is quadratic in
+    the number of blocks."""
+    has_end = any(end in response for _, end in LMMS_REASONING_TAGS)
+    text = capped(response, "tail" if has_end else keep)
+    if len(text) > STRIP_SCAN and text.count("<") > FEW_TAGS:
+        text = capped(text, "tail", STRIP_SCAN)
+    return strip_reasoning(text)
 
 
 def letters_of(sample: Sample, default: str = "ABCD") -> str:

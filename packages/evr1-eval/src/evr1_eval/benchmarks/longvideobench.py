@@ -64,7 +64,7 @@ def choices_of(doc: Mapping[str, Any]) -> list[str]:
 
 def rule(sample: Sample, response: str) -> Outcome:
     doc = doc_of(sample)
-    letter = first_letter_after_prefixes(lmms_input(response), PREFIXES, "ABCDE")
+    letter = first_letter_after_prefixes(lmms_input(response, keep="head"), PREFIXES, "ABCDE")
     drawn = letter is None
     pred = random_choice(sample.id, choices_of(doc)) if drawn else letter
     return Outcome(

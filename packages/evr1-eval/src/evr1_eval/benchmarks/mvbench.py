@@ -64,7 +64,7 @@ def mcq_process(answer: str) -> str:
 
 def rule(sample: Sample, response: str) -> Outcome:
     doc = doc_of(sample)
-    pred = lmms_input(response)
+    pred = lmms_input(response, keep="head")  # mcq_acc takes the first standalone letter
     gt = next(LETTERS[i] for i, c in enumerate(doc["candidates"]) if c == doc["answer"])
     extracted = mcq_process(pred)
     return Outcome(

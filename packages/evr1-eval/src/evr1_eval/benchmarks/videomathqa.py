@@ -54,7 +54,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def extract(sample: Sample, response: str) -> str:
-    return first_letter_after_prefixes(lmms_input(response), PREFIXES, "ABCDE") or ""
+    return first_letter_after_prefixes(lmms_input(response, keep="head"), PREFIXES, "ABCDE") or ""
 
 
 def mbin_question(mbinary_id: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from evr1_eval.api.adapters import official_mc
 from evr1_eval.api.aggregation import Result, answered, by_group, group_names, pct
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import capped, first_letter_after_prefixes
+from evr1_eval.api.extractors import first_letter_after_prefixes
 from evr1_eval.api.loading import RowView
 from evr1_eval.api.references import VIDEOMME
 from evr1_eval.api.registry import register
@@ -57,8 +57,9 @@ def qwen3_vl_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def extract(sample: Sample, response: str) -> str:
-    """The official regex on the raw response; "" when no A-D occurs (the item is then unanswered)."""
-    return first_letter_after_prefixes(capped(response), PREFIXES, "ABCD") or ""
+    """The official regex on the raw response; "" when no A-D occurs (the item is then unanswered). The WHOLE response
+    is read, never a cut (the script takes the first letter, which a tail would lose): the scan is linear."""
+    return first_letter_after_prefixes(response, PREFIXES, "ABCD") or ""
 
 
 def answered_only(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:

@@ -80,7 +80,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def rule(sample: Sample, response: str) -> Outcome:
-    token = fuzzy_matching(capped(response))
+    token = fuzzy_matching(capped(response, keep="head"))  # the first token
     truth = str(sample.ground_truth)
     if sample.problem_type == "multiple_choice":
         return Outcome(score=float(token.lower() == truth.lower()), extracted=token, details={"scorer": "vsibench-mca"})
