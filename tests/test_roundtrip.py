@@ -67,19 +67,15 @@ def _root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(shared).absolute() if shared else tmp_path_factory.mktemp("roundtrip")
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh quickstart run of STEPS steps, its export and the trainer's held-out figures at the last step."""
-    pytest.importorskip("evr1_train", reason="needs evr1-train: nox -s train")
-    root = _root(tmp_path_factory)
-    shutil.rmtree(root, ignore_errors=True)  # never evaluate a stale run
-    root.mkdir(parents=True)
-    run = root / "run"
+def _train(root: Path, run: Path, steps: int, *extra: str) -> dict[str, Any]:
+    """`evr1-train` for `steps` steps into `run` (validated and saved at the last), its held-out export, and the
+    trainer's held-out metrics at the last step."""
     overrides = [
+        *extra,
         f"engine.output_dir={run}",
-        f"trainer.total_training_steps={STEPS}",
-        f"trainer.test_freq={STEPS}",
-        f"trainer.save_freq={STEPS}",
+        f"trainer.total_training_steps={steps}",
+        f"trainer.test_freq={steps}",
+        f"trainer.save_freq={steps}",
         "trainer.val_before_train=false",
         "engine.quickstart.progress=false",
         "engine.loggers=[jsonl]",
@@ -89,7 +85,18 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _run([_bin("evr1-train"), *overrides], cwd=root)
     _run([_bin("evr1-train"), "export-heldout", str(run), str(root / "heldout")], cwd=root)
     logged = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    val = next(m for m in logged if int(m.get("step", -1)) == STEPS and "val/accuracy" in m)
+    return dict(next(m for m in logged if int(m.get("step", -1)) == steps and "val/accuracy" in m))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh quickstart run of STEPS steps, its export and the trainer's held-out figures at the last step."""
+    pytest.importorskip("evr1_train", reason="needs evr1-train: nox -s train")
+    root = _root(tmp_path_factory)
+    shutil.rmtree(root, ignore_errors=True)  # never evaluate a stale run
+    root.mkdir(parents=True)
+    run = root / "run"
+    val = _train(root, run, STEPS)
     figures = {"step": STEPS, **{k: v for k, v in val.items() if k.startswith("val/")}}
     (root / FIGURES).write_text(json.dumps(figures, indent=1))
     return root
@@ -292,25 +299,11 @@ def trained_agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("evr1_train", reason="needs evr1-train: nox -s train")
     root = tmp_path_factory.mktemp("roundtrip_agent")
     run = root / "run"
-    overrides = [
-        "+experiment=quickstart_agent",
-        f"engine.output_dir={run}",
-        "engine.quickstart.data.n_train=64",
+    val = _train(
+        root, run, AGENT_STEPS, "+experiment=quickstart_agent", "engine.quickstart.data.n_train=64",
         f"engine.quickstart.data.n_heldout={AGENT_HELDOUT}",
         "engine.quickstart.compare_without_tools=false",  # the control run is the docs' figure, not this test's
-        f"trainer.total_training_steps={AGENT_STEPS}",
-        f"trainer.test_freq={AGENT_STEPS}",
-        f"trainer.save_freq={AGENT_STEPS}",
-        "trainer.val_before_train=false",
-        "engine.quickstart.progress=false",
-        "engine.loggers=[jsonl]",
-        "engine.plot=false",
-        "evr1.rollout_dump.enable=false",
-    ]
-    _run([_bin("evr1-train"), *overrides], cwd=root)
-    _run([_bin("evr1-train"), "export-heldout", str(run), str(root / "heldout")], cwd=root)
-    logged = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    val = next(m for m in logged if int(m.get("step", -1)) == AGENT_STEPS and "val/accuracy" in m)
+    )  # fmt: skip
     (root / FIGURES).write_text(json.dumps({k: v for k, v in val.items() if k.startswith("val/")}, indent=1))
     return root
 

@@ -118,26 +118,9 @@ class AgentTrainer(LocalTrainer):
         (episode,) = self._episodes(ScriptedPolicy(self.tokenizer, [self._script(prompt)], eos), [prompt])
         return Rollout(p, episode.response_ids, True, episode=episode)
 
-    def _sample_into(
-        self, groups: list[list[Rollout | None]], prompts: list[Prompt], slots: list[tuple[int, int]], timer: StepTimer
-    ) -> None:
-        if not slots:
-            return
-        with timer.phase("rollout"):
-            episodes = self._episodes(self._policy(True), [prompts[p] for p, _ in slots])
-        with timer.phase("reward"):
-            for (p, s), episode in zip(slots, episodes, strict=True):
-                seq = Rollout(p, episode.response_ids, False, episode=episode)
-                self._score(prompts[p], seq)
-                groups[p][s] = seq
-
-    def _answer(self, prompts: list[Prompt], do_sample: bool) -> list[Rollout]:
-        seqs = []
-        for p, episode in enumerate(self._episodes(self._policy(do_sample), prompts)):
-            seq = Rollout(p, episode.response_ids, False, episode=episode)
-            self._score(prompts[p], seq)
-            seqs.append(seq)
-        return seqs
+    def _sample(self, prompts: Sequence[Prompt], index: Sequence[int], do_sample: bool = True) -> list[Rollout]:
+        episodes = self._episodes(self._policy(do_sample), prompts)
+        return [Rollout(i, e.response_ids, False, episode=e) for i, e in zip(index, episodes, strict=True)]
 
     def _score(self, prompt: Prompt, seq: Rollout) -> None:
         """The router on the final answer, less the shaping of the calls (`evr1_rewards.agent_reward`)."""

@@ -342,15 +342,17 @@ class BaseTrainer:
     def step(self) -> dict[str, float]:
         raise NotImplementedError
 
+    def _sample(self, prompts: Sequence[Prompt], index: Sequence[int], do_sample: bool = True) -> list[Rollout]:
+        """One unscored rollout per prompt (`index`: each one's position in its batch): a single generated turn
+        (an agent trainer samples whole episodes)."""
+        outs = self._generate([q.encoded for q in prompts], do_sample)
+        return [Rollout(i, resp, False) for i, resp in zip(index, outs, strict=True)]
+
     def _answer(self, prompts: list[Prompt], do_sample: bool) -> list[Rollout]:
-        """One scored answer per prompt (held-out evaluation): a single generated turn."""
-        seqs = []
-        for p, (prompt, resp) in enumerate(
-            zip(prompts, self._generate([q.encoded for q in prompts], do_sample), strict=True)
-        ):
-            seq = Rollout(p, resp, False)
+        """One scored answer per prompt (held-out evaluation)."""
+        seqs = self._sample(prompts, range(len(prompts)), do_sample)
+        for prompt, seq in zip(prompts, seqs, strict=True):
             self._score(prompt, seq)
-            seqs.append(seq)
         return seqs
 
     def _answer_metrics(self, seqs: Sequence[Rollout], prefix: str) -> dict[str, float]:

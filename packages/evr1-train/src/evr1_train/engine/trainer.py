@@ -107,10 +107,9 @@ class LocalTrainer(BaseTrainer):
         if not slots:
             return
         with timer.phase("rollout"):
-            outs = self._generate([prompts[p].encoded for p, _ in slots])
+            seqs = self._sample([prompts[p] for p, _ in slots], [p for p, _ in slots])
         with timer.phase("reward"):
-            for (p, s), resp in zip(slots, outs, strict=True):
-                seq = Rollout(p, resp, False)
+            for (p, s), seq in zip(slots, seqs, strict=True):
                 self._score(prompts[p], seq)
                 groups[p][s] = seq
 
@@ -306,12 +305,7 @@ class LocalTrainer(BaseTrainer):
     def _greedy_baselines(self, prompts: list[Prompt], seqs: list[Rollout], timer: StepTimer) -> torch.Tensor:
         """ReMax: the reward of one greedy rollout per prompt is every sample's baseline."""
         with timer.phase("rollout"):
-            outs = self._generate([p.encoded for p in prompts], do_sample=False)
-        base = []
-        for p, resp in enumerate(outs):
-            seq = Rollout(p, resp, False)
-            self._score(prompts[p], seq)
-            base.append(seq.overall)
+            base = [seq.overall for seq in self._answer(prompts, do_sample=False)]
         return torch.tensor([base[s.prompt] for s in seqs], dtype=torch.float32, device=self.runtime.device)
 
     def _update(
