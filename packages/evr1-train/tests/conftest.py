@@ -8,6 +8,7 @@ tests train on (`quickstart_cfg`).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +185,15 @@ def quickstart_cfg(quickstart_inputs: Path) -> Any:
 def quickstart_compose() -> Any:
     """`compose_quickstart` for tests that build their own inputs."""
     return compose_quickstart
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    """One torch thread for a module (`pytestmark = pytest.mark.usefixtures("one_thread")`): an OpenMP pool started
+    there would deadlock the forked dataset workers of later verl tests."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

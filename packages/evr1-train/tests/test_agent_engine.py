@@ -4,7 +4,6 @@ processor call over the whole conversation."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +15,13 @@ from evr1_cache.families import get_family
 from evr1_cache.testing import make_synthetic_video
 from evr1_cache.tools import HERMES, ToolBudget, ToolCall, ToolConfig, ToolSession
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 TOOLS = ToolConfig(
     fps=2.0, frame_max_pixels=3136, min_pixels=3136, zoom_fps=1.0, zoom_source_pixels=112 * 112,
     zoom_min_pixels=3136, zoom_max_pixels=3136,
 )  # fmt: skip
 OVERVIEW = SamplingSpec(nframes=4, fps=None, min_pixels=3136, max_pixels=3136)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    """One torch thread: an OpenMP pool started here would deadlock the forked dataset workers of later verl tests."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

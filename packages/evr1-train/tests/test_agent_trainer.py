@@ -4,7 +4,6 @@ tool-less control (one turn, the answer alone), and the protocol record an evalu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +13,7 @@ import torch
 SMALL = ("engine.quickstart.data.n_train=16", "engine.quickstart.data.n_heldout=8", "trainer.total_training_steps=2")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
