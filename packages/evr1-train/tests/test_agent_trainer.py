@@ -160,3 +160,25 @@ def test_remax_is_refused(agent_cfg: Any, tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="remax"):
         _trainer(agent_cfg(tmp_path / "run", "algorithm.adv_estimator=remax"))
+
+
+def test_the_training_viewer_shows_each_turn_and_the_frames_the_tools_returned(agent_cfg: Any, tmp_path: Path) -> None:
+    import re
+
+    from evr1_train.rollouts.engines import attach_local, finish_local
+
+    out = tmp_path / "run"
+    cfg = agent_cfg(out, "evr1.rollout_dump.every_n_steps=1", "evr1.rollout_dump.write_viewer=true")
+    trainer = _trainer(cfg)
+    writer = attach_local(trainer, cfg, out)
+    trainer.step()
+    index = finish_local(writer, out)
+    assert index is not None
+    cards = "".join(p.read_text() for p in sorted((out / "viewer").glob("data/*/chunk-*.js")))
+    assert "[turn 1] &lt;tool_call&gt;" in cards or "[turn 1] <tool_call>" in cards  # the expert's call, as written
+    assert "-&gt; get_frames(start=1, end=3): video at" in cards or "-> get_frames(start=1, end=3): video at" in cards
+    note = re.search(r"response \d, turn 1: get_frames\(start=1, end=3\) returned these frames", cards)
+    assert note is not None  # the strip of the frames the call returned, labelled with the response and turn
+    strip = cards[: note.start()]
+    strip = strip[strip.rindex('<figure class=\\"strip\\"') :]
+    assert len(re.findall(r"thumbs/[0-9a-f]+/\d{5}\.jpg", strip)) == 8  # the call's 8 frames, thumbnails of the cache

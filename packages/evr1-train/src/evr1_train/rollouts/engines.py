@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache import row_id as name_row
-from evr1_train.rollouts.writer import DumpConfig, RolloutDumpWriter, group_record, media_records
+from evr1_train.rollouts.writer import DumpConfig, RolloutDumpWriter, group_record, media_records, tool_media_records
 
 logger = logging.getLogger(__name__)
 
@@ -63,18 +63,27 @@ class LocalDumpHook:
         for i, s in enumerate(seqs):
             by_prompt[s.prompt].append(i)
         overlong = bool(getattr(trainer.cfg, "overlong_buffer_len", 0))
+        agent = getattr(trainer, "agent", None)  # an agent trainer: its tools' streams, for the frames they returned
+        streams = (
+            {"frames": agent.tool_config.frames_spec(), "detail": agent.tool_config.detail_spec()} if agent else {}
+        )
         out = []
         for p, prompt in enumerate(prompts):
             row = getattr(prompt, "row", None)
             messages = row_messages(row, opts) if row is not None else []
             responses = []
-            for i in by_prompt.get(p, []):
+            tool_media: list[dict[str, Any]] = []
+            for j, i in enumerate(by_prompt.get(p, [])):
                 s = seqs[i]
                 reward = {"overall": s.overall, "accuracy": s.accuracy, "format": s.format}
                 if overlong:
                     reward["overlong_penalty"] = s.overlong_penalty
-                responses.append({"text": s.text, "offline": s.offline, "reward": reward, "advantage": per_seq[i],
-                                  "tokens": len(s.response)})  # fmt: skip
+                text, details = s.text, {}
+                if s.episode is not None and s.episode.session is not None:  # every turn, its calls and their frames
+                    text, details, shown = self._episode(s.episode, j + 1, opts.cache_dir, streams)
+                    tool_media += shown
+                responses.append({"text": text, "offline": s.offline, "reward": reward, "advantage": per_seq[i],
+                                  "tokens": len(s.response), **({"details": details} if details else {})})  # fmt: skip
             out.append(
                 group_record(
                     engine="local",
@@ -85,13 +94,30 @@ class LocalDumpHook:
                     problem_type=prompt.problem_type,
                     messages=messages,
                     ground_truth=prompt.ground_truth,
-                    media=media_records(messages, opts.cache_dir, vspec, ispec),
+                    media=media_records(messages, opts.cache_dir, vspec, ispec) + tool_media,
                     responses=responses,
                     max_chars=self.writer.config.max_chars,
                     extras=prompt.extras,
                 )
             )
         return out
+
+    def _episode(
+        self, episode: Any, number: int, cache_dir: str | None, streams: dict[str, Any]
+    ) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
+        """An agent episode's transcript (each model turn as written, its calls, the returned frames' times), its
+        tool counts, and the media records of the frames its calls returned."""
+        from evr1_cache.tools import episode_transcript
+
+        record = episode.record()
+        said = [s for s in episode.segments if s.trained]
+        for turn, segment in zip(record["turns"], said, strict=False):
+            turn["said"] = self.trainer.tokenizer.decode(segment.ids, skip_special_tokens=True)
+        stats = record.get("stats") or {}
+        details = {"tool calls": str(stats.get("calls", 0)), "served": str(stats.get("served", 0))}
+        video = str(episode.session.video)
+        return episode_transcript(record), details, tool_media_records(record, video, cache_dir, streams,
+                                                                        f"response {number}")  # fmt: skip
 
 
 def attach_local(trainer: Any, cfg: Any, output_dir: str | os.PathLike[str]) -> RolloutDumpWriter | None:

@@ -105,6 +105,7 @@ def _media(rec: dict[str, Any], cache_dir: str | None) -> tuple[Any, ...]:
                 frame_indices=tuple(_index(i) for i in _list(m.get("frame_indices"), "frame_indices")),
                 timestamps=tuple(float(t) for t in _list(m.get("timestamps"), "timestamps")),
                 note=note,
+                positions=tuple(_index(i) for i in _list(m.get("positions"), "positions")),  # a tool's frames
             )
         )
     return tuple(out)

@@ -285,6 +285,35 @@ def media_records(
     return out
 
 
+def tool_media_records(
+    record: Mapping[str, Any], video: str, cache_dir: str | None, streams: Mapping[str, SamplingSpec], label: str
+) -> list[dict[str, Any]]:
+    """The frames an agent episode's tool calls returned (`ToolSession.record()`), as dump media records: the entry
+    of the cached stream each call served from and the positions it picked, labelled `label`, turn and call."""
+    from evr1_cache import MediaLoader
+
+    cache = cache_dir if cache_dir and os.path.isdir(cache_dir) else None
+    if cache is None:
+        return []
+    loader = MediaLoader(cache)
+    out = []
+    for n, turn in enumerate(record.get("turns") or [], 1):
+        for call in turn.get("calls") or []:
+            for media in call.get("media") or []:
+                spec = streams.get(str(media.get("stream")))
+                if spec is None:
+                    continue
+                args = ", ".join(f"{k}={v}" for k, v in (call.get("arguments") or {}).items())
+                what = "the source frame of its crop" if media.get("kind") == "image" else "these frames"
+                out.append({
+                    "kind": "video", "path": video, "cache_file": loader.entry_file(video, spec, None),
+                    "frame_indices": [], "timestamps": list(media.get("timestamps") or []),
+                    "positions": list(media.get("positions") or []), "frames_from": "cache",
+                    "note": f"{label}, turn {n}: {call.get('name')}({args}) returned {what}",
+                })  # fmt: skip
+    return out
+
+
 def _entry_frames(path: Path) -> dict[str, Any]:
     from evr1_cache.viewer import entry_frames
 
