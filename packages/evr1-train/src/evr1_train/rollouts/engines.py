@@ -78,7 +78,7 @@ class LocalDumpHook:
                 reward = {"overall": s.overall, "accuracy": s.accuracy, "format": s.format}
                 if overlong:
                     reward["overlong_penalty"] = s.overlong_penalty
-                text, details = s.text, {}
+                text, details = s.text, dict[str, str]()
                 if s.episode is not None and s.episode.session is not None:  # every turn, its calls and their frames
                     text, details, shown = self._episode(s.episode, j + 1, opts.cache_dir, streams)
                     tool_media += shown
