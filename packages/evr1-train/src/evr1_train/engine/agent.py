@@ -225,10 +225,11 @@ class ScriptedPolicy:
     eos_id: int
     _next: dict[int, int] = field(default_factory=dict)
 
-    def script(self, slot: int) -> Sequence[str]:
-        if self.turns and not isinstance(self.turns[0], str):
-            return self.turns[slot]  # one script per slot (checked just above)
-        return self.turns  # type: ignore[return-value]  # one script for every slot
+    def script(self, slot: int) -> list[str]:
+        turns = list(self.turns)
+        if turns and not isinstance(turns[0], str):  # one script per slot
+            return [str(t) for t in turns[slot]]
+        return [str(t) for t in turns]  # one script for every slot
 
     def __call__(self, slots: Sequence[int], contexts: Sequence[EncodedPrompt], max_new_tokens: int) -> list[list[int]]:
         out = []
