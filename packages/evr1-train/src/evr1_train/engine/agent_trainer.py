@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from evr1_cache.tools import call_format, with_tool_instructions
+from evr1_cache.tools import ToolSession, call_format, with_tool_instructions
 from evr1_train.engine.agent import (
     AgentSettings,
     Episode,
@@ -89,7 +89,8 @@ class AgentTrainer(LocalTrainer):
         )
         return with_tool_instructions(messages, self.instructions) if self.instructions and has_video else messages
 
-    def _session(self, prompt: Prompt) -> Any:
+    def _session(self, prompt: Prompt) -> ToolSession | None:
+        """The prompt's tools over its first video (None: no video, or no tools offered)."""
         from evr1_train.data.row import row_messages
 
         messages = row_messages(prompt.row or {}, self.data_opts)
