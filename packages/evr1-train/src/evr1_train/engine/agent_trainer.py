@@ -84,9 +84,9 @@ class AgentTrainer(LocalTrainer):
     # -- prompts and episodes ----------------------------------------------------------------------------------
     def _prompt_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tool instructions join the system turn of prompts that have a video (what tools look at)."""
-        has_video = any(
-            isinstance(m.get("content"), list) and any(c.get("type") == "video" for c in m["content"]) for m in messages
-        )
+        from evr1_train.data.row import media_items
+
+        has_video = any(item["type"] == "video" for item in media_items(messages))
         return with_tool_instructions(messages, self.instructions) if self.instructions and has_video else messages
 
     def _session(self, prompt: Prompt) -> ToolSession | None:
@@ -103,20 +103,20 @@ class AgentTrainer(LocalTrainer):
             suppress=self.vision_ids, top_p=cfg.top_p, top_k=cfg.top_k,
         )  # fmt: skip
 
-    def _episodes(self, policy: TurnPolicy, prompts: Sequence[Prompt]) -> list[Episode]:
-        sessions = [self._session(p) for p in prompts]
+    def _episodes(
+        self, policy: TurnPolicy, prompts: Sequence[Prompt], sessions: Sequence[ToolSession | None] | None = None
+    ) -> list[Episode]:
+        sessions = [self._session(p) for p in prompts] if sessions is None else sessions
         return run_episodes(policy, self.processor, [p.encoded for p in prompts], sessions, self.agent, self.family)
-
-    def _script(self, prompt: Prompt) -> list[str]:
-        """The stored trajectory's model turns (split after each turn's calls); without tools only its answer."""
-        text = self._response_text(prompt.row or {}) or ""
-        turns = self.call_format.split_turns(text)
-        return turns if self.agent.tools and self._session(prompt) is not None else turns[-1:]
 
     # -- rollouts ----------------------------------------------------------------------------------------------
     def _offline_rollout(self, p: int, prompt: Prompt) -> Rollout:
-        eos = int(self.eos[0])
-        (episode,) = self._episodes(ScriptedPolicy(self.tokenizer, [self._script(prompt)], eos), [prompt])
+        """The stored trajectory replayed through the tools: its model turns (split after each turn's calls); with
+        no tools for the prompt, only its answer."""
+        session = self._session(prompt)
+        turns = self.call_format.split_turns(self._response_text(prompt.row or {}) or "")
+        script = ScriptedPolicy(self.tokenizer, [turns if session is not None else turns[-1:]], int(self.eos[0]))
+        (episode,) = self._episodes(script, [prompt], [session])
         return Rollout(p, episode.response_ids, True, episode=episode)
 
     def _sample(self, prompts: Sequence[Prompt], index: Sequence[int], do_sample: bool = True) -> list[Rollout]:
