@@ -16,7 +16,7 @@ reference. EasyVideoR1 reports MC and MRA micro means separately (kept as `mca_m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from evr1_eval.api.adapters import vsibench_official
 from evr1_eval.api.aggregation import Result, by_group, pct
@@ -79,8 +79,12 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
     )
 
 
+#: A response over `MAX_SCAN` is cut to its head: the rule reads the first token.
+ANSWER_END: Literal["head", "tail"] = "head"
+
+
 def rule(sample: Sample, response: str) -> Outcome:
-    token = fuzzy_matching(capped(response, keep="head"))  # the first token
+    token = fuzzy_matching(capped(response, ANSWER_END))  # the first token
     truth = str(sample.ground_truth)
     if sample.problem_type == "multiple_choice":
         return Outcome(score=float(token.lower() == truth.lower()), extracted=token, details={"scorer": "vsibench-mca"})
@@ -127,6 +131,7 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=rule,
+        answer_end=ANSWER_END,
         aggregator=aggregate,
     )
 )
