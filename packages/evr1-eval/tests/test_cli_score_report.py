@@ -519,3 +519,17 @@ def test_score_refuses_an_unknown_reasoning_tags_value(tmp_path: Path, capsys: p
     assert exc.value.code == 2
     assert "--reasoning-tags: invalid choice: 'drop'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_manifest_without_a_reading_means_the_official_one() -> None:
+    """Manifests written before `answer_tags` / `reasoning_tags` existed compare equal to ones recording "official",
+    and unequal to a run that read responses another way."""
+    from evr1_eval import manifest
+
+    new = manifest.build({"benchmark": "mvbench"})
+    assert (new["answer_tags"], new["reasoning_tags"]) == ("official", "official")
+    assert manifest.build({"benchmark": "mvbench", "reasoning_tags": "keep"})["reasoning_tags"] == "keep"
+    old = {k: v for k, v in new.items() if k not in ("answer_tags", "reasoning_tags")}
+    assert manifest.differences({"old": old, "new": new}) == []
+    (line,) = manifest.differences({"old": old, "keep": {**new, "reasoning_tags": "keep"}})
+    assert line.startswith("reasoning_tags differs")
