@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from evr1_cache.spec import SamplingSpec
 from evr1_eval.api.aggregation import Aggregator, summarize
+from evr1_eval.api.extractors import ScanEnd
 from evr1_eval.api.judging import judge_outcome
 from evr1_eval.api.loading import RowView, generic_prompt, load_samples
 from evr1_eval.api.prompts import check_variant
@@ -105,7 +106,7 @@ class Benchmark:
     reasoning_blocks: ReasoningBlocks = "keep"
     #: The end of an over-long response (over `extractors.MAX_SCAN`) the rule reads: "head" for rules that take the
     #: FIRST letter or token, else "tail"; the part kept when a response is cut before reasoning blocks are stripped.
-    answer_end: Literal["head", "tail"] = "tail"
+    answer_end: ScanEnd = "tail"
     #: Official aggregation; None = micro accuracy plus per-group breakdowns.
     aggregator: Aggregator | None = None
     #: Problem types whose official metric is LLM-judged (these rows need a judge to be scored).

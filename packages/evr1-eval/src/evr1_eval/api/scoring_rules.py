@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any
 
-from evr1_eval.api.extractors import FEW_TAGS, LMMS_REASONING_TAGS, STRIP_SCAN, capped, strip_reasoning
+from evr1_eval.api.extractors import FEW_TAGS, LMMS_REASONING_TAGS, STRIP_SCAN, ScanEnd, capped, strip_reasoning
 from evr1_eval.types import AnswerTags, Outcome, Sample
 
 #: An official per-sample rule: (sample, response) -> Outcome (`Benchmark.scorer`).
@@ -60,7 +60,7 @@ def answer_tag_input(response: str, answer_tags: AnswerTags) -> str | None:
     return Response(capped(response)).answer_tag
 
 
-def reasoning_scope(response: str, keep: Literal["head", "tail"] = "tail") -> str:
+def reasoning_scope(response: str, keep: ScanEnd = "tail") -> str:
     """The part of a response that reasoning-tag stripping reads: the whole response up to `MAX_SCAN`; beyond it, the
     end the rule reads (`keep`: "head" for rules that take the FIRST letter or token), or the tail when the response has
     an end tag (the answer follows the reasoning). Tag soup (over `STRIP_SCAN` characters with more than `FEW_TAGS`
@@ -72,14 +72,14 @@ def reasoning_scope(response: str, keep: Literal["head", "tail"] = "tail") -> st
     return text
 
 
-def lmms_input(response: str, keep: Literal["head", "tail"] = "tail") -> str:
+def lmms_input(response: str, keep: ScanEnd = "tail") -> str:
     """What a task's `process_results` receives in lmms-eval's default pipeline: reasoning blocks removed, stripped
     (`reasoning_scope` says which part of a long response). `Benchmark.score` applies it before a rule whenever the
     reading strips reasoning blocks; rules never call it themselves."""
     return strip_reasoning(reasoning_scope(response, keep))
 
 
-def has_reasoning_blocks(response: str, keep: Literal["head", "tail"] = "tail") -> bool:
+def has_reasoning_blocks(response: str, keep: ScanEnd = "tail") -> bool:
     """Whether lmms-eval's stripping changes `response` beyond its surrounding whitespace: a reasoning block to remove,
     or a bare end tag to cut at (the count `--reasoning-tags` reports)."""
     scope = reasoning_scope(response, keep)

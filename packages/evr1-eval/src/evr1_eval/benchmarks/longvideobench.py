@@ -11,12 +11,12 @@ the same per `duration_group` and `question_category`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from evr1_eval.api.adapters import official_mc
 from evr1_eval.api.aggregation import Result, by_group, group_names
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import capped, first_letter_after_prefixes, random_choice
+from evr1_eval.api.extractors import ScanEnd, capped, first_letter_after_prefixes, random_choice
 from evr1_eval.api.loading import LETTERS, RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
@@ -35,7 +35,7 @@ PREFIXES = (
 )
 
 #: A response over `MAX_SCAN` is cut to its head: the rule takes the first letter after the prefixes.
-ANSWER_END: Literal["head", "tail"] = "head"
+ANSWER_END: ScanEnd = "head"
 
 
 def official_doc(view: RowView) -> dict[str, Any]:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from evr1_eval.api.adapters import official_mc
 from evr1_eval.api.aggregation import Result, answered, breakdown, by_group, pct
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import capped
+from evr1_eval.api.extractors import ScanEnd, capped
 from evr1_eval.api.loading import LETTERS, RowView, first_folder
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
@@ -33,7 +33,7 @@ _LETTER_DOT = re.compile(r"^([A-E])\.\s*(.+)$", re.IGNORECASE)
 _LETTER = re.compile(r"\b([A-E])\b", re.IGNORECASE)
 
 #: A response over `MAX_SCAN` is cut to its head: `mcq_acc` takes the first standalone letter.
-ANSWER_END: Literal["head", "tail"] = "head"
+ANSWER_END: ScanEnd = "head"
 
 
 def official_doc(view: RowView) -> dict[str, Any]:

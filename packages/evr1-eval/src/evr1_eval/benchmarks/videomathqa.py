@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from evr1_eval.api.aggregation import Result, by_group, pct
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import capped, first_letter_after_prefixes
+from evr1_eval.api.extractors import ScanEnd, capped, first_letter_after_prefixes
 from evr1_eval.api.loading import RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
@@ -32,7 +32,7 @@ from evr1_eval.types import Sample, ScoredSample
 PREFIXES = PREFIXES_4E7566D
 
 #: A response over `MAX_SCAN` is cut to its head: the rule takes the first letter after the prefixes.
-ANSWER_END: Literal["head", "tail"] = "head"
+ANSWER_END: ScanEnd = "head"
 
 
 def official_doc(view: RowView) -> dict[str, Any]:

@@ -16,12 +16,12 @@ reference. EasyVideoR1 reports MC and MRA micro means separately (kept as `mca_m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from evr1_eval.api.adapters import vsibench_official
 from evr1_eval.api.aggregation import Result, by_group, pct
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import capped
+from evr1_eval.api.extractors import ScanEnd, capped
 from evr1_eval.api.loading import RowView
 from evr1_eval.api.references import VSIBENCH
 from evr1_eval.api.registry import register
@@ -80,7 +80,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 
 
 #: A response over `MAX_SCAN` is cut to its head: the rule reads the first token.
-ANSWER_END: Literal["head", "tail"] = "head"
+ANSWER_END: ScanEnd = "head"
 
 
 def rule(sample: Sample, response: str) -> Outcome:
