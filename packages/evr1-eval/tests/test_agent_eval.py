@@ -19,7 +19,7 @@ from evr1_eval.api.base import make_error_row
 from evr1_eval.backends import GenerationParams
 from evr1_eval.backends.base import Request
 from evr1_eval.runner import Job, RunConfig, SampleMedia, evaluate
-from evr1_eval.types import AnswerTags, BenchmarkSummary, Generation, Judge, Sample, ScoredSample
+from evr1_eval.types import OFFICIAL_READING, BenchmarkSummary, Generation, Judge, Reading, Sample, ScoredSample
 
 TOOLS = ToolConfig(fps=4.0, frame_max_pixels=3136, min_pixels=784, zoom_fps=2.0, zoom_source_pixels=12544,
                    zoom_min_pixels=3136, zoom_max_pixels=3136)  # fmt: skip
@@ -40,14 +40,14 @@ class TinyBench:
     judge_optional_types: frozenset[str] = frozenset()
 
     async def score_with_judge(
-        self, sample: Sample, response: str, judge: Judge | None, *, answer_tags: AnswerTags = "official"
+        self, sample: Sample, response: str, judge: Judge | None, *, reading: Reading = OFFICIAL_READING
     ) -> ScoredSample:
-        return self.score(sample, response, answer_tags=answer_tags)
+        return self.score(sample, response, reading=reading)
 
     def error_row(self, sample: Sample, error: str) -> ScoredSample:
         return make_error_row(self.name, sample, error)
 
-    def score(self, sample: Sample, response: str | None, *, answer_tags: AnswerTags = "official") -> ScoredSample:
+    def score(self, sample: Sample, response: str | None, *, reading: Reading = OFFICIAL_READING) -> ScoredSample:
         got = (response or "").strip()[:1] or None
         return ScoredSample(id=sample.id, benchmark=self.name, problem_type=sample.problem_type, response=response,
                             extracted=got, score=float(got == sample.ground_truth))  # fmt: skip

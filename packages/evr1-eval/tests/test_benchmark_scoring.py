@@ -14,7 +14,7 @@ import pytest
 
 from evr1_eval.benchmarks import available_benchmarks, get_benchmark
 from evr1_eval.scoring import Prediction, judge_rows, score_samples
-from evr1_eval.types import BenchmarkSummary
+from evr1_eval.types import BenchmarkSummary, Reading
 
 OPTS4 = ["A. one", "B. two", "C. three", "D. four"]
 
@@ -653,6 +653,7 @@ def test_videomme_keeps_error_rows_in_its_denominator_and_reports_the_official_n
 
 # -- the `<answer>` reading: official by default, the tag first as a named option ------------------------------------
 TAGGED = "Let me think... <answer>B</answer> so A is wrong"
+READ_TAGS = Reading(answer_tags="read")
 
 
 @pytest.mark.parametrize("name", ["mvbench", "lvbench", "mlvu", "video_holmes", "videommmu", "minerva"])
@@ -667,7 +668,7 @@ def test_answer_tags_official_by_default_and_the_tag_first_as_a_named_option(tmp
     assert (official.extracted, official.score) == ("A", 0.0)
     assert official.extracted == bench.official_outcome(sample, TAGGED).extracted  # exactly the official rule's
     assert "answer_tag_read" not in official.details
-    read = bench.score(sample, TAGGED, answer_tags="read")
+    read = bench.score(sample, TAGGED, reading=READ_TAGS)
     assert (read.extracted, read.score) == ("B", 1.0)
     assert read.details["answer_tag_read"] is True
     assert read.evr1_score == official.evr1_score == 1.0  # the evr1 protocol always read the tag: unchanged
@@ -687,10 +688,10 @@ def test_answer_tags_read_uses_evr1_rewards_reading_of_the_tag(tmp_path: Path) -
         "<answer>B": ("B", False),  # unclosed: no tag; the official rule reads the last capital letter
     }
     for response, (letter, tagged) in cases.items():
-        row = bench.score(sample, response, answer_tags="read")
+        row = bench.score(sample, response, reading=READ_TAGS)
         assert (row.extracted, row.details["answer_tag_read"]) == (letter, tagged), response
     with pytest.raises(ValueError, match="unknown answer_tags 'first'"):
-        bench.score(sample, TAGGED, answer_tags="first")  # type: ignore[arg-type]
+        bench.score(sample, TAGGED, reading=Reading(answer_tags="first"))  # type: ignore[arg-type]
 
 
 def test_answer_tags_read_is_reported_in_the_summary(tmp_path: Path) -> None:
@@ -700,7 +701,7 @@ def test_answer_tags_read_is_reported_in_the_summary(tmp_path: Path) -> None:
     samples = bench.load(path, None).samples
     preds = {"1": Prediction("1", TAGGED), "2": Prediction("2", "C"), "3": Prediction("3", None, "engine error")}
     official = bench.aggregate(score_samples(bench, samples, preds))
-    read = bench.aggregate(score_samples(bench, samples, preds, answer_tags="read"))
+    read = bench.aggregate(score_samples(bench, samples, preds, reading=READ_TAGS))
     assert official.metrics["accuracy"] == pytest.approx(100 / 3, abs=1e-3)
     assert read.metrics["accuracy"] == pytest.approx(200 / 3, abs=1e-3)
     assert "answer_tag_read" not in official.counts
@@ -709,8 +710,111 @@ def test_answer_tags_read_is_reported_in_the_summary(tmp_path: Path) -> None:
     (note,) = [n for n in read.notes if n.startswith("answer tags read")]
     assert "1 of 2 responses" in note
     assert "not the reference's own numbers" in note
-    mixed = score_samples(bench, samples, preds, answer_tags="read")[:1] + score_samples(bench, samples, preds)[1:]
+    mixed = score_samples(bench, samples, preds, reading=READ_TAGS)[:1] + score_samples(bench, samples, preds)[1:]
     assert any("scored two ways are mixed" in n for n in bench.aggregate(mixed).notes)
+
+
+# -- reasoning blocks: each benchmark's official pipeline by default, strip / keep by name -----------------------------
+#: A letter inside the reasoning, the answer after it: lmms-eval strips the blocks (B); a raw reading may take C.
+THOUGHT = "<think>Option C looks plausible.</think><think>Re-checking.</think>B"
+
+
+def test_the_benchmarks_that_strip_reasoning_are_exactly_those_scored_by_lmms_eval_task_code() -> None:
+    """lmms-eval's scoring loop strips reasoning blocks before every task's `process_results`; no other reference
+    does (Video-MME's script, thinking-in-space's VSI-Bench, OVO-Bench's and TempCompass' scripts, evr1-rewards)."""
+    from evr1_eval.api.references import LMMS_EVAL
+
+    strips = {n for n in available_benchmarks() if get_benchmark(n).reasoning_blocks == "strip"}
+    lmms = {n for n in available_benchmarks() if (ref := get_benchmark(n).reference) and ref.repository == LMMS_EVAL}
+    assert strips == lmms
+    assert len(strips) == 11
+    assert "videomme" not in strips
+
+
+@pytest.mark.parametrize(
+    ("name", "official", "strip", "keep"),
+    [
+        ("mvbench", "B", "B", "C"),  # mcq_acc: the first standalone letter of the raw text is the reasoning's C
+        ("longvideobench", "B", "B", "C"),
+        ("videomathqa", "B", "B", "C"),
+        ("video_holmes", "B", "B", "C"),
+        ("videomme", "C", "B", "C"),  # Video-MME's own script reads the raw response
+    ],
+)
+def test_reasoning_tags_official_by_default_strip_and_keep_by_name(
+    tmp_path: Path, name: str, official: str, strip: str, keep: str
+) -> None:
+    bench = get_benchmark(name)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps([mc("1", "B")]))
+    (sample,) = bench.load(path, None).samples
+    rows = {mode: bench.score(sample, THOUGHT, reading=Reading(reasoning_tags=mode)) for mode in ("strip", "keep")}
+    rows["official"] = bench.score(sample, THOUGHT)
+    expected = {"official": official, "strip": strip, "keep": keep}
+    assert {m: (r.extracted, r.score) for m, r in rows.items()} == {
+        m: (x, float(x == "B")) for m, x in expected.items()
+    }
+    assert "reasoning_tags" not in rows["official"].details
+    for mode in ("strip", "keep"):  # `differs`: this response's blocks are treated unlike the official pipeline
+        assert rows[mode].details["reasoning_tags"] == {"applied": mode, "differs": mode != bench.reasoning_blocks}
+    assert rows["official"].score == rows[bench.reasoning_blocks].score  # "official" is the benchmark's own choice
+    assert {r.evr1_score for r in rows.values()} == {1.0}  # the evr1 protocol reads the raw response every time
+    other = Reading(reasoning_tags="keep" if bench.reasoning_blocks == "strip" else "strip")
+    assert bench.score(sample, " B ", reading=other).details["reasoning_tags"]["differs"] is False  # no block in it
+
+
+def test_reasoning_tags_reach_benchmarks_scored_by_evr1_rewards_and_combine_with_answer_tags(tmp_path: Path) -> None:
+    """A benchmark whose official rule is evr1-rewards reads the stripped text under `strip` (its official pipeline
+    keeps the raw text, as the evr1 protocol does); with `answer_tags="read"` the tag is picked first and the
+    reasoning treatment applies to its content."""
+    rewards = get_benchmark("livesports3k")
+    assert (rewards.scorer, rewards.reasoning_blocks) == (None, "keep")
+    path = tmp_path / "livesports3k.json"
+    path.write_text(json.dumps([mc("1", "B")]))
+    (sample,) = rewards.load(path, None).samples
+    bare_end = "The answer is C</analysis> B"  # lmms-eval keeps what follows a bare end tag
+    rows = {
+        m: rewards.score(sample, bare_end, reading=Reading(reasoning_tags=m)) for m in ("official", "strip", "keep")
+    }
+    assert {m: (r.extracted, r.score) for m, r in rows.items()} == {
+        "official": ("C", 0.0), "strip": ("B", 1.0), "keep": ("C", 0.0)}  # fmt: skip
+    assert {r.evr1_score for r in rows.values()} == {0.0}  # the evr1 protocol: the raw response, every time
+    bench = get_benchmark("videomme")
+    path = tmp_path / "videomme.json"
+    path.write_text(json.dumps([mc("1", "B")]))
+    (sample,) = bench.load(path, None).samples
+    response = "<answer><think>C?</think>B</answer> not A"
+    both = bench.score(sample, response, reading=Reading("read", "strip"))
+    assert (both.extracted, both.details["answer_tag_read"], both.details["reasoning_tags"]["differs"]) == (
+        "B", True, True)  # fmt: skip
+    assert bench.score(sample, response, reading=READ_TAGS).extracted == "C"  # Video-MME's raw reading of the tag
+
+
+def test_reasoning_tags_are_reported_in_the_summary(tmp_path: Path) -> None:
+    bench = get_benchmark("mvbench")
+    path = tmp_path / "mvbench.json"
+    path.write_text(json.dumps([mc("1", "B"), mc("2", "C"), mc("3", "D")]))
+    samples = bench.load(path, None).samples
+    preds = {"1": Prediction("1", THOUGHT), "2": Prediction("2", "C"), "3": Prediction("3", None, "engine error")}
+    official = bench.aggregate(score_samples(bench, samples, preds))
+    keep = bench.aggregate(score_samples(bench, samples, preds, reading=Reading(reasoning_tags="keep")))
+    strip = bench.aggregate(score_samples(bench, samples, preds, reading=Reading(reasoning_tags="strip")))
+    assert official.metrics["accuracy"] == strip.metrics["accuracy"] == pytest.approx(200 / 3, abs=1e-3)
+    assert keep.metrics["accuracy"] == pytest.approx(100 / 3, abs=1e-3)
+    assert "reasoning_tags_differ" not in official.counts
+    assert not any("reasoning tags" in n for n in official.notes)
+    assert keep.counts["reasoning_tags_differ"] == 1
+    (note,) = [n for n in keep.notes if n.startswith("reasoning tags kept")]
+    assert "not this benchmark's official pipeline, which removes them" in note
+    assert "1 of 2 responses had reasoning blocks" in note
+    assert strip.counts["reasoning_tags_differ"] == 0
+    (note,) = [n for n in strip.notes if n.startswith("reasoning tags stripped")]
+    assert "as this benchmark's official pipeline does" in note
+    keep_rows = score_samples(bench, samples, preds, reading=Reading(reasoning_tags="keep"))
+    mixed = keep_rows[:1] + score_samples(bench, samples, preds)[1:]
+    assert any("scored several ways are mixed (1 with --reasoning-tags keep, 1 with the official pipeline)" in n
+               for n in bench.aggregate(mixed).notes)  # fmt: skip
+    assert not any("mixed" in n for n in keep.notes)
 
 
 def test_mlvu_names_the_missing_tasks_and_reports_both_averages(tmp_path: Path) -> None:

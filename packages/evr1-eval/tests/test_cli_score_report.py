@@ -437,3 +437,99 @@ def test_score_answer_tags_official_by_default_read_as_a_named_recorded_option(
     manifest_path.write_text(json.dumps({**record, "answer_tags": "official"}))
     assert main(["report", str(outs["read"]), "--out", str(tmp_path / "rep2"), "--chart", "none"]) == 1
     assert "stored score 1.0, the scorer's score 0.0" in (tmp_path / "rep2" / "report.md").read_text()
+
+
+#: A letter inside the reasoning (C), the answer after it (B): lmms-eval's pipeline strips the blocks, a raw reading
+#: (lmms-eval with `--reasoning_tags none`) does not.
+THOUGHT = "<think>Option C looks plausible.</think><think>Re-checking.</think>B"
+
+
+def test_score_reasoning_tags_official_by_default_keep_and_strip_as_named_recorded_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MVBench's official pipeline (lmms-eval) strips reasoning blocks: B, right; `--reasoning-tags keep` reads the raw
+    response as `mcq_acc` does without stripping: C, wrong; `strip` is MVBench's own pipeline again. The choice is in
+    the manifest, the summary and the report; the re-scoring check uses the recorded choice; a manifest written before
+    the option existed means the official pipeline."""
+    ann = write(tmp_path / "mvbench.json", [mc("1", "B"), mc("2", "C")])
+    preds = write(
+        tmp_path / "preds.jsonl", [{"id": "1", "response": THOUGHT}, {"id": "2", "response": "C"}], jsonl=True
+    )
+    outs = {}
+    for mode, (letter, accuracy) in {"official": ("B", 100.0), "keep": ("C", 50.0), "strip": ("B", 100.0)}.items():
+        out = outs[mode] = tmp_path / mode
+        extra = [] if mode == "official" else ["--reasoning-tags", mode]
+        argv = ["score", "mvbench", "--annotations", str(ann), "--predictions", str(preds), "--out", str(out)]
+        assert main([*argv, "--no-progress", *extra]) == 0
+        captured = capsys.readouterr()
+        assert "verified 2/2" in captured.err
+        printed = json.loads(captured.out)
+        rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        record = json.loads((out / "manifest.json").read_text())
+        assert (record["reasoning_tags"], record["answer_tags"]) == (mode, "official")
+        assert (rows[0]["extracted"], rows[0]["score"]) == (letter, float(letter == "B"))
+        assert printed["metrics"]["accuracy"] == pytest.approx(accuracy)
+        assert rows[0]["evr1_score"] == 1.0  # the evr1 protocol reads the raw response either way
+        if mode == "official":
+            assert "reasoning_tags" not in rows[0]["details"]
+            assert "reasoning_tags_differ" not in printed["counts"]
+        else:
+            assert [r["details"]["reasoning_tags"] for r in rows] == [
+                {"applied": mode, "differs": mode == "keep"}, {"applied": mode, "differs": False}]  # fmt: skip
+            assert printed["counts"]["reasoning_tags_differ"] == int(mode == "keep")
+            expected = {
+                "keep": "reasoning tags kept (--reasoning-tags keep, not this benchmark's official pipeline",
+                "strip": "reasoning tags stripped (--reasoning-tags strip) on 2 responses, as this benchmark's official",
+            }[mode]
+            assert any(n.startswith(expected) for n in printed["notes"]), printed["notes"]
+    report = tmp_path / "rep"
+    assert main(["report", str(outs["official"]), str(outs["keep"]), "--out", str(report), "--chart", "none"]) == 0
+    md = (report / "report.md").read_text()
+    assert "reasoning_tags differs" in md
+    assert "reasoning tags official" in md
+    assert "reasoning tags keep" in md
+    # the check re-scores with the recorded choice: the rows read raw, claimed as read officially, no longer verify
+    manifest_path = outs["keep"] / "manifest.json"
+    record = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**record, "reasoning_tags": "official"}))
+    assert main(["report", str(outs["keep"]), "--out", str(tmp_path / "rep2"), "--chart", "none"]) == 1
+    assert "stored score 0.0, the scorer's score 1.0" in (tmp_path / "rep2" / "report.md").read_text()
+    manifest_path.write_text(json.dumps({**record, "reasoning_tags": "drop"}))  # a name this version does not know
+    assert main(["report", str(outs["keep"]), "--out", str(tmp_path / "rep3"), "--chart", "none"]) == 1
+    assert "unknown reasoning_tags 'drop'" in (tmp_path / "rep3" / "report.md").read_text()
+    # an older manifest (no reading recorded) means the official reading: it verifies and reports "official"
+    old_path = outs["official"] / "manifest.json"
+    old = {k: v for k, v in json.loads(old_path.read_text()).items() if k not in ("answer_tags", "reasoning_tags")}
+    old_path.write_text(json.dumps(old))
+    assert (
+        main(["report", str(outs["official"]), str(outs["strip"]), "--out", str(tmp_path / "r4"), "--chart", "none"])
+        == 0
+    )
+    md = (tmp_path / "r4" / "report.md").read_text()
+    assert "answer tags official; reasoning tags official" in md
+    assert "reasoning_tags differs" in md  # official vs strip: recorded as two readings, even where they agree
+
+
+def test_score_refuses_an_unknown_reasoning_tags_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ann = write(tmp_path / "mvbench.json", [mc("1", "B")])
+    preds = write(tmp_path / "preds.jsonl", [{"id": "1", "response": "B"}], jsonl=True)
+    argv = ["score", "mvbench", "--annotations", str(ann), "--predictions", str(preds), "--out", str(tmp_path / "o")]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--reasoning-tags", "drop"])
+    assert exc.value.code == 2
+    assert "--reasoning-tags: invalid choice: 'drop'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_manifest_without_a_reading_means_the_official_one() -> None:
+    """Manifests written before `answer_tags` / `reasoning_tags` existed compare equal to ones recording "official",
+    and unequal to a run that read responses another way."""
+    from evr1_eval import manifest
+
+    new = manifest.build({"benchmark": "mvbench"})
+    assert (new["answer_tags"], new["reasoning_tags"]) == ("official", "official")
+    assert manifest.build({"benchmark": "mvbench", "reasoning_tags": "keep"})["reasoning_tags"] == "keep"
+    old = {k: v for k, v in new.items() if k not in ("answer_tags", "reasoning_tags")}
+    assert manifest.differences({"old": old, "new": new}) == []
+    (line,) = manifest.differences({"old": old, "keep": {**new, "reasoning_tags": "keep"}})
+    assert line.startswith("reasoning_tags differs")

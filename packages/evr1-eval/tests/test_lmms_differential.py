@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import tempfile
 import types
 from collections import defaultdict
@@ -37,7 +38,7 @@ import lmms_reference as lmms
 
 from evr1_eval.api.base import Benchmark
 from evr1_eval.benchmarks import get_benchmark
-from evr1_eval.types import Sample, ScoredSample
+from evr1_eval.types import Reading, Sample, ScoredSample
 
 pytestmark = pytest.mark.lmms_eval
 
@@ -148,6 +149,8 @@ def context(bench: str, sample: Sample) -> diff_corpus.Context:
 
 # -- the reference, per benchmark: (sample, response) -> score, and rows -> official breakdowns ------------------------
 def _s(response: str) -> str:
+    """lmms-eval's scoring loop before `process_results`, with its default `--reasoning_tags` (the reasoning-tag tests
+    below replace it by the raw response: `--reasoning_tags none`)."""
     return lmms.strip_reasoning_tags(response)
 
 
@@ -558,7 +561,7 @@ class _ReadTags:
     bench: Benchmark
 
     def score(self, sample: Sample, response: str) -> ScoredSample:
-        return self.bench.score(sample, response, answer_tags="read")
+        return self.bench.score(sample, response, reading=Reading(answer_tags="read"))
 
 
 @pytest.mark.parametrize("bench_name", sorted(n for n in REFERENCES if n != "charades_sta"))
@@ -590,6 +593,94 @@ def test_answer_tags_official_is_the_reference_on_the_response_and_read_on_the_t
 #: References that read every tagged response above as its tag (MMVU's lenient rule and OVO-Bench's accept the ground
 #: truth letter anywhere): the check still pins both readings to the reference.
 _SAME_READING = frozenset({"mmvu", "ovobench"})
+
+
+# -- reasoning blocks (`reasoning_tags`): official = each reference's pipeline, keep = raw, strip = lmms-eval's strip ---
+def _reasoned(c: diff_corpus.Context) -> list[str]:
+    """Answers around reasoning blocks that name another option (or the truth), where the reference scores the
+    stripped and the raw response differently (every reference here does on some of them)."""
+    other = next(x for x in c.letters if x != c.truth)
+    return [
+        f"<think>Option {other} looks plausible.</think><think>Re-checking.</think>{c.truth}",
+        f"<think>{other}</think>\nThe answer is {c.truth}",
+        f"<analysis>({other}) fits.</analysis> ({c.truth})",
+        f"Thinking: {other} is tempting...</think>{c.truth}",  # a prefilled start tag: only the end tag is left
+        f"{c.truth}. <think>not {other}</think>",
+        f"<think>Option {other}) fits.</think>So {c.truth} it is",  # a marked letter only inside the reasoning
+        f"<think>Maybe ({c.truth})?</think>{other}",  # the truth only inside the reasoning
+    ]
+
+
+def _no_reasoning_strip(response: str) -> str:
+    """lmms-eval's scoring loop with `--reasoning_tags none`: `process_results` receives the raw response."""
+    return response
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A benchmark scored with a given `Reading`, for the reference's `ours` projection."""
+
+    bench: Benchmark
+    reading: Reading
+
+    def score(self, sample: Sample, response: str) -> ScoredSample:
+        return self.bench.score(sample, response, reading=self.reading)
+
+
+@pytest.mark.parametrize("mode", ["official", "keep", "strip"])
+@pytest.mark.parametrize("bench_name", sorted(n for n in REFERENCES if n != "charades_sta"))
+def test_reasoning_tags_official_keep_and_strip_are_the_reference_on_that_text(
+    bench_name: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Default: the reference's own pipeline (lmms-eval's tasks strip, the other official scripts read the raw text).
+    `keep`: every reference's task function on the raw response (lmms-eval `--reasoning_tags none`). `strip`: every
+    reference's task function on lmms-eval's real `strip_reasoning_tags` output."""
+    bench = get_benchmark(bench_name)
+    ref = REFERENCES[bench_name]
+    reading = Reading(reasoning_tags=mode)  # type: ignore[arg-type]
+    if mode != "official":
+        monkeypatch.setattr(sys.modules[__name__], "_s", _no_reasoning_strip)
+    stripped = lmms.strip_reasoning_tags
+    pre = stripped if mode == "strip" else _no_reasoning_strip
+    checked = differ = 0
+    for sample in load_samples(bench_name):
+        c = context(bench_name, sample)
+        if c.kind != "mc":
+            continue
+        for response in _reasoned(c):
+            theirs = ref.per_sample(sample, pre(response))
+            assert _equal(theirs, ref.ours(_Read(bench, reading), sample, response)), (sample.id, response)  # type: ignore[arg-type]
+            checked += 1
+            if mode != "official":  # the reference on the raw response against it on the stripped one
+                differ += not _equal(ref.per_sample(sample, stripped(response)), ref.per_sample(sample, response))
+    assert checked >= 20
+    if mode != "official":
+        assert differ, f"{bench_name}: stripping changed no score: a vacuous check"
+
+
+def test_videomme_strip_is_the_official_extractor_on_lmms_evals_stripped_text(tmp_path: Path) -> None:
+    """Video-MME's script reads the raw response (the default and `keep`); under `strip` its extractor reads the text
+    lmms-eval's real `strip_reasoning_tags` leaves (rows: the LVBench fixture's 4-option questions)."""
+    from evr1_eval.benchmarks import videomme
+
+    bench = get_benchmark("videomme")
+    path = tmp_path / "videomme.json"
+    path.write_text(json.dumps(json.loads((DATA / "lvbench.json").read_text(encoding="utf-8"))["rows"]))
+    loaded = bench.load(path)
+    assert not loaded.errors, loaded.errors
+    checked = differ = 0
+    for sample in loaded.samples:
+        for response in _reasoned(context("videomme", sample)):
+            stripped = lmms.strip_reasoning_tags(response)
+            truth = str(sample.ground_truth)
+            for mode, text in (("official", response), ("keep", response), ("strip", stripped)):
+                row = bench.score(sample, response, reading=Reading(reasoning_tags=mode))  # type: ignore[arg-type]
+                letter = videomme.extract(sample, text)
+                assert (row.extracted, row.score) == (letter, float(letter == truth)), (sample.id, mode, response)
+            checked += 1
+            differ += videomme.extract(sample, stripped) != videomme.extract(sample, response)
+    assert checked >= 20
+    assert differ
 
 
 # -- long responses: over the old 100,000-character scan limit (a thinking model's 32K-token answer) ------------------

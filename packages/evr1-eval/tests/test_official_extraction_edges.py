@@ -19,14 +19,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from evr1_eval.api.extractors import MAX_SCAN, STRIP_SCAN
 from evr1_eval.api.scoring_rules import lmms_input
 from evr1_eval.benchmarks import get_benchmark
-from evr1_eval.types import Sample, ScoredSample
+from evr1_eval.types import Reading, Sample, ScoredSample
 
 OPTS4 = ["A. one", "B. two", "C. three", "D. four"]
 OPTS5 = [*OPTS4, "E. five"]
@@ -201,3 +201,29 @@ def test_tag_soup_is_cut_before_stripping() -> None:
     what precedes the tail is gone: the documented approximation for tag soup; a few tags keep the whole response."""
     assert lmms_input("A " + "<think>x</think>" * (STRIP_SCAN // 8) + "B") == "B"
     assert lmms_input("A " + "<think>x</think>" * 8 + "z" * STRIP_SCAN + " B").startswith("A z")
+
+
+#: A reasoning block longer than MAX_SCAN naming C, then the answer B after it.
+LONG_THOUGHT = "<think>" + "C " * (MAX_SCAN // 2 + 10) + "</think>B"
+
+
+@pytest.mark.parametrize("reasoning", ["official", "strip", "keep"])
+@pytest.mark.parametrize(
+    ("bench_name", "long_letter", "raw_thought"),
+    [("mvbench", "C", "C"), ("longvideobench", "C", "C"), ("videomathqa", "C", "C"), ("videomme", "C", "C"),
+     ("minerva", "D", "B"),  # the last capital letter
+     ("lvbench", "D", "C")],  # the cut tail starts with a standalone C: extract_mcq_answer's top priority
+)  # fmt: skip
+def test_long_responses_keep_the_end_their_rule_reads_under_every_reasoning_reading(
+    tmp_path: Path, bench_name: str, long_letter: str, raw_thought: str, reasoning: Literal["official", "strip", "keep"]
+) -> None:
+    """Over MAX_SCAN, first-match rules read the head and last-match rules the tail whether or not reasoning blocks
+    are stripped; with a block, stripping cuts to the tail (the answer follows the end tag) and reads B; a raw reading
+    reads the rule's own end of the cut response."""
+    bench = get_benchmark(bench_name)
+    sample = _sample(tmp_path, bench_name, "B", OPTS5)
+    reading = Reading(reasoning_tags=reasoning)
+    assert bench.score(sample, LONG, reading=reading).extracted == long_letter
+    strips = bench.strips_reasoning(reading)
+    assert strips == (reasoning == "strip" or (reasoning == "official" and bench_name != "videomme"))
+    assert bench.score(sample, LONG_THOUGHT, reading=reading).extracted == ("B" if strips else raw_thought)

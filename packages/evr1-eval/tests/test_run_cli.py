@@ -284,3 +284,33 @@ def test_run_answer_tags_official_by_default_and_read_on_request(dataset: Path, 
     assert _run(dataset, read, "--limit", "4", response=tagged) == 2  # resumed without the option: refused
     assert "answer_tags" in capsys.readouterr().err
     assert len(_rows(read)) == 2  # nothing mixed in
+
+
+def test_run_reasoning_tags_official_by_default_keep_on_request(dataset: Path, tmp_path: Path, capsys) -> None:
+    """MVBench's official pipeline strips reasoning blocks (lmms-eval), so the answer after them counts (A: right);
+    `--reasoning-tags keep` hands `mcq_acc` the raw response, whose first standalone letter is the reasoning's B
+    (wrong). The choice is part of the run settings: a resume read the other way is refused (exit 2)."""
+    thought = "<think>Option B looks plausible.</think>A"
+    official, keep = tmp_path / "official", tmp_path / "keep"
+    assert _run(dataset, official, "--limit", "2", response=thought) == 0
+    assert {(r["extracted"], r["score"]) for r in _rows(official).values()} == {("A", 1.0)}
+    assert "reasoning_tags" not in json.loads((official / "mvbench" / "run.json").read_text())["fingerprint"]
+    assert json.loads((official / "mvbench" / "manifest.json").read_text())["reasoning_tags"] == "official"
+    capsys.readouterr()
+    assert _run(dataset, keep, "--limit", "2", "--reasoning-tags", "keep", response=thought) == 0
+    rows = _rows(keep)
+    assert {(r["extracted"], r["score"], r["details"]["reasoning_tags"]["differs"]) for r in rows.values()} == {
+        ("B", 0.0, True)}  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "verified 2/2" in printed
+    assert "(reasoning tags: --reasoning-tags keep)" in printed
+    assert json.loads((keep / "mvbench" / "run.json").read_text())["fingerprint"]["reasoning_tags"] == "keep"
+    assert json.loads((keep / "mvbench" / "manifest.json").read_text())["reasoning_tags"] == "keep"
+    summary = json.loads((keep / "mvbench" / "summary.json").read_text())
+    assert summary["counts"]["reasoning_tags_differ"] == 2
+    assert any(n.startswith("reasoning tags kept") for n in summary["notes"])
+    assert _run(dataset, keep, "--limit", "4", response=thought) == 2  # resumed without the option: refused
+    assert "reasoning_tags" in capsys.readouterr().err
+    assert _run(dataset, official, "--limit", "4", "--reasoning-tags", "strip", response=thought) == 2  # and back
+    assert "reasoning_tags" in capsys.readouterr().err
+    assert len(_rows(keep)) == len(_rows(official)) == 2  # nothing mixed in

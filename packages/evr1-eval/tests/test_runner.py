@@ -19,7 +19,7 @@ from evr1_eval.backends import BackendConfig, EngineDead, GenerationParams, Imag
 from evr1_eval.backends.fake import FakeBackend
 from evr1_eval.results import SettingsMismatch, iter_rows, load_rows, results_path
 from evr1_eval.runner import Job, Media, RunConfig, evaluate, select
-from evr1_eval.types import AnswerTags, BenchmarkSummary, Judge, Reference, Sample, ScoredSample
+from evr1_eval.types import OFFICIAL_READING, BenchmarkSummary, Judge, Reading, Reference, Sample, ScoredSample
 
 #: The tiny benchmark's frame settings (a real spec: the runner records its key and settings).
 SPEC = SamplingSpec(fps=2.0, max_frames=8)
@@ -40,14 +40,14 @@ class TinyBench:
         return self.spec
 
     async def score_with_judge(
-        self, sample: Sample, response: str, judge: Judge | None, *, answer_tags: AnswerTags = "official"
+        self, sample: Sample, response: str, judge: Judge | None, *, reading: Reading = OFFICIAL_READING
     ) -> ScoredSample:
-        return self.score(sample, response, answer_tags=answer_tags)
+        return self.score(sample, response, reading=reading)
 
     def error_row(self, sample: Sample, error: str) -> ScoredSample:
         return make_error_row(self.name, sample, error)
 
-    def score(self, sample: Sample, response: str | None, *, answer_tags: AnswerTags = "official") -> ScoredSample:
+    def score(self, sample: Sample, response: str | None, *, reading: Reading = OFFICIAL_READING) -> ScoredSample:
         response = response or ""
         if "BOOM" in response:
             raise RuntimeError("scorer crashed")
@@ -213,7 +213,9 @@ def test_corrupt_row_in_the_middle_is_reported_with_its_line(tmp_path: Path) -> 
         ({"params": GenerationParams(max_tokens=7)}, "generation"),
         ({"sampling_overrides": {"fps": 1.0}}, "sampling"),
         ({"system_prompt": "Be terse."}, "system_prompt"),
-        ({"answer_tags": "read"}, "answer_tags"),
+        ({"reading": Reading(answer_tags="read")}, "answer_tags"),
+        ({"reading": Reading(reasoning_tags="keep")}, "reasoning_tags"),
+        ({"reading": Reading(reasoning_tags="strip")}, "reasoning_tags"),
     ],
 )
 def test_resume_refuses_mismatched_settings(tmp_path: Path, change: dict, key: str) -> None:
@@ -224,17 +226,41 @@ def test_resume_refuses_mismatched_settings(tmp_path: Path, change: dict, key: s
     assert len(rows_of(tmp_path)) == 2  # nothing was mixed in
 
 
-def test_answer_tags_are_recorded_and_a_resume_scored_the_other_way_is_refused(tmp_path: Path) -> None:
-    """Rows whose official scores read the `<answer>` tag never mix with rows read officially (either direction)."""
-    run(tmp_path, fake(), [Job(TinyBench(), samples(4))], limit=2, answer_tags="read")
-    settings = json.loads((tmp_path / "tiny" / "run.json").read_text())
-    assert settings["fingerprint"]["answer_tags"] == "read"
-    assert json.loads((tmp_path / "tiny" / "manifest.json").read_text())["answer_tags"] == "read"
-    with pytest.raises(SettingsMismatch, match="answer_tags"):
-        run(tmp_path, fake(), [Job(TinyBench(), samples(4))])
-    assert len(rows_of(tmp_path)) == 2
-    with pytest.raises(ValueError, match="answer_tags must be one of"):
-        RunConfig(out_dir=tmp_path, answer_tags="first")  # type: ignore[arg-type]
+@pytest.mark.parametrize(
+    "reading", [Reading(answer_tags="read"), Reading(reasoning_tags="keep"), Reading("read", "strip")], ids=str
+)
+def test_a_reading_is_recorded_and_a_resume_read_another_way_is_refused(tmp_path: Path, reading: Reading) -> None:
+    """Rows read one way (`<answer>` tags, reasoning blocks) never mix with rows read another (either direction); the
+    fingerprint holds the non-default fields only (a run from before a field existed resumes), the manifest both."""
+    run(tmp_path / "a", fake(), [Job(TinyBench(), samples(4))], limit=2, reading=reading)
+    fingerprint = json.loads((tmp_path / "a" / "tiny" / "run.json").read_text())["fingerprint"]
+    assert {k: fingerprint[k] for k in ("answer_tags", "reasoning_tags") if k in fingerprint} == reading.fingerprint()
+    assert reading.fingerprint()  # each case departs from the default somewhere
+    record = json.loads((tmp_path / "a" / "tiny" / "manifest.json").read_text())
+    assert {k: record[k] for k in ("answer_tags", "reasoning_tags")} == reading.record()
+    with pytest.raises(SettingsMismatch, match="|".join(reading.fingerprint())):
+        run(tmp_path / "a", fake(), [Job(TinyBench(), samples(4))])  # the default reading
+    assert len(rows_of(tmp_path / "a")) == 2
+    run(tmp_path / "b", fake(), [Job(TinyBench(), samples(4))], limit=2)
+    default_fp = json.loads((tmp_path / "b" / "tiny" / "run.json").read_text())["fingerprint"]
+    assert "answer_tags" not in default_fp
+    assert "reasoning_tags" not in default_fp
+    with pytest.raises(SettingsMismatch, match="|".join(reading.fingerprint())):
+        run(tmp_path / "b", fake(), [Job(TinyBench(), samples(4))], reading=reading)
+    assert len(rows_of(tmp_path / "b")) == 2
+    run(tmp_path / "a", fake(), [Job(TinyBench(), samples(4))], reading=reading)  # the same reading resumes
+    assert len(rows_of(tmp_path / "a")) == 4
+
+
+def test_a_reading_refuses_unknown_names() -> None:
+    with pytest.raises(ValueError, match="unknown answer_tags 'first'; choose one of official, read"):
+        Reading(answer_tags="first")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown reasoning_tags 'drop'; choose one of official, strip, keep"):
+        Reading(reasoning_tags="drop")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown reasoning_tags 'drop'"):
+        Reading.from_record({"reasoning_tags": "drop"})
+    assert Reading.from_record({}) == Reading.from_record({"answer_tags": None}) == OFFICIAL_READING
+    assert Reading.from_record({"answer_tags": "read", "reasoning_tags": "keep"}) == Reading("read", "keep")
 
 
 def test_resume_refuses_another_model_or_prompt_version(tmp_path: Path) -> None:

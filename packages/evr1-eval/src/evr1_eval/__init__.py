@@ -18,7 +18,7 @@ from evr1_eval.manifest import package_version
 from evr1_eval.protocol import Evr1Settings, ProtocolSettings
 from evr1_eval.runner import Job, JobResult, RunConfig, evaluate, run_async
 from evr1_eval.scoring import Prediction, read_predictions, score_samples
-from evr1_eval.types import BenchmarkSummary, Generation, Reference, Sample, ScoredSample
+from evr1_eval.types import BenchmarkSummary, Generation, Reading, Reference, Sample, ScoredSample
 
 __version__ = package_version("evr1-eval")
 
@@ -36,6 +36,7 @@ __all__ = [
     "LoadResult",
     "Prediction",
     "ProtocolSettings",
+    "Reading",
     "Reference",
     "RunConfig",
     "Sample",

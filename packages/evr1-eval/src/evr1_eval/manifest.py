@@ -2,9 +2,9 @@
 
 `OUT/<benchmark>/manifest.json` records the protocol and prompt variant (and the evr1 settings), the preset and its
 sources, the model, the backend and engine versions, the evr1 package versions, the annotation file's digest and
-row counts, the frame sampling spec, the decoding settings, the judge, how the official rule reads `<answer>` tags
-(`answer_tags`) and the official reference. `report` prints the manifests of the runs it compares and warns when they
-differ in anything that changes numbers.
+row counts, the frame sampling spec, the decoding settings, the judge, how the official rule reads a response
+(`answer_tags`, `reasoning_tags`: `evr1_eval.types.Reading`) and the official reference. `report` prints the
+manifests of the runs it compares and warns when they differ in anything that changes numbers.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from evr1_eval.types import Reading
 
 MANIFEST = "manifest.json"
 SCHEMA = 1
@@ -32,9 +34,11 @@ COMPARED = (
     "prompt_version",
     "annotations",
     "answer_tags",
+    "reasoning_tags",
 )
-#: What a manifest written before a field existed meant by it (older manifests lack `answer_tags`: the official reading).
-DEFAULTS: Mapping[str, Any] = {"answer_tags": "official"}
+#: What a manifest written before a field existed meant by it (older manifests lack `answer_tags` and
+#: `reasoning_tags`: the official reading).
+DEFAULTS: Mapping[str, Any] = Reading().record()
 
 
 def version_of(dist: str) -> str | None:
@@ -80,7 +84,7 @@ def build(
         "system_prompt": fp.get("system_prompt"),
         "judge": fp.get("judge"),
         "prompt_version": fp.get("prompt_version"),
-        "answer_tags": fp.get("answer_tags", DEFAULTS["answer_tags"]),
+        **Reading.from_record(fp).record(),
         "reference": reference,
         "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **dict(extra or {}),

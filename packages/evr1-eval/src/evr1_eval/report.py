@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evr1_cache.atomic import atomic_bytes, atomic_path, atomic_text
-from evr1_eval.types import BenchmarkSummary
+from evr1_eval.types import BenchmarkSummary, Reading
 from evr1_eval.verify import Annotations, Verification, verify_benchmark
 
 if TYPE_CHECKING:
@@ -337,11 +337,13 @@ def _manifest_line(record: Mapping[str, Any] | None) -> str:
     decoding = ", ".join(f"{k}={generation[k]}" for k in ("temperature", "top_p", "max_tokens") if k in generation)
     engine = (record.get("backend") or {}).get("engine") or (record.get("backend") or {}).get("backend") or "-"
     variant = protocol.get("prompt_variant", "official")
-    tags = record.get("answer_tags") or "official"
+    default = Reading()  # a manifest from before a field existed: that field's default
+    tags = record.get("answer_tags") or default.answer_tags
+    reasoning = record.get("reasoning_tags") or default.reasoning_tags
     return (
         f"protocol {protocol.get('protocol', 'official')} (prompt {variant}), preset {preset}, model "
         f"{record.get('model') or '-'}, engine {engine}; frames {frames or '-'}; decoding {decoding or '-'}; "
-        f"answer tags {tags}"
+        f"answer tags {tags}; reasoning tags {reasoning}"
     )
 
 

@@ -42,7 +42,16 @@ from evr1_eval.results import (
     write_json_atomic,
     write_summary,
 )
-from evr1_eval.types import ANSWER_TAGS, AnswerTags, BenchmarkSummary, Judge, LoadError, Reference, Sample, ScoredSample
+from evr1_eval.types import (
+    OFFICIAL_READING,
+    BenchmarkSummary,
+    Judge,
+    LoadError,
+    Reading,
+    Reference,
+    Sample,
+    ScoredSample,
+)
 from evr1_eval.verify import Annotations, Verification, record_writing, record_written, verify_benchmark
 
 log = logging.getLogger(__name__)
@@ -69,10 +78,10 @@ class BenchmarkLike(Protocol):
     @property
     def judge_optional_types(self) -> frozenset[str]: ...
 
-    def score(self, sample: Sample, response: str | None, *, answer_tags: AnswerTags = "official") -> ScoredSample: ...
+    def score(self, sample: Sample, response: str | None, *, reading: Reading = OFFICIAL_READING) -> ScoredSample: ...
 
     async def score_with_judge(
-        self, sample: Sample, response: str, judge: Judge | None, *, answer_tags: AnswerTags = "official"
+        self, sample: Sample, response: str, judge: Judge | None, *, reading: Reading = OFFICIAL_READING
     ) -> ScoredSample: ...
 
     def error_row(self, sample: Sample, error: str) -> ScoredSample: ...
@@ -145,10 +154,9 @@ class RunConfig:
     #: How a response is read before scoring ("after_think": the text after the last `</think>`, as Qwen3-VL's
     #: evaluation code reads thinking models); the raw response is what `results.jsonl` keeps.
     response_filter: ResponseFilter = "none"
-    #: How the official rule reads a final `<answer>` tag: "official" (the whole response, as the reference does) or
-    #: "read" (the tag's content first; a named deviation). In the fingerprint when not "official", so rows scored one
-    #: way never mix into a resume scored the other.
-    answer_tags: AnswerTags = "official"
+    #: How the official rule reads a response (`--answer-tags`, `--reasoning-tags`): default, each reference's own
+    #: reading. Its non-default fields are in the fingerprint, so rows read one way never mix into a resume read another.
+    reading: Reading = OFFICIAL_READING
     #: Answer with tools (`evr1_eval.agent`, `--tools`): multi-turn, every turn in the row's details["agent"].
     agent: AgentEval | None = None
 
@@ -160,8 +168,6 @@ class RunConfig:
         if self.limit is not None and self.limit < 0:
             raise ValueError(f"limit must be >= 0, got {self.limit}")
         shard_suffix(self.rank, self.world_size)  # validates rank / world_size
-        if self.answer_tags not in ANSWER_TAGS:
-            raise ValueError(f"answer_tags must be one of {ANSWER_TAGS}, got {self.answer_tags!r}")
 
 
 @dataclass(frozen=True)
@@ -256,7 +262,7 @@ class Runner:
             "world_size": c.world_size,
             **({"without_video": True} if c.without_video else {}),
             **({"response_filter": c.response_filter} if c.response_filter != "none" else {}),
-            **({"answer_tags": c.answer_tags} if c.answer_tags != "official" else {}),
+            **c.reading.fingerprint(),
             **({"agent": c.agent.settings()} if c.agent is not None else {}),
         }
 
@@ -334,10 +340,10 @@ class Runner:
 
     # -- one sample ---------------------------------------------------------------------------------------------
     async def _score(self, bench: BenchmarkLike, sample: Sample, text: str) -> ScoredSample:
-        tags = self.config.answer_tags
+        reading = self.config.reading
         if self.judge is not None:
-            return await bench.score_with_judge(sample, text, self.judge, answer_tags=tags)
-        return bench.score(sample, text, answer_tags=tags)
+            return await bench.score_with_judge(sample, text, self.judge, reading=reading)
+        return bench.score(sample, text, reading=reading)
 
     async def _one(self, st: _State, sample: Sample, pool: ThreadPoolExecutor, bar: Progress) -> None:
         bench = st.job.benchmark

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evr1_eval.types import AnswerTags, BenchmarkSummary, Judge, Sample, ScoredSample
+from evr1_eval.types import OFFICIAL_READING, BenchmarkSummary, Judge, Reading, Sample, ScoredSample
 
 if TYPE_CHECKING:
     from evr1_eval.api.base import Benchmark
@@ -81,9 +81,9 @@ def score_samples(
     predictions: Mapping[str, Prediction],
     *,
     progress: bool = False,
-    answer_tags: AnswerTags = "official",
+    reading: Reading = OFFICIAL_READING,
 ) -> list[ScoredSample]:
-    """One row per sample, in annotation order; `answer_tags` as in `Benchmark.score`."""
+    """One row per sample, in annotation order; `reading` as in `Benchmark.score`."""
     rows: list[ScoredSample] = []
     it: Iterable[Sample] = samples
     if progress:
@@ -97,7 +97,7 @@ def score_samples(
         elif pred.error is not None or pred.response is None:
             rows.append(bench.error_row(sample, pred.error or "prediction has no response"))
         else:
-            rows.append(bench.score(sample, pred.response, answer_tags=answer_tags))
+            rows.append(bench.score(sample, pred.response, reading=reading))
     return rows
 
 
@@ -108,7 +108,7 @@ async def judge_rows(
     judge: Judge,
     *,
     concurrency: int = 16,
-    answer_tags: AnswerTags = "official",
+    reading: Reading = OFFICIAL_READING,
 ) -> list[ScoredSample]:
     """Send the rows the official protocol judges to `judge` (pending ones, and rule-scored optional types), up to
     `concurrency` at a time; others pass through unchanged. Order is kept."""
@@ -122,7 +122,7 @@ async def judge_rows(
         if not wants_judge or row.error is not None or row.id not in by_id:
             return row
         async with gate:
-            return await bench.score_with_judge(by_id[row.id], row.response or "", judge, answer_tags=answer_tags)
+            return await bench.score_with_judge(by_id[row.id], row.response or "", judge, reading=reading)
 
     return list(await asyncio.gather(*(one(r) for r in rows)))
 

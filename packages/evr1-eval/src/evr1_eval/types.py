@@ -28,6 +28,65 @@ AnswerTags = Literal["official", "read"]
 ANSWER_TAGS: tuple[AnswerTags, ...] = ("official", "read")
 #: The row detail saying, under `answer_tags="read"`, whether the official rule read the final `<answer>` tag's content.
 ANSWER_TAG_READ = "answer_tag_read"
+#: What a benchmark's official pipeline does with `<think>…</think>` / `<analysis>…</analysis>` blocks before its rule
+#: reads the response (`Benchmark.reasoning_blocks`): "strip" (lmms-eval's scoring loop, its `--reasoning_tags`
+#: default) or "keep" (the reference reads the raw response: Video-MME's script, the standalone official scripts).
+ReasoningBlocks = Literal["strip", "keep"]
+#: How the official rule treats reasoning blocks (`--reasoning-tags`, docs/eval-benchmarks.md): "official" = each
+#: benchmark's own pipeline (the default); "strip" = removed before every benchmark's rule (lmms-eval's pipeline
+#: everywhere); "keep" = never removed (lmms-eval with `--reasoning_tags none`, the official scripts on raw text).
+ReasoningTags = Literal["official", "strip", "keep"]
+REASONING_TAGS: tuple[ReasoningTags, ...] = ("official", "strip", "keep")
+#: The row detail under `reasoning_tags` other than "official": `{"applied": "strip"|"keep", "differs": bool}`, where
+#: `differs` says the response had reasoning blocks its benchmark's official pipeline treats the other way.
+REASONING_APPLIED = "reasoning_tags"
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How the official rule reads a response: the one setting behind `--answer-tags` and `--reasoning-tags`.
+
+    The default is every reference's own reading; any other value is a named deviation that the runner records in its
+    fingerprint (a resume read another way is refused), the manifest records, `verify` re-scores with, and the summary
+    reports. On disk its fields stay flat keys (`answer_tags`, `reasoning_tags`); a record without one means its
+    default, so files written before a field existed keep their meaning."""
+
+    answer_tags: AnswerTags = "official"
+    reasoning_tags: ReasoningTags = "official"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("answer_tags", ANSWER_TAGS), ("reasoning_tags", REASONING_TAGS)):
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ValueError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
+
+    @property
+    def is_official(self) -> bool:
+        """True when every benchmark reads responses as its reference does (no deviation to report)."""
+        return self == Reading()
+
+    def record(self) -> dict[str, str]:
+        """Both fields as the flat keys a manifest holds."""
+        return {"answer_tags": self.answer_tags, "reasoning_tags": self.reasoning_tags}
+
+    def fingerprint(self) -> dict[str, str]:
+        """The fields that differ from their default: a run's fingerprint from before a field existed stays equal."""
+        default = Reading().record()
+        return {k: v for k, v in self.record().items() if v != default[k]}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Reading:
+        """The reading a manifest or fingerprint recorded (a missing or null key: that field's default); an unknown
+        value is refused by name (ValueError)."""
+        default = cls()
+        return cls(
+            answer_tags=record.get("answer_tags") or default.answer_tags,
+            reasoning_tags=record.get("reasoning_tags") or default.reasoning_tags,
+        )
+
+
+#: Every reference's own reading (the default of `Benchmark.score`, `RunConfig`, `score_samples`).
+OFFICIAL_READING = Reading()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

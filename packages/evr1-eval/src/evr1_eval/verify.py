@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evr1_eval.results import RESULTS_GLOB, read_run_settings, row_from_dict, row_problem
+from evr1_eval.types import OFFICIAL_READING, Reading
 
 if TYPE_CHECKING:
     from evr1_eval.presets import ResponseFilter
-    from evr1_eval.types import AnswerTags, Sample, ScoredSample
+    from evr1_eval.types import Sample, ScoredSample
 
 #: Files a run writes into a benchmark folder, recorded with their hashes in manifest.json (`files`).
 WRITTEN = (RESULTS_GLOB, "run*.json", "summary.json", "load_errors*.json")
@@ -36,7 +37,8 @@ TOLERANCE = 1e-9
 #: Problems listed per benchmark before the rest are only counted.
 SHOWN = 50
 #: Manifest fields compared with run.json's fingerprint: what `check_settings` refuses to mix on a resume.
-_SETTINGS = ("sampling", "generation", "system_prompt", "judge", "prompt_version", "protocol", "answer_tags")
+_SETTINGS = ("sampling", "generation", "system_prompt", "judge", "prompt_version", "protocol", "answer_tags",
+             "reasoning_tags")  # fmt: skip
 
 
 class Rescorer(Protocol):
@@ -49,7 +51,7 @@ class Rescorer(Protocol):
     @property
     def judge_optional_types(self) -> frozenset[str]: ...
 
-    def score(self, sample: Sample, response: str | None, *, answer_tags: AnswerTags = "official") -> ScoredSample: ...
+    def score(self, sample: Sample, response: str | None, *, reading: Reading = OFFICIAL_READING) -> ScoredSample: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +155,7 @@ def _rescore(
     row: ScoredSample,
     response_filter: ResponseFilter,
     judged: bool,
-    answer_tags: AnswerTags = "official",
+    reading: Reading = OFFICIAL_READING,
 ) -> tuple[float | None, float | None, str]:
     """(official score or None when it cannot be re-computed offline, evr1 score, what the official one is)."""
     from evr1_eval.presets import apply_response_filter
@@ -161,7 +163,7 @@ def _rescore(
     if row.error is not None:
         return 0.0, None, "an error row"
     text = apply_response_filter(row.response or "", response_filter)
-    fresh = bench.score(sample, text, answer_tags=answer_tags)
+    fresh = bench.score(sample, text, reading=reading)
     if fresh.needs_judge or (judged and sample.problem_type in bench.judge_optional_types):
         return (None if not row.needs_judge else 0.0), fresh.evr1_score, "LLM-judged"
     return fresh.score, fresh.evr1_score, "the scorer's"
@@ -186,6 +188,18 @@ def _settings_problems(record: Mapping[str, Any] | None, settings: Mapping[str, 
     if fingerprint.get("benchmark") and record.get("benchmark") != fingerprint.get("benchmark"):
         out.append(f"manifest.json is for benchmark {record.get('benchmark')!r}, run.json {fingerprint['benchmark']!r}")
     return out
+
+
+def _recorded_reading(record: Mapping[str, Any] | None, fingerprint: Mapping[str, Any]) -> tuple[Reading, str | None]:
+    """The reading the rows were scored with (run.json's fingerprint first, then the manifest; a missing key: its
+    default), and the problem when a name is one this version does not know (the rows are then re-scored with the
+    official reading, and fail to verify if they were read otherwise)."""
+    keys = Reading().record()
+    recorded = {k: fingerprint.get(k) or (record or {}).get(k) for k in keys}
+    try:
+        return Reading.from_record(recorded), None
+    except ValueError as exc:
+        return OFFICIAL_READING, f"manifest.json / run.json: {exc}: rows re-scored with the official reading"
 
 
 def _file_problems(bench_dir: Path, record: Mapping[str, Any] | None, *, resume: bool) -> list[str]:
@@ -227,7 +241,7 @@ def verify_rows(
     *,
     response_filter: ResponseFilter = "none",
     judged: bool = False,
-    answer_tags: AnswerTags = "official",
+    reading: Reading = OFFICIAL_READING,
 ) -> tuple[int, list[str]]:
     """(ids whose rows all verify, problems) for `rows` given as (where, row) in file order (module docstring)."""
     problems: list[str] = []
@@ -246,7 +260,7 @@ def verify_rows(
         if annotations is not None and sample is None:
             bad.append(f"{where}: id {row.id!r} is not in the annotations")
         if sample is not None and not bad:  # a well-formed row of this benchmark: its scores re-computed
-            official, evr1, what = _rescore(bench, sample, row, response_filter, judged, answer_tags)
+            official, evr1, what = _rescore(bench, sample, row, response_filter, judged, reading)
             if official is not None and _differs(official, row.score):
                 bad.append(f"{where}: id {row.id!r} stored score {row.score!r}, {what} score {official!r}")
             if row.error is None and _differs(evr1, row.evr1_score):
@@ -268,7 +282,6 @@ def verify_benchmark(
     an unfinished run are expected there). Never raises for what the folder holds."""
     from evr1_eval import manifest
     from evr1_eval.presets import RESPONSE_FILTERS
-    from evr1_eval.types import ANSWER_TAGS
 
     bench_dir = Path(bench_dir)
     record = manifest.read(bench_dir)
@@ -291,16 +304,15 @@ def verify_benchmark(
     named = str(fingerprint.get("response_filter") or (record or {}).get("response_filter") or "none")
     # a name this version does not know: the text as written (what `apply_response_filter` does with it)
     response_filter: ResponseFilter = next((f for f in RESPONSE_FILTERS if f == named), "none")
-    tags = fingerprint.get("answer_tags") or (record or {}).get("answer_tags") or "official"
-    # a name this version does not know: the official reading (its rows then fail to verify if they were read otherwise)
-    answer_tags: AnswerTags = next((t for t in ANSWER_TAGS if t == tags), "official")
+    reading, unknown = _recorded_reading(record, fingerprint)
+    problems += [unknown] if unknown else []
     verified, row_problems = verify_rows(
         bench,
         rows,
         checked,
         response_filter=response_filter,
         judged=bool(fingerprint.get("judge")),
-        answer_tags=answer_tags,
+        reading=reading,
     )
     problems += row_problems
     ids = {row.id for _, row in rows} | set(checked.selected or () if checked is not None else ())

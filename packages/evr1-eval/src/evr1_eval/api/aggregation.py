@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from evr1_eval.types import ANSWER_TAG_READ, BenchmarkSummary, ScoredSample
+from evr1_eval.types import ANSWER_TAG_READ, REASONING_APPLIED, BenchmarkSummary, ScoredSample
 
 if TYPE_CHECKING:
     from evr1_eval.api.base import Benchmark
@@ -90,8 +90,47 @@ def _answer_tag_notes(rows: Sequence[ScoredSample]) -> list[str]:
     return notes
 
 
+def _reasoning_applied(rows: Sequence[ScoredSample]) -> dict[str, list[bool]]:
+    """Answered rows scored with `--reasoning-tags strip|keep` (their `details["reasoning_tags"]`), by the treatment
+    applied: whether each response had reasoning blocks its benchmark's official pipeline treats the other way."""
+    out: dict[str, list[bool]] = defaultdict(list)
+    for r in rows:
+        info = r.details.get(REASONING_APPLIED)
+        if r.error is None and isinstance(info, Mapping):
+            out[str(info.get("applied"))].append(bool(info.get("differs")))
+    return dict(out)
+
+
+def _reasoning_notes(bench: Benchmark, rows: Sequence[ScoredSample]) -> list[str]:
+    """What the summary says when reasoning blocks were treated by `--reasoning-tags` rather than by each benchmark's
+    official pipeline (`Benchmark.reasoning_blocks`), and when rows treated several ways are mixed."""
+    applied = _reasoning_applied(rows)
+    notes: list[str] = []
+    for mode, differs in sorted(applied.items()):
+        done = "stripped" if mode == "strip" else "kept"
+        if mode == bench.reasoning_blocks:
+            notes.append(
+                f"reasoning tags {done} (--reasoning-tags {mode}) on {len(differs)} responses, as this benchmark's "
+                "official pipeline does: the official rule read what its reference reads"
+            )
+            continue
+        own = "removes them" if bench.reasoning_blocks == "strip" else "keeps them"
+        notes.append(
+            f"reasoning tags {done} (--reasoning-tags {mode}, not this benchmark's official pipeline, which {own}): "
+            f"{sum(differs)} of {len(differs)} responses had reasoning blocks, and on those the metrics are not the "
+            "reference's own numbers"
+        )
+    answered_rows = sum(1 for r in rows if r.error is None)
+    treated = sum(len(v) for v in applied.values())
+    if applied and (len(applied) > 1 or treated < answered_rows):
+        ways = [f"{len(v)} with --reasoning-tags {m}" for m, v in sorted(applied.items())]
+        ways += [f"{answered_rows - treated} with the official pipeline"] if treated < answered_rows else []
+        notes.append(f"reasoning tags: rows scored several ways are mixed ({', '.join(ways)})")
+    return notes
+
+
 def _notes(bench: Benchmark, rows: Sequence[ScoredSample], kept: Sequence[ScoredSample]) -> list[str]:
-    notes: list[str] = _answer_tag_notes(rows)
+    notes: list[str] = _answer_tag_notes(rows) + _reasoning_notes(bench, rows)
     if bench.reference is None:
         notes.append(
             "no official scoring code could be read for this benchmark: its official-protocol number uses the "
@@ -124,12 +163,14 @@ def _finite(metrics: Mapping[str, float]) -> dict[str, float]:
 def _counts(bench: Benchmark, rows: Sequence[ScoredSample], kept: Sequence[ScoredSample]) -> dict[str, int]:
     errors = sum(1 for r in rows if r.error is not None)
     tags = [bool(r.details[ANSWER_TAG_READ]) for r in rows if r.error is None and ANSWER_TAG_READ in r.details]
+    reasoning = [d for differs in _reasoning_applied(rows).values() for d in differs]
     return {
         "samples": len(rows),
         "scored": len(kept) - (errors if bench.error_policy == "wrong" else 0),
         "errors": errors,
         "judge_pending": sum(1 for r in rows if r.needs_judge and r.error is None),
         **({"answer_tag_read": sum(tags)} if tags else {}),
+        **({"reasoning_tags_differ": sum(reasoning)} if reasoning else {}),
     }
 
 

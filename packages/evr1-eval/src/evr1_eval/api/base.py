@@ -19,18 +19,22 @@ from typing import Any, Literal
 
 from evr1_cache.spec import SamplingSpec
 from evr1_eval.api.aggregation import Aggregator, summarize
+from evr1_eval.api.extractors import ScanEnd
 from evr1_eval.api.judging import judge_outcome
 from evr1_eval.api.loading import RowView, generic_prompt, load_samples
 from evr1_eval.api.prompts import check_variant
-from evr1_eval.api.scoring_rules import Rule, answer_tag_input, check_answer_tags, rewards_outcome
+from evr1_eval.api.scoring_rules import Rule, answer_tag_input, has_reasoning_blocks, lmms_input, rewards_outcome
 from evr1_eval.protocol import ProtocolSettings
 from evr1_eval.types import (
     ANSWER_TAG_READ,
-    AnswerTags,
+    OFFICIAL_READING,
+    REASONING_APPLIED,
     BenchmarkSummary,
     Judge,
     LoadResult,
     Outcome,
+    Reading,
+    ReasoningBlocks,
     Reference,
     Sample,
     ScoredSample,
@@ -96,6 +100,13 @@ class Benchmark:
     prompt_variants: Mapping[str, OfficialPrompt] = field(default_factory=dict)
     #: Official per-sample rule; None = evr1-rewards' scorer of the sample's problem type.
     scorer: Rule | None = None
+    #: What the official pipeline does with `<think>`/`<analysis>` blocks before the rule reads a response: "strip"
+    #: (lmms-eval's scoring loop, for its tasks) or "keep" (the raw response: Video-MME's script, the standalone
+    #: official scripts, evr1-rewards). `Benchmark.score` applies it; `--reasoning-tags strip|keep` overrides it.
+    reasoning_blocks: ReasoningBlocks = "keep"
+    #: The end of an over-long response (over `extractors.MAX_SCAN`) the rule reads: "head" for rules that take the
+    #: FIRST letter or token, else "tail"; the part kept when a response is cut before reasoning blocks are stripped.
+    answer_end: ScanEnd = "tail"
     #: Official aggregation; None = micro accuracy plus per-group breakdowns.
     aggregator: Aggregator | None = None
     #: Problem types whose official metric is LLM-judged (these rows need a judge to be scored).
@@ -174,36 +185,60 @@ class Benchmark:
             )
         return (self.scorer or rewards_outcome)(sample, response)
 
-    def score(self, sample: Sample, response: str | None, *, answer_tags: AnswerTags = "official") -> ScoredSample:
+    def strips_reasoning(self, reading: Reading = OFFICIAL_READING) -> bool:
+        """Whether the official rule reads responses with reasoning blocks removed under `reading`."""
+        if reading.reasoning_tags == "official":
+            return self.reasoning_blocks == "strip"
+        return reading.reasoning_tags == "strip"
+
+    def score(self, sample: Sample, response: str | None, *, reading: Reading = OFFICIAL_READING) -> ScoredSample:
         """Score one response under both protocols; a judged row without a judge is marked pending, never guessed.
-        `answer_tags="read"` gives the official rule the final `<answer>` tag's content instead of the whole response
-        (a named deviation; each row then says in `details["answer_tag_read"]` whether it had such a tag)."""
-        check_answer_tags(answer_tags)
+
+        `reading` says which text the official rule reads: the whole response or its final `<answer>` tag's content
+        (`answer_tags`), then with or without reasoning blocks (`reasoning_tags`; by default what this benchmark's
+        official pipeline does, `reasoning_blocks`). The evr1 protocol always reads the raw response. A reading other
+        than the default is a named deviation each row records in its details (`_reading_details`)."""
         text = response if isinstance(response, str) else ""
-        tag = answer_tag_input(text, answer_tags)
+        tag = answer_tag_input(text, reading.answer_tags)
+        read = text if tag is None else tag
+        rule_text = lmms_input(read, self.answer_end) if self.strips_reasoning(reading) else read
         try:
             evr1 = rewards_outcome(sample, text)
-            outcome = evr1 if self.scorer is None and not self.sample_needs_judge(sample) else None
-            outcome = outcome or self.official_outcome(sample, text if tag is None else tag)
+            reuse = self.scorer is None and not self.sample_needs_judge(sample) and rule_text == read
+            outcome = evr1 if reuse else self.official_outcome(sample, rule_text)
         except (ValueError, TypeError, KeyError, LookupError) as exc:  # the GT or config, never the response
             row = self.error_row(sample, f"scoring failed on this sample's ground truth: {type(exc).__name__}: {exc}")
             return dataclasses.replace(row, response=response)
         row = scored_row(sample, response, outcome, evr1)
-        if answer_tags == "read":
-            row = dataclasses.replace(row, details={**row.details, ANSWER_TAG_READ: tag is not None})
-        return row
+        if reading.is_official:
+            return row
+        return dataclasses.replace(row, details={**row.details, **self._reading_details(read, tag, reading)})
+
+    def _reading_details(self, read: str, tag: str | None, reading: Reading) -> dict[str, Any]:
+        """What a row read under a non-default `reading` says: whether the official rule read a final `<answer>` tag
+        (`answer_tag_read`), and how reasoning blocks were treated (`reasoning_tags`: `applied`, and `differs` when the
+        response had blocks this benchmark's official pipeline treats the other way)."""
+        details: dict[str, Any] = {}
+        if reading.answer_tags == "read":
+            details[ANSWER_TAG_READ] = tag is not None
+        if reading.reasoning_tags != "official":
+            departs = reading.reasoning_tags != self.reasoning_blocks
+            differs = departs and has_reasoning_blocks(read, self.answer_end)
+            details[REASONING_APPLIED] = {"applied": reading.reasoning_tags, "differs": differs}
+        return details
 
     async def score_with_judge(
-        self, sample: Sample, response: str, judge: Judge | None, *, answer_tags: AnswerTags = "official"
+        self, sample: Sample, response: str, judge: Judge | None, *, reading: Reading = OFFICIAL_READING
     ) -> ScoredSample:
         """Like `score`, but rows the official protocol judges (pending ones and the optionally judged types) go to
-        `judge` (the openai backend); without a judge, pending rows stay pending and optional ones are scored by rule."""
-        row = self.score(sample, response, answer_tags=answer_tags)
+        `judge` (the openai backend); without a judge, pending rows stay pending and optional ones are scored by rule.
+        The judge reads the answer part of the response under every reading (`judging.final_text`)."""
+        row = self.score(sample, response, reading=reading)
         wants = row.needs_judge or sample.problem_type in self.judge_optional_types
         if judge is None or row.error is not None or not wants:
             return row
         outcome = await judge_outcome(sample, response, judge)
-        kept = {k: row.details[k] for k in ("evr1", ANSWER_TAG_READ) if k in row.details}
+        kept = {k: row.details[k] for k in ("evr1", ANSWER_TAG_READ, REASONING_APPLIED) if k in row.details}
         return dataclasses.replace(
             row,
             score=float(outcome.score),

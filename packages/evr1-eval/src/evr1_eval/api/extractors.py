@@ -33,11 +33,14 @@ MAX_SCAN = 1_000_000
 #: `FEW_TAGS` "<" is cut to this length (its tail) before stripping.
 STRIP_SCAN = 100_000
 FEW_TAGS = 64
+#: The end of an over-long response that is kept when it is cut: "head" for rules that take the FIRST match, "tail"
+#: for the others (answers come last).
+ScanEnd = Literal["head", "tail"]
 #: lmms-eval's `--reasoning_tags` default.
 LMMS_REASONING_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<analysis>", "</analysis>"))
 
 
-def capped(text: str | None, keep: Literal["head", "tail"] = "tail", limit: int | None = None) -> str:
+def capped(text: str | None, keep: ScanEnd = "tail", limit: int | None = None) -> str:
     """The response as text, at most `limit` (MAX_SCAN) characters: the tail (answers come last, and rules that take
     the LAST match read it), or the head for rules that take the FIRST match (first letter, first token)."""
     s = text if isinstance(text, str) else ""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any
 
-from evr1_eval.api.extractors import FEW_TAGS, LMMS_REASONING_TAGS, STRIP_SCAN, capped, strip_reasoning
-from evr1_eval.types import ANSWER_TAGS, AnswerTags, Outcome, Sample
+from evr1_eval.api.extractors import FEW_TAGS, LMMS_REASONING_TAGS, STRIP_SCAN, ScanEnd, capped, strip_reasoning
+from evr1_eval.types import AnswerTags, Outcome, Sample
 
 #: An official per-sample rule: (sample, response) -> Outcome (`Benchmark.scorer`).
 Rule = Callable[[Sample, str], Outcome]
@@ -48,14 +48,6 @@ def rewards_outcome(sample: Sample, response: str) -> Outcome:
     )
 
 
-def check_answer_tags(answer_tags: str) -> AnswerTags:
-    """`answer_tags` as one of `ANSWER_TAGS` (anything else is refused by name: a typo never scores silently)."""
-    for name in ANSWER_TAGS:
-        if answer_tags == name:
-            return name
-    raise ValueError(f"unknown answer_tags {answer_tags!r}; choose one of {', '.join(ANSWER_TAGS)}")
-
-
 def answer_tag_input(response: str, answer_tags: AnswerTags) -> str | None:
     """What the official rule reads instead of the whole response under `answer_tags="read"`: the final answer tag's
     content as evr1-rewards reads it (`evr1_rewards.Response.answer_tag`: the last complete, non-empty
@@ -68,18 +60,30 @@ def answer_tag_input(response: str, answer_tags: AnswerTags) -> str | None:
     return Response(capped(response)).answer_tag
 
 
-def lmms_input(response: str, keep: Literal["head", "tail"] = "tail") -> str:
-    """What a task's `process_results` receives in lmms-eval's default pipeline: reasoning blocks removed, stripped.
-
-    The whole response up to `MAX_SCAN`; beyond it, the end the rule reads (`keep`: "head" for rules that take the
-    FIRST letter or token), or the tail when the response has an end tag (the answer follows the reasoning). Tag soup
-    (over `STRIP_SCAN` characters with more than `FEW_TAGS` "<") is cut to its tail first: stripping is quadratic in
-    the number of blocks."""
+def reasoning_scope(response: str, keep: ScanEnd = "tail") -> str:
+    """The part of a response that reasoning-tag stripping reads: the whole response up to `MAX_SCAN`; beyond it, the
+    end the rule reads (`keep`: "head" for rules that take the FIRST letter or token), or the tail when the response has
+    an end tag (the answer follows the reasoning). Tag soup (over `STRIP_SCAN` characters with more than `FEW_TAGS`
+    "<") is cut to its tail first: stripping is quadratic in the number of blocks."""
     has_end = any(end in response for _, end in LMMS_REASONING_TAGS)
     text = capped(response, "tail" if has_end else keep)
     if len(text) > STRIP_SCAN and text.count("<") > FEW_TAGS:
         text = capped(text, "tail", STRIP_SCAN)
-    return strip_reasoning(text)
+    return text
+
+
+def lmms_input(response: str, keep: ScanEnd = "tail") -> str:
+    """What a task's `process_results` receives in lmms-eval's default pipeline: reasoning blocks removed, stripped
+    (`reasoning_scope` says which part of a long response). `Benchmark.score` applies it before a rule whenever the
+    reading strips reasoning blocks; rules never call it themselves."""
+    return strip_reasoning(reasoning_scope(response, keep))
+
+
+def has_reasoning_blocks(response: str, keep: ScanEnd = "tail") -> bool:
+    """Whether lmms-eval's stripping changes `response` beyond its surrounding whitespace: a reasoning block to remove,
+    or a bare end tag to cut at (the count `--reasoning-tags` reports)."""
+    scope = reasoning_scope(response, keep)
+    return strip_reasoning(scope) != scope.strip()
 
 
 def letters_of(sample: Sample, default: str = "ABCD") -> str:

@@ -24,10 +24,11 @@ from typing import Any
 from evr1_eval.api.adapters import charades_official
 from evr1_eval.api.aggregation import Result, pct
 from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import capped
 from evr1_eval.api.loading import RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import doc_of, lmms_input
+from evr1_eval.api.scoring_rules import doc_of
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 PRE_PROMPT = (
@@ -98,7 +99,7 @@ def rule(sample: Sample, response: str) -> Outcome:
     doc = doc_of(sample)
     gt = [float(v) for v in doc["timestamp"]]
     details: dict[str, Any] = {"scorer": "charades-extract_time", "key": f"{doc['video']}>>>{doc['caption']}>>>{gt}"}
-    spans = extract_time(lmms_input(response))
+    spans = extract_time(capped(response))
     if len(spans) != 1:
         return Outcome(score=0.0, extracted=None, details={**details, "parsed": False})
     return Outcome(score=iou(gt, spans[0]), extracted=json.dumps(spans[0]), details=details)
@@ -141,6 +142,7 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=rule,
+        reasoning_blocks="strip",
         aggregator=aggregate,
         sampling_defaults={"fps": 2.0, "min_frames": 4, "max_frames": 128},
     )

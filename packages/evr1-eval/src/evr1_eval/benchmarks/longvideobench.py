@@ -16,11 +16,11 @@ from typing import Any
 from evr1_eval.api.adapters import official_mc
 from evr1_eval.api.aggregation import Result, by_group, group_names
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import first_letter_after_prefixes, random_choice
+from evr1_eval.api.extractors import ScanEnd, capped, first_letter_after_prefixes, random_choice
 from evr1_eval.api.loading import LETTERS, RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import doc_of, lmms_input
+from evr1_eval.api.scoring_rules import doc_of
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 PREFIXES = (
@@ -33,6 +33,9 @@ PREFIXES = (
     "Best answer:",
     "Best option:",
 )
+
+#: A response over `MAX_SCAN` is cut to its head: the rule takes the first letter after the prefixes.
+ANSWER_END: ScanEnd = "head"
 
 
 def official_doc(view: RowView) -> dict[str, Any]:
@@ -64,7 +67,7 @@ def choices_of(doc: Mapping[str, Any]) -> list[str]:
 
 def rule(sample: Sample, response: str) -> Outcome:
     doc = doc_of(sample)
-    letter = first_letter_after_prefixes(lmms_input(response, keep="head"), PREFIXES, "ABCDE")
+    letter = first_letter_after_prefixes(capped(response, ANSWER_END), PREFIXES, "ABCDE")
     drawn = letter is None
     pred = random_choice(sample.id, choices_of(doc)) if drawn else letter
     return Outcome(
@@ -101,6 +104,8 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=rule,
+        reasoning_blocks="strip",
+        answer_end=ANSWER_END,
         aggregator=aggregate,
     )
 )

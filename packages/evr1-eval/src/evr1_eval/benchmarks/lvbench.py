@@ -13,11 +13,11 @@ from typing import Any
 
 from evr1_eval.api.adapters import official_mc
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import extract_mcq_answer
+from evr1_eval.api.extractors import capped, extract_mcq_answer
 from evr1_eval.api.loading import LETTERS, RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import letter_rule, lmms_input
+from evr1_eval.api.scoring_rules import letter_rule
 from evr1_eval.types import Sample
 
 
@@ -32,7 +32,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def extract(sample: Sample, response: str) -> str:
-    return extract_mcq_answer(lmms_input(response), ["A", "B", "C", "D"])
+    return extract_mcq_answer(capped(response), ["A", "B", "C", "D"])
 
 
 BENCHMARK = register(
@@ -47,5 +47,6 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=letter_rule(extract, "lmms-extract_mcq_answer"),
+        reasoning_blocks="strip",
     )
 )

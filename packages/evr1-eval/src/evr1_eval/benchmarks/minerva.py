@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import random_choice
+from evr1_eval.api.extractors import capped, random_choice
 from evr1_eval.api.loading import LETTERS, RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import doc_of, lmms_input
+from evr1_eval.api.scoring_rules import doc_of
 from evr1_eval.types import Outcome, Sample
 
 OPTIONS = ("A", "B", "C", "D", "E")
@@ -63,7 +63,7 @@ def extract_choice_letter(text: str) -> str:
 
 def rule(sample: Sample, response: str) -> Outcome:
     doc = doc_of(sample)
-    letter = extract_choice_letter(lmms_input(response))
+    letter = extract_choice_letter(capped(response))
     pred = letter or random_choice(sample.id, OPTIONS)
     gold = LETTERS[int(doc["answer_id"])] if 0 <= int(doc["answer_id"]) < 5 else ""
     return Outcome(
@@ -85,6 +85,7 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=rule,
+        reasoning_blocks="strip",
         notes=("MiRA reasoning score (LLM-judged) not computed",),
     )
 )

@@ -20,11 +20,11 @@ from typing import Any
 from evr1_eval.api.adapters import official_mc
 from evr1_eval.api.aggregation import Result, breakdown, by_group, pct
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import extract_mcq_answer
+from evr1_eval.api.extractors import capped, extract_mcq_answer
 from evr1_eval.api.loading import RowView
 from evr1_eval.api.references import MLVU_OWN, lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import letter_rule, lmms_input
+from evr1_eval.api.scoring_rules import letter_rule
 from evr1_eval.types import Sample, ScoredSample
 
 DEV_TASKS = ("anomaly_reco", "count", "ego", "needle", "order", "plotQA", "topic_reasoning")
@@ -54,7 +54,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def extract(sample: Sample, response: str) -> str:
-    return extract_mcq_answer(lmms_input(response), ["A", "B", "C", "D"])
+    return extract_mcq_answer(capped(response), ["A", "B", "C", "D"])
 
 
 def split_tasks(present: set[str]) -> tuple[str, tuple[str, ...]]:
@@ -102,6 +102,7 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=letter_rule(extract, "lmms-extract_mcq_answer"),
+        reasoning_blocks="strip",
         aggregator=aggregate,
         aliases=("mlvu-test", "mlvu-dev"),
     )

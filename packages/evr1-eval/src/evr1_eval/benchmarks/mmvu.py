@@ -22,10 +22,11 @@ from typing import Any
 
 from evr1_eval.api.aggregation import Result, by_group, pct
 from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import capped
 from evr1_eval.api.loading import RowView, parent_folder
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import doc_of, lmms_input
+from evr1_eval.api.scoring_rules import doc_of
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 DISCIPLINES = {
@@ -128,7 +129,7 @@ def open_rule(doc: Mapping[str, Any], prediction: str) -> bool:
 
 def rule(sample: Sample, response: str) -> Outcome:
     doc = doc_of(sample)
-    text = lmms_input(response)
+    text = capped(response)
     if doc["question_type"] == "multiple-choice":
         m = re.search(r"\b([A-E])\b", text)
         return Outcome(
@@ -164,6 +165,7 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=rule,
+        reasoning_blocks="strip",
         aggregator=aggregate,
         judge_fallback_types=frozenset({"open_ended"}),
         aliases=("mmvu-mc", "mmvu-all"),

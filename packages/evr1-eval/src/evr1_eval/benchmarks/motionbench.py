@@ -17,10 +17,11 @@ from typing import Any
 
 from evr1_eval.api.aggregation import Result, answered, breakdown, pct
 from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import capped
 from evr1_eval.api.loading import RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import letter_rule, lmms_input
+from evr1_eval.api.scoring_rules import letter_rule
 from evr1_eval.types import Sample, ScoredSample
 
 _PREFIXES = ("THE BEST ANSWER IS", "THE CORRECT ANSWER IS", "THE ANSWER IS", "BEST ANSWER:", "ANSWER:")
@@ -64,7 +65,7 @@ def extract_choice_letter(text: str) -> str:
 
 
 def extract(sample: Sample, response: str) -> str:
-    return extract_choice_letter(lmms_input(response))
+    return extract_choice_letter(capped(response))
 
 
 def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
@@ -86,6 +87,7 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=letter_rule(extract, "motionbench-lmms"),
+        reasoning_blocks="strip",
         aggregator=aggregate,
         sampling_defaults={"fps": 2.0, "min_frames": 4, "max_frames": 128},
     )

@@ -19,10 +19,11 @@ from typing import Any
 from evr1_eval.api.adapters import official_mc
 from evr1_eval.api.aggregation import Result, answered, breakdown, by_group, pct
 from evr1_eval.api.base import Benchmark
+from evr1_eval.api.extractors import ScanEnd, capped
 from evr1_eval.api.loading import LETTERS, RowView, first_folder
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import doc_of, lmms_input
+from evr1_eval.api.scoring_rules import doc_of
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 _PUNCT = (";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@", "`", ",", "?", "!")
@@ -30,6 +31,9 @@ _COMMA_BETWEEN_DIGITS = re.compile(r"(\d)(\,)(\d)")
 _PERIOD = re.compile(r"(?!<=\d)(\.)(?!\d)")  # sic: "(?!<=" is a look-ahead, so every "." not before a digit
 _LETTER_DOT = re.compile(r"^([A-E])\.\s*(.+)$", re.IGNORECASE)
 _LETTER = re.compile(r"\b([A-E])\b", re.IGNORECASE)
+
+#: A response over `MAX_SCAN` is cut to its head: `mcq_acc` takes the first standalone letter.
+ANSWER_END: ScanEnd = "head"
 
 
 def official_doc(view: RowView) -> dict[str, Any]:
@@ -64,7 +68,7 @@ def mcq_process(answer: str) -> str:
 
 def rule(sample: Sample, response: str) -> Outcome:
     doc = doc_of(sample)
-    pred = lmms_input(response, keep="head")  # mcq_acc takes the first standalone letter
+    pred = capped(response, ANSWER_END)  # mcq_acc takes the first standalone letter
     gt = next(LETTERS[i] for i, c in enumerate(doc["candidates"]) if c == doc["answer"])
     extracted = mcq_process(pred)
     return Outcome(
@@ -98,6 +102,8 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=rule,
+        reasoning_blocks="strip",
+        answer_end=ANSWER_END,
         aggregator=aggregate,
         sampling_defaults={"fps": 2.0, "min_frames": 4, "max_frames": 128},
         notes=("EasyVideoR1's mvbench.json is a 3,586-item subset of the official 4,000",),

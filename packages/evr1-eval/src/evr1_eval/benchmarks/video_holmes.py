@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import mmmu_parse_multi_choice
+from evr1_eval.api.extractors import capped, mmmu_parse_multi_choice
 from evr1_eval.api.loading import RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import doc_of, letter_rule, lmms_input
+from evr1_eval.api.scoring_rules import doc_of, letter_rule
 from evr1_eval.types import Sample
 
 _INSTRUCTION = (
@@ -50,7 +50,7 @@ def qwen3_vl_prompt(doc: Mapping[str, Any]) -> str:
 
 def extract(sample: Sample, response: str) -> str:
     options: Mapping[str, str] = doc_of(sample)["Options"]
-    return mmmu_parse_multi_choice(lmms_input(response), sorted(options), options, sample.id).upper()
+    return mmmu_parse_multi_choice(capped(response), sorted(options), options, sample.id).upper()
 
 
 BENCHMARK = register(
@@ -64,6 +64,7 @@ BENCHMARK = register(
         official_prompt=official_prompt,
         prompt_variants={"qwen3_vl": qwen3_vl_prompt},
         scorer=letter_rule(extract, "mmmu-parse_multi_choice_response"),
+        reasoning_blocks="strip",
         aliases=("holmes",),
     )
 )

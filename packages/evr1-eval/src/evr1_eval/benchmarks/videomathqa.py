@@ -20,16 +20,19 @@ from typing import Any
 
 from evr1_eval.api.aggregation import Result, by_group, pct
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import first_letter_after_prefixes
+from evr1_eval.api.extractors import ScanEnd, capped, first_letter_after_prefixes
 from evr1_eval.api.loading import RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import letter_rule, lmms_input
+from evr1_eval.api.scoring_rules import letter_rule
 from evr1_eval.benchmarks.videomme import PREFIXES_4E7566D
 from evr1_eval.types import Sample, ScoredSample
 
 #: The old Video-MME prefix list, missing commas included ("The best option isThe correct option is").
 PREFIXES = PREFIXES_4E7566D
+
+#: A response over `MAX_SCAN` is cut to its head: the rule takes the first letter after the prefixes.
+ANSWER_END: ScanEnd = "head"
 
 
 def official_doc(view: RowView) -> dict[str, Any]:
@@ -54,7 +57,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def extract(sample: Sample, response: str) -> str:
-    return first_letter_after_prefixes(lmms_input(response, keep="head"), PREFIXES, "ABCDE") or ""
+    return first_letter_after_prefixes(capped(response, ANSWER_END), PREFIXES, "ABCDE") or ""
 
 
 def mbin_question(mbinary_id: str) -> str:
@@ -103,6 +106,8 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=letter_rule(extract, "videomathqa-extract_characters_regex"),
+        reasoning_blocks="strip",
+        answer_end=ANSWER_END,
         aggregator=aggregate,
     )
 )

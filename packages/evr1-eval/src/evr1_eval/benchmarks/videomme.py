@@ -109,6 +109,7 @@ BENCHMARK = register(
         official_prompt=official_prompt,
         prompt_variants={"qwen3_vl": qwen3_vl_prompt},
         scorer=letter_rule(extract, "videomme-official"),
+        answer_end="head",  # under --reasoning-tags strip: a response cut before stripping keeps its first letter
         aggregator=answered_only,
     )
 )

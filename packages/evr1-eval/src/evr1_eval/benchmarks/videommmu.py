@@ -25,11 +25,11 @@ from typing import Any
 
 from evr1_eval.api.aggregation import Result, by_group, group_names
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import extract_mcq_answer
+from evr1_eval.api.extractors import capped, extract_mcq_answer
 from evr1_eval.api.loading import LETTERS, RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import doc_of, lmms_input
+from evr1_eval.api.scoring_rules import doc_of
 from evr1_eval.types import Outcome, Sample, ScoredSample
 
 _PRE = "You should watch and learn the video content. Then apply what you learned to "
@@ -144,7 +144,7 @@ def eval_open(gold: str, preds: Sequence[str | float]) -> bool:
 
 def rule(sample: Sample, response: str) -> Outcome:
     doc = doc_of(sample)
-    text = lmms_input(response)
+    text = capped(response)
     if doc["question_type"] == "multiple-choice":
         choices = [LETTERS[i] for i in range(len(doc["options"]))]
         pred = extract_mcq_answer(text, choices) or "No Answer Found."
@@ -196,6 +196,7 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=rule,
+        reasoning_blocks="strip",
         aggregator=aggregate,
         notes=("Δknowledge (Adaptation): add a `run --without-video` baseline and `report` both runs",),
     )

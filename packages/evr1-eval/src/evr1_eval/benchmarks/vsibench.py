@@ -21,7 +21,7 @@ from typing import Any
 from evr1_eval.api.adapters import vsibench_official
 from evr1_eval.api.aggregation import Result, by_group, pct
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import capped
+from evr1_eval.api.extractors import ScanEnd, capped
 from evr1_eval.api.loading import RowView
 from evr1_eval.api.references import VSIBENCH
 from evr1_eval.api.registry import register
@@ -79,8 +79,12 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
     )
 
 
+#: A response over `MAX_SCAN` is cut to its head: the rule reads the first token.
+ANSWER_END: ScanEnd = "head"
+
+
 def rule(sample: Sample, response: str) -> Outcome:
-    token = fuzzy_matching(capped(response, keep="head"))  # the first token
+    token = fuzzy_matching(capped(response, ANSWER_END))  # the first token
     truth = str(sample.ground_truth)
     if sample.problem_type == "multiple_choice":
         return Outcome(score=float(token.lower() == truth.lower()), extracted=token, details={"scorer": "vsibench-mca"})
@@ -127,6 +131,7 @@ BENCHMARK = register(
         official_doc=official_doc,
         official_prompt=official_prompt,
         scorer=rule,
+        answer_end=ANSWER_END,
         aggregator=aggregate,
     )
 )

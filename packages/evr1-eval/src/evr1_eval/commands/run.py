@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache import add_media_path_args
-from evr1_eval.commands.score import add_answer_tags_arg
+from evr1_eval.commands.score import add_reading_args, reading_of
 
 EXAMPLE = """examples:
   evr1-eval run --model Qwen/Qwen3-VL-8B-Instruct --benchmarks videomme,mvbench \\
@@ -109,7 +109,7 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument(
         "--response-filter", choices=("none", "after_think"), default=None, help="read the answer after </think>"
     )
-    add_answer_tags_arg(r)
+    add_reading_args(r)
 
     g = p.add_argument_group("generation (recorded; greedy by default; explicit flags win over a preset)")
     g.add_argument("--max-tokens", type=int, default=None, help="default 1024")
@@ -315,7 +315,7 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
         without_video=args.without_video,
         preset=settings.preset.record() if settings.preset else None,
         response_filter=settings.response_filter,
-        answer_tags=args.answer_tags,
+        reading=reading_of(args),
         agent=_agent(args),
         progress=not args.no_progress,
         info={
@@ -446,6 +446,8 @@ def run(args: argparse.Namespace) -> int:
             evr1 = res.summary.evr1_metrics.get("accuracy")
             metric += f"  evr1 accuracy={evr1:.2f}" if isinstance(evr1, (int, float)) else ""
             metric += " (official scores read <answer> tags: --answer-tags read)" if args.answer_tags == "read" else ""
+            if args.reasoning_tags != "official":
+                metric += f" (reasoning tags: --reasoning-tags {args.reasoning_tags})"
         print(
             f"{res.benchmark}: {res.selected} selected, {res.skipped} already done, {res.ran} run, "
             f"{res.errors} errors{metric}  -> {res.out_dir}"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evr1_eval.types import ANSWER_TAGS
+from evr1_eval.types import ANSWER_TAGS, REASONING_TAGS, Reading
 
 
 def add_parser(subparsers: Any) -> None:
@@ -43,13 +43,14 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--response-filter", choices=("none", "after_think"), default="none", help="score the text after </think>"
     )
-    add_answer_tags_arg(p)
+    add_reading_args(p)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(run=run)
 
 
-def add_answer_tags_arg(p: Any) -> None:
-    """`--answer-tags` (shared by `score` and `run`): how the official rule reads a final `<answer>` tag."""
+def add_reading_args(p: Any) -> None:
+    """`--answer-tags` and `--reasoning-tags` (shared by `score` and `run`): how the official rule reads a response
+    (`evr1_eval.types.Reading`, built by `reading_of`)."""
     p.add_argument(
         "--answer-tags",
         choices=ANSWER_TAGS,
@@ -58,6 +59,20 @@ def add_answer_tags_arg(p: Any) -> None:
         "code does; read: the final <answer>...</answer>'s content goes to it when there is one (a named deviation, "
         "recorded in the run settings and reported in the summary)",
     )
+    p.add_argument(
+        "--reasoning-tags",
+        choices=REASONING_TAGS,
+        default="official",
+        help="official (default): each benchmark's official pipeline (lmms-eval's tasks remove <think>/<analysis> "
+        "blocks, Video-MME's script and the other official scripts read the raw response); strip: removed before "
+        "every benchmark's rule (lmms-eval's pipeline everywhere); keep: never removed (lmms-eval with "
+        "--reasoning_tags none). A named deviation, recorded in the run settings and reported in the summary",
+    )
+
+
+def reading_of(args: argparse.Namespace) -> Reading:
+    """The `Reading` the command line asks for (argparse has refused unknown names already)."""
+    return Reading(answer_tags=args.answer_tags, reasoning_tags=args.reasoning_tags)
 
 
 def _write_rows(path: Path, rows: list[Any]) -> None:
@@ -96,16 +111,15 @@ def run(args: argparse.Namespace) -> int:
                           p.error)
             for k, p in predictions.items()
         }  # fmt: skip
-    rows = score_samples(
-        bench, loaded.samples, predictions, progress=not args.no_progress, answer_tags=args.answer_tags
-    )
+    reading = reading_of(args)
+    rows = score_samples(bench, loaded.samples, predictions, progress=not args.no_progress, reading=reading)
     if args.judge_base_url or args.judge_model:
         if not (args.judge_base_url and args.judge_model):
             raise ValueError("pass both --judge-base-url and --judge-model")
 
         async def judged() -> list[Any]:
             async with openai_judge(args.judge_base_url, args.judge_model) as judge:
-                return await judge_rows(bench, loaded.samples, rows, judge, answer_tags=args.answer_tags)
+                return await judge_rows(bench, loaded.samples, rows, judge, reading=reading)
 
         rows = asyncio.run(judged())
     summary = bench.aggregate(rows)
@@ -128,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         "prompt_version": bench.prompt_version,
         "annotations": file_digest(args.annotations),
         "judge": {"base_url": args.judge_base_url, "model": args.judge_model} if args.judge_model else None,
-        "answer_tags": args.answer_tags,
+        **reading.record(),
     }
     extra = {
         "predictions": file_digest(args.predictions),
