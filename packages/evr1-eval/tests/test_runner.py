@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -333,6 +335,24 @@ def test_in_flight_work_and_live_frames_are_bounded(tmp_path: Path, limit: int) 
     if limit > 1:
         assert backend.max_in_flight > 1  # requests really overlap
     assert len(rows_of(tmp_path)) == 60
+
+
+def test_frames_are_freed_when_a_pool_thread_lags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool thread slow to drop its finished work item (under load it waits for the GIL) keeps that item's future,
+    and so its result, alive: the runner must not leave a finished sample's frames in it past the sample's slot."""
+    from concurrent.futures import thread
+
+    original = thread._WorkItem.run
+
+    def lagging(self: Any) -> None:
+        original(self)
+        time.sleep(0.05)  # the work item (future and result) outlives the sample on the event loop
+
+    monkeypatch.setattr(thread._WorkItem, "run", lagging)
+    media = SyntheticMedia()
+    run(tmp_path, fake(delay_s=0.001), [Job(TinyBench(), samples(12))], media=media, max_in_flight=2, media_workers=4)
+    assert len(rows_of(tmp_path)) == 12
+    assert media.peak_live <= 2
 
 
 def test_rank_split_is_disjoint_and_merges(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -206,6 +206,13 @@ def sampling_for(bench: BenchmarkLike, overrides: Mapping[str, Any]) -> Sampling
     return dataclasses.replace(spec, **dict(overrides)) if overrides else spec
 
 
+def _boxed(load: Callable[[Sample, SamplingSpec], Media], sample: Sample, spec: SamplingSpec) -> list[Media]:
+    """`load` in a pool thread, its result in a list the event loop empties. Why: the pool's future keeps its result
+    until the worker thread next holds the GIL; an emptied box frees a finished sample's frames at once, so frames in
+    memory never outnumber the in-flight slots (under load, a bare result could outlive its slot)."""
+    return [load(sample, spec)]
+
+
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:1000]
 
@@ -353,7 +360,8 @@ class Runner:
         sent: dict[str, Any] | None = None  # the prompt record, once a request is built
         try:
             shown = dataclasses.replace(sample, videos=()) if self.config.without_video else sample
-            media = await loop.run_in_executor(pool, self.media.load, shown, st.spec)
+            box = await loop.run_in_executor(pool, _boxed, self.media.load, shown, st.spec)
+            media = box.pop()
         except Exception as exc:
             row = bench.error_row(sample, f"media: {_describe(exc)}")
         else:
