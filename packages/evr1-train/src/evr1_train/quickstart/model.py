@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.registry import check_fields
+
 ARCHS = ("qwen2_5_vl", "qwen3_vl")
 
 
@@ -58,10 +60,7 @@ class TinyVLMSpec:
     @classmethod
     def from_mapping(cls, mapping: Any) -> TinyVLMSpec:
         data = dict(mapping.items()) if mapping is not None else {}
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown tiny-model keys {unknown}; known: {sorted(known)}")
+        check_fields("tiny-model", data, cls)
         return cls(**data)
 
 
