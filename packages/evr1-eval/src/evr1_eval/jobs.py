@@ -71,14 +71,6 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def model_size_factor(model: str) -> int | None:
-    """The size factor a checkpoint's model family needs (None when the family is unknown)."""
-    from evr1_cache.families import family_or_none
-
-    family = family_or_none(model)
-    return None if family is None else family.size_factor
-
-
 def sampling_overrides(spec: SamplingSpec, overrides: Mapping[str, Any], model: str | None) -> dict[str, Any]:
     """Validated overrides for `dataclasses.replace(spec, ...)`: unknown keys name the valid ones; the model's family
     fills `family` and `size_factor` unless given (its own frame rule and patch geometry, `evr1_cache.families`);

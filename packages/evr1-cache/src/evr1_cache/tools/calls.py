@@ -156,10 +156,6 @@ class CallFormat:
         payload = json.dumps({"name": call.name, "arguments": dict(call.arguments)}, separators=(", ", ": "))
         return f"{self.call_open}\n{payload}\n{self.call_close}"
 
-    def render_response(self, body: str) -> str:
-        """One tool answer wrapped as the format wants it (`body` holds the text and the media placeholders)."""
-        return f"{self.response_open}\n{body}\n{self.response_close}"
-
     def response_content(self, results: Sequence[Any]) -> list[dict[str, Any]]:
         """The tools' answers (`ToolResult`s, in call order) as the content items of one chat message: each answer's
         text inside the response tags with its media as `{"type": "image"}` / `{"type": "video"}` items in order
