@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -30,3 +32,23 @@ def test_public_names() -> None:
     assert evr1_cache.__version__ == importlib.metadata.version("evr1-cache")
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = evr1_cache.nope
+
+
+def test_lazy_exports_load_on_first_read_and_keep_the_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evr1_cache.lazy import lazy_exports
+
+    package = types.ModuleType("lazy_demo")
+    package.__all__ = ["dumps", "__version__"]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "lazy_demo", package)
+    getattr_, dir_ = lazy_exports("lazy_demo", {"dumps": "json", "JSONDecoder": "json.decoder"}, dist="no-such-dist")
+    assert "dumps" not in vars(package)
+    assert getattr_("dumps") is json.dumps
+    assert vars(package)["dumps"] is json.dumps  # read once, then an ordinary attribute
+    assert getattr_("JSONDecoder") is json.JSONDecoder  # from a submodule
+    assert getattr_("__version__") == "0+unknown"  # a source tree that was never installed
+    assert dir_() == ["__version__", "dumps"]
+    with pytest.raises(AttributeError, match="module 'lazy_demo' has no attribute 'nope'"):
+        getattr_("nope")
+    getattr_, _ = lazy_exports("lazy_demo", {})
+    with pytest.raises(AttributeError, match="__version__"):  # without a distribution there is no version
+        getattr_("__version__")

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from evr1_cache.registry import close_names, did_you_mean, lookup, register_unique, registering, unknown_name
+from evr1_cache.registry import (
+    check_fields,
+    close_names,
+    did_you_mean,
+    lookup,
+    register_unique,
+    registering,
+    unknown_name,
+)
 
 
 def test_a_taken_name_is_refused_and_the_table_keeps_the_first() -> None:
@@ -45,3 +55,20 @@ def test_close_names_respect_the_cutoff_and_the_count() -> None:
     assert close_names("alp", known, cutoff=0.99) == []
     assert did_you_mean("bta", known) == "did you mean 'beta'?"
     assert did_you_mean("xyz", known) == ""
+
+
+def test_settings_refuse_keys_that_are_not_fields() -> None:
+    @dataclasses.dataclass
+    class Budget:
+        max_frames: int = 4
+        max_pixels: int = 64
+
+    check_fields("budget", {"max_frames": 8}, Budget)  # known keys pass
+    check_fields("budget", {}, Budget())  # an instance names its fields too
+    with pytest.raises(ValueError) as info:
+        check_fields("budget", {"max_frame": 8, "zzz": 1}, Budget)
+    assert str(info.value) == (
+        "unknown budget keys ['max_frame', 'zzz'] (did you mean 'max_frames'?); known: max_frames, max_pixels"
+    )
+    with pytest.raises(ValueError, match=r"^unknown budget keys \['zzz'\]; known: max_frames, max_pixels$"):
+        check_fields("budget", {"zzz": 1}, Budget)

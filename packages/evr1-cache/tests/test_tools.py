@@ -281,8 +281,10 @@ def test_unreadable_video_is_an_error_answer(tmp_path: Path, source: MediaLoader
 def test_budget_and_config_validation() -> None:
     with pytest.raises(ValueError, match="frames_per_call"):
         ToolBudget(frames_per_call=0)
-    with pytest.raises(ValueError, match="no setting"):
-        ToolBudget.from_mapping({"frames": 3})
+    with pytest.raises(
+        ValueError, match=r"unknown ToolBudget keys \[.frame_per_call.\] \(did you mean .frames_per_call.\?\)"
+    ):
+        ToolBudget.from_mapping({"frame_per_call": 3})
     with pytest.raises(ValueError, match="fps"):
         ToolConfig(fps=-1.0)
 

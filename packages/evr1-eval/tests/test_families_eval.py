@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evr1_cache.families import get_family
+from evr1_cache.families import family_or_none, get_family
 from evr1_cache.spec import SamplingSpec
 from evr1_eval.backends import Request, VideoInput
 from evr1_eval.backends.base import BackendError, model_family, processor_media_kwargs
 from evr1_eval.backends.vllm import video_item
-from evr1_eval.jobs import image_spec_for, model_size_factor, sampling_overrides
+from evr1_eval.jobs import image_spec_for, sampling_overrides
 
 META = {"total_num_frames": 40, "fps": 10.0, "frames_indices": [0, 13, 26, 39], "width": 96, "height": 64}
 
@@ -43,7 +43,7 @@ def test_the_models_family_fills_the_benchmark_spec(tmp_path: Path, model_type, 
     over = sampling_overrides(bench_spec, {}, model)
     spec = dataclasses.replace(bench_spec, **over)
     fam = get_family(model_type)
-    assert model_size_factor(model) == fam.size_factor
+    assert family_or_none(model) is fam
     assert spec.family == family  # Qwen families use the spec's own rule and keep their keys
     if factor is not None:
         assert spec.size_factor == factor
@@ -58,7 +58,7 @@ def test_the_models_family_fills_the_benchmark_spec(tmp_path: Path, model_type, 
 
 def test_an_unknown_model_keeps_the_spec_as_given(tmp_path: Path) -> None:
     model = str(_checkpoint(tmp_path, "llava"))
-    assert model_size_factor(model) is None
+    assert family_or_none(model) is None
     assert sampling_overrides(SamplingSpec(), {"fps": 1.0}, model) == {"fps": 1.0}
     assert model_family(model) is None
     assert model_family("anything", "glm4v").name == "glm4v"  # the loaded config's model_type decides

@@ -82,7 +82,7 @@ def test_evr1_settings_are_one_typed_object_filled_from_outside(tmp_path: Path) 
     assert loaded.stop == ("</answer>",)
     assert loaded.key() != default.key()
     assert dataclasses.replace(loaded, source="train:x").key() == loaded.key()  # where it came from is not a setting
-    with pytest.raises(ValueError, match="unknown field"):
+    with pytest.raises(ValueError, match="unknown evr1 settings keys"):
         Evr1Settings.from_dict({"thinking": True})
     with pytest.raises(ValueError, match="placeholder"):
         Evr1Settings(template="{question} {nonsense}")

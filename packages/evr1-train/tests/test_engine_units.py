@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -317,3 +319,12 @@ def test_the_learning_curve_has_a_y_axis_label(tmp_path) -> None:
     finally:
         matplotlib.axes.Axes.set_ylabel = original  # type: ignore[method-assign]
     assert labels == [plot.Y_LABEL]
+
+
+def test_the_metrics_log_reader_keeps_only_whole_json_objects(tmp_path: Path) -> None:
+    from evr1_train.engine.tracking import read_jsonl
+
+    log = tmp_path / "metrics.jsonl"
+    assert read_jsonl(log) == []  # no log yet
+    log.write_bytes(b'{"step": 1, "loss": 0.5}\n[1, 2]\n\xff{"step": 2}\n{"step": 3, "lo')  # a torn last line
+    assert read_jsonl(log) == [{"step": 1, "loss": 0.5}]

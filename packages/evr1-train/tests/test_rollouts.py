@@ -56,7 +56,7 @@ def _group(i: int, text: str = "<answer>B</answer>", media: list[dict] | None = 
         ({"every_n_steps": 0}, "every_n_steps must be >= 1"),
         ({"on_cap": "drop"}, "on_cap must be one of"),
         ({"max_bytes": 0}, "max_bytes must be >= 1"),
-        ({"evry_n_steps": 5}, "unknown key"),  # a typo is an error, not a silent default
+        ({"evry_n_steps": 5}, "unknown evr1.rollout_dump keys"),  # a typo is an error, not a silent default
     ],
 )
 def test_config_errors_name_the_key(node: dict, message: str) -> None:

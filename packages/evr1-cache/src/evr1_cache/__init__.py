@@ -28,12 +28,12 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # The model families (standard library only) install their lookup into the spec, so a `SamplingSpec(family=...)`
 # resolves whichever evr1_cache module is imported first (Python runs this `__init__` before any submodule).
 import evr1_cache.families  # noqa: F401
+from evr1_cache.lazy import lazy_exports
 from evr1_cache.spec import (
     IMAGE_RESIZE,
     RESIZE_RULES,
@@ -91,7 +91,7 @@ if TYPE_CHECKING:
     )
     from evr1_cache.verify import VerifyReport, verify_cache
 
-#: Each lazy name by the submodule that defines it (imported on first use, see `__getattr__`).
+#: Each lazy name by the submodule that defines it (imported on first use: `evr1_cache.lazy`).
 _LAZY = {
     name: f"evr1_cache.{module}"
     for module, names in {
@@ -192,22 +192,4 @@ __all__ = [
     "verify_cache",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "__version__":  # the installed metadata is the one truth; read lazily (importlib.metadata: ~20 ms)
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            return version("evr1-cache")
-        except PackageNotFoundError:  # a source tree on sys.path that was never installed
-            return "0+unknown"
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evr1_cache' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, dist="evr1-cache")

@@ -12,6 +12,7 @@ No bad media file or row stops a build; the `BuildReport` counts them and `ok` i
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import json
@@ -275,6 +276,34 @@ def execute(todo: list[EntryJob], out: Path, decoder: str, workers: int, threads
                 nxt = next(queue, None)
                 if nxt is not None:
                     pending[pool.submit(build_entry, nxt, str(out), decoder, threads)] = nxt
+
+
+def build_cache_from_args(
+    args: argparse.Namespace,
+    data_file: str | os.PathLike[str],
+    spec: SamplingSpec,
+    image_spec: ImageSpec,
+    *,
+    media_root: str | os.PathLike[str] | None,
+    output_data: str | os.PathLike[str] | None,
+) -> BuildReport:
+    """`build_cache` into `args.out` with the `evr1-cache build` flags of `args` (a plain build, each `--plan` part)."""
+    return build_cache(
+        data_file,
+        args.out,
+        spec,
+        image_spec,
+        media_root=media_root,
+        allow_outside_media=args.allow_outside_media,
+        allow_remote_media=args.allow_remote_media,
+        decoder=args.decoder,
+        workers=args.workers,
+        rank=args.rank,
+        world_size=args.world_size,
+        progress=not args.no_progress,
+        output_data=output_data,
+        threads=args.threads,
+    )
 
 
 def build_cache(

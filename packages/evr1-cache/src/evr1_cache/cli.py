@@ -100,28 +100,15 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from evr1_cache.build import build_cache
+    from evr1_cache.build import build_cache_from_args
 
     if args.plan:
         from evr1_cache.plan.build import build_planned
 
         return build_planned(args)
     spec, image_spec = specs_from_args(args)
-    report = build_cache(
-        args.data,
-        args.out,
-        spec,
-        image_spec,
-        media_root=args.media_root,
-        allow_outside_media=args.allow_outside_media,
-        allow_remote_media=args.allow_remote_media,
-        decoder=args.decoder,
-        workers=args.workers,
-        rank=args.rank,
-        world_size=args.world_size,
-        progress=not args.no_progress,
-        output_data=args.output_data,
-        threads=args.threads,
+    report = build_cache_from_args(
+        args, args.data, spec, image_spec, media_root=args.media_root, output_data=args.output_data
     )
     print(
         f"rows {report.rows + report.bad_rows} ({report.bad_rows} malformed) | videos {report.videos} | "

@@ -6,16 +6,23 @@ module is the one place that says what happens on a second registration (refused
 an unknown name (`unknown 'x'; did you mean 'y'? (known: ...)`), so a typo in a config is a one-line fix everywhere.
 Standard library only (the spec uses it). evr1-rewards, a leaf that imports no other package, keeps its own.
 
-Names (stable): register_unique, registering, lookup, unknown_name, did_you_mean, close_names.
+A settings object read from a mapping (a config node, a JSON file) is the same kind of table: its dataclass fields
+are the known names, and `check_fields` refuses the others the same way, so a typo never falls back to a default.
+
+Names (stable): register_unique, registering, lookup, unknown_name, did_you_mean, close_names, check_fields.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-__all__ = ["close_names", "did_you_mean", "lookup", "register_unique", "registering", "unknown_name"]
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = ["check_fields", "close_names", "did_you_mean", "lookup", "register_unique", "registering", "unknown_name"]
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
@@ -40,6 +47,17 @@ def unknown_name(what: str, name: object, known: Iterable[str], *, fix: str | No
     hint = did_you_mean(name, names, cutoff=cutoff)
     tail = fix if fix is not None else f"known: {', '.join(names)}"
     return f"unknown {what} {name!r}; " + (f"{hint} " if hint else "") + f"({tail})"
+
+
+def check_fields(what: str, given: Iterable[str], cls: DataclassInstance | type[DataclassInstance]) -> None:
+    """Refuse the keys of `given` that are not fields of the dataclass `cls`: `ValueError("unknown <what> keys
+    ['fpss'] (did you mean 'fps'?); known: a, b, ...")`."""
+    known = sorted(f.name for f in dataclasses.fields(cls))
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        hint = did_you_mean(unknown[0], known, n=1)
+        hint = f" ({hint})" if hint else ""
+        raise ValueError(f"unknown {what} keys {unknown}{hint}; known: {', '.join(known)}")
 
 
 def lookup(

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Protocol, TypeVar
 
-from evr1_cache.registry import did_you_mean, register_unique, unknown_name
+from evr1_cache.registry import check_fields, register_unique, unknown_name
 
 __all__ = [
     "FRAME_FACTOR",
@@ -110,17 +110,6 @@ def _size_factor(owner: str, value: object, family: str | None = None) -> int:
 
 def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)  # normalising a frozen dataclass in __post_init__
-
-
-def _from_mapping(cls: type[Any], data: Mapping[str, Any]) -> Any:
-    """`cls(**data)` with unknown keys refused by name (and a close match suggested)."""
-    known = [f.name for f in dataclasses.fields(cls)]
-    for key in data:
-        if key not in known:
-            hint = did_you_mean(key, known, n=1)
-            hint = f" ({hint})" if hint else ""
-            raise ValueError(f"{cls.__name__} has no setting {key!r}{hint}; known: {', '.join(known)}")
-    return cls(**data)
 
 
 def _short_hash(payload: Mapping[str, Any]) -> str:
@@ -230,8 +219,8 @@ class _Settings:
     @classmethod
     def from_dict(cls: type[_S], data: Mapping[str, Any]) -> _S:
         """Inverse of `to_dict`; unknown keys are an error naming the closest known one."""
-        result: _S = _from_mapping(cls, data)
-        return result
+        check_fields(cls.__name__, data, cls)
+        return cls(**data)
 
     def key(self) -> str:
         """16 hex chars of sha256 over the canonical JSON of the settings, SPEC_VERSION and the resize rule's version:
@@ -602,8 +591,8 @@ class VideoMeta:
         """Inverse of `to_dict`; refuses unknown keys and any spec_version other than this one."""
         if "spec_version" not in data:
             raise ValueError("VideoMeta without spec_version: not written by evr1-cache; rebuild the cache")
-        result: VideoMeta = _from_mapping(cls, data)
-        return result
+        check_fields(cls.__name__, data, cls)
+        return cls(**data)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> VideoMeta:

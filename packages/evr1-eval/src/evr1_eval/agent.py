@@ -13,7 +13,6 @@ Names (stable): AgentEval, AgentOutcome, run_agent, parse_tools
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,8 +121,3 @@ async def run_agent(
         text=final, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, finish_reason=finish
     )
     return AgentOutcome(final, gen_all, record)
-
-
-def first_video(videos: Sequence[str]) -> str | None:
-    """The video tools look at (the sample's first), None for a sample without one (answered in one turn)."""
-    return videos[0] if videos else None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evr1_cache import ImageSpec, SamplingSpec
 
+from evr1_cache.registry import check_fields
 from evr1_eval.types import PROTOCOLS, ProtocolName
 
 ANNOTATION_SUFFIXES = (".json", ".jsonl")
@@ -70,14 +71,6 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def model_size_factor(model: str) -> int | None:
-    """The size factor a checkpoint's model family needs (None when the family is unknown)."""
-    from evr1_cache.families import family_or_none
-
-    family = family_or_none(model)
-    return None if family is None else family.size_factor
-
-
 def sampling_overrides(spec: SamplingSpec, overrides: Mapping[str, Any], model: str | None) -> dict[str, Any]:
     """Validated overrides for `dataclasses.replace(spec, ...)`: unknown keys name the valid ones; the model's family
     fills `family` and `size_factor` unless given (its own frame rule and patch geometry, `evr1_cache.families`);
@@ -85,10 +78,7 @@ def sampling_overrides(spec: SamplingSpec, overrides: Mapping[str, Any], model: 
     from evr1_cache.families import family_or_none
 
     out = dict(overrides)
-    names = {f.name for f in dataclasses.fields(spec)}
-    unknown = sorted(set(out) - names)
-    if unknown:
-        raise ValueError(f"--sampling: unknown field(s) {unknown}; valid: {', '.join(sorted(names))}")
+    check_fields("--sampling", out, spec)
     family = family_or_none(model) if model else None
     if family is not None:
         if "family" not in out and not family.spec_rule:

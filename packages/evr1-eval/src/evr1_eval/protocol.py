@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.registry import check_fields
 from evr1_eval.types import PROTOCOLS, ProtocolName
 from evr1_rewards import RewardError, normalize_problem_type
 from evr1_rewards.prompt_format import (
@@ -164,10 +165,7 @@ class Evr1Settings:
     def from_dict(cls, data: Mapping[str, Any]) -> Evr1Settings:
         """Build from a mapping (a JSON file, a training run's recorded settings); unknown keys are an error naming the
         valid ones, so a typo never silently falls back to a default."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"evr1 settings: unknown field(s) {unknown}; valid: {', '.join(sorted(names))}")
+        check_fields("evr1 settings", data, cls)
         kwargs = dict(data)
         for key in ("stop", "stop_token_ids", "suppress_token_ids"):
             if key in kwargs:

@@ -13,8 +13,7 @@ Console script: `evr1-train` (evr1_train.cli, a Hydra app).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from evr1_cache.lazy import lazy_exports
 
 _LAZY = {
     name: f"evr1_train.{module}"
@@ -31,23 +30,4 @@ _LAZY = {
 }
 
 __all__ = [*sorted(_LAZY), "__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "__version__":  # the installed metadata is the one truth; read lazily (importlib.metadata: ~20 ms)
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            return version("evr1-train")
-        except PackageNotFoundError:  # a source tree on sys.path that was never installed
-            return "0+unknown"
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evr1_train' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, dist="evr1-train")

@@ -22,7 +22,7 @@ INDEX = "evr1_plan_index"
 
 
 def build_planned(args: argparse.Namespace) -> int:
-    from evr1_cache.build import build_cache
+    from evr1_cache.build import build_cache_from_args
     from evr1_cache.spec import SamplingSpec
 
     rows, resampled, report_path = build_with_plan(args)
@@ -49,22 +49,7 @@ def build_planned(args: argparse.Namespace) -> int:
         part = out / "plan" / f"{data.stem}.{key or 'main'}.jsonl"
         write_rows(part, group)
         built = target.with_name(f".{target.name}.{key or 'main'}.part")
-        report = build_cache(
-            part,
-            out,
-            specs[key],
-            image_spec,
-            media_root=media_root,
-            allow_outside_media=args.allow_outside_media,
-            allow_remote_media=args.allow_remote_media,
-            decoder=args.decoder,
-            workers=args.workers,
-            rank=args.rank,
-            world_size=args.world_size,
-            progress=not args.no_progress,
-            output_data=built,
-            threads=args.threads,
-        )
+        report = build_cache_from_args(args, part, specs[key], image_spec, media_root=media_root, output_data=built)
         what = "kept rows" if not key else f"resampled rows (spec {key})"
         print(
             f"{what}: rows {report.rows} | built {report.built} | skipped (done before) {report.skipped} | "

@@ -10,7 +10,7 @@ and cached on first use, then reused), so training and evaluation see the same p
   sampling `ToolConfig`; a bad call is an error answer, never an exception (`ToolError`)
 - frames: `FrameSource`, what tools read frames through: `evr1_cache.MediaLoader(cache_dir, write_cache=True)`
 - call syntax: `call_format(family)` -> `CallFormat` (Hermes `<tool_call>` JSON for the Qwen families) with
-  `parse` -> `ParsedTurn` (`ToolCall`s, `CallError`s), `render_call`, `render_response`, `system_text`
+  `parse` -> `ParsedTurn` (`ToolCall`s, `CallError`s), `render_call`, `response_content`, `system_text`
 """
 
 from __future__ import annotations

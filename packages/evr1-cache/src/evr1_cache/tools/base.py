@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from evr1_cache.registry import check_fields
 from evr1_cache.spec import VIDEO_MAX_TOKENS, ImageSpec, SamplingSpec, VideoMeta
 
 if TYPE_CHECKING:
@@ -65,10 +66,7 @@ class ToolBudget:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> ToolBudget:
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(data or {}) - known)
-        if unknown:
-            raise ValueError(f"ToolBudget has no setting(s) {unknown}; known: {', '.join(sorted(known))}")
+        check_fields("ToolBudget", data or {}, cls)
         return cls(**dict(data or {}))
 
 

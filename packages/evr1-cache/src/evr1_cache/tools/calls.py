@@ -11,13 +11,12 @@ not an object, too long) becomes a `CallError` the engine answers with an error 
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evr1_cache.registry import registering
+from evr1_cache.registry import registering, unknown_name
 
 __all__ = [
     "CALL_FORMATS",
@@ -157,10 +156,6 @@ class CallFormat:
         payload = json.dumps({"name": call.name, "arguments": dict(call.arguments)}, separators=(", ", ": "))
         return f"{self.call_open}\n{payload}\n{self.call_close}"
 
-    def render_response(self, body: str) -> str:
-        """One tool answer wrapped as the format wants it (`body` holds the text and the media placeholders)."""
-        return f"{self.response_open}\n{body}\n{self.response_close}"
-
     def response_content(self, results: Sequence[Any]) -> list[dict[str, Any]]:
         """The tools' answers (`ToolResult`s, in call order) as the content items of one chat message: each answer's
         text inside the response tags with its media as `{"type": "image"}` / `{"type": "video"}` items in order
@@ -215,9 +210,5 @@ def call_format(family: str | None) -> CallFormat:
         if family in fmt.families:
             return fmt
     known = sorted({*CALL_FORMATS, *(f for fmt in CALL_FORMATS.values() for f in fmt.families)})
-    close = difflib.get_close_matches(family, known, n=2)
-    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-    raise KeyError(
-        f"no tool-call format for model family {family!r}{hint}; known: {', '.join(known)} "
-        "(add one with evr1_cache.tools.register_call_format)"
-    )
+    fix = f"known: {', '.join(known)}; add one with evr1_cache.tools.register_call_format"
+    raise KeyError(unknown_name("model family for tool calls", family, known, fix=fix))

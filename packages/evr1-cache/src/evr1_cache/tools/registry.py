@@ -7,12 +7,11 @@ checked at registration and the arguments against it before `fn` runs, so a tool
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evr1_cache.registry import registering
+from evr1_cache.registry import registering, unknown_name
 from evr1_cache.tools.base import ToolContext, ToolResult
 from evr1_cache.tools.schema import check_schema
 
@@ -64,9 +63,7 @@ def get_tool(name: object) -> Tool:
     """The registered tool `name`; KeyError naming the closest known tools otherwise."""
     tool = TOOLS.get(name) if isinstance(name, str) else None
     if tool is None:
-        close = difflib.get_close_matches(str(name), list(TOOLS), n=2)
-        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-        raise KeyError(f"unknown tool {name!r}{hint}; known: {', '.join(sorted(TOOLS))}")
+        raise KeyError(unknown_name("tool", name, TOOLS))
     return tool
 
 

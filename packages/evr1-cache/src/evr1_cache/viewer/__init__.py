@@ -8,8 +8,9 @@ site is written.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from evr1_cache.lazy import lazy_exports
 from evr1_cache.viewer.records import Curve, MediaRef, ResponseRecord, RunRecord, SampleRecord, shown_prompt
 
 if TYPE_CHECKING:
@@ -20,12 +21,9 @@ __all__ = (
     "Curve", "MediaRef", "ResponseRecord", "RunRecord", "SampleRecord", "SiteResult", "entry_frames", "shown_prompt",
     "write_site",
 )  # fmt: skip
-_LAZY = {"write_site": "site", "SiteResult": "site", "entry_frames": "thumbs"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
-
-        return getattr(import_module(f"evr1_cache.viewer.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'evr1_cache.viewer' has no attribute {name!r}")
+_LAZY = {
+    "write_site": "evr1_cache.viewer.site",
+    "SiteResult": "evr1_cache.viewer.site",
+    "entry_frames": "evr1_cache.viewer.thumbs",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -4,7 +4,8 @@ No official scorer for this file could be read (EasyVideoR1 cites it without cod
 definitions: m_tIoU, m_vIoU, vIoU@0.3, vIoU@0.5 with the paper's vIoU (union denominator over per-second box keys) —
 not TubeDETR's min-end quirk and not EasyVideoR1's 0.5·tIoU + 0.5·mean box IoU over shared keys. Rows whose ground
 truth has no boxes (71 in EasyVideoR1's file) only count in m_tIoU. The answer is the last JSON object of the final
-answer (last `<answer>`, else after the reasoning), as the JSON prompt asks.
+answer (last `<answer>`, else after the reasoning), as the JSON prompt asks. Span and box IoU and the second keys
+are evr1-rewards' (`evr1_rewards.structured`, the maths of its grounding scorers).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from evr1_eval.api.base import Benchmark
 from evr1_eval.api.judging import final_text
 from evr1_eval.api.registry import register
 from evr1_eval.types import Outcome, Sample, ScoredSample
+from evr1_rewards.structured import frame_key, iou_1d, iou_2d
 
 _JSON_SCAN = 20_000  # characters scanned back from a closing brace (real answers are far shorter)
 
@@ -68,52 +70,28 @@ def _box(value: Any) -> tuple[float, float, float, float] | None:
     return (x1, y1, x2, y2) if all(math.isfinite(v) for v in (x1, y1, x2, y2)) else None
 
 
-def box_iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    area_a = max(0.0, a[2] - a[0]) * max(0.0, a[3] - a[1])
-    area_b = max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = iw * ih
-    union = area_a + area_b - inter
-    return inter / union if union > 1e-12 else 0.0
-
-
-def span_iou(a: tuple[float, float], b: tuple[float, float]) -> float:
-    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    union = max(a[1], b[1]) - min(a[0], b[0])
-    return inter / union if union > 1e-12 else 0.0
-
-
-def _second_key(key: Any) -> str | None:
-    try:
-        value = float(key)
-    except (TypeError, ValueError):
-        return None
-    return f"{value:g}" if math.isfinite(value) else None
-
-
 def rule(sample: Sample, response: str) -> Outcome:
     """tIoU of the time spans and the paper's vIoU = Σ_{t ∈ Tp ∩ Tg} IoU(b̂_t, b_t) / |Tp ∪ Tg| over the per-second box
     keys ("9" = "9.0"). Score = vIoU, or tIoU when the GT has no boxes (vIoU undefined; such rows are flagged)."""
     gt = json.loads(sample.ground_truth)
     gt_span = (float(gt["time"][0]), float(gt["time"][1]))
-    gt_boxes = {k: tuple(v) for k, v in ((_second_key(k), v) for k, v in gt["boxes"].items()) if k is not None}
+    gt_boxes = {k: tuple(v) for k, v in ((frame_key(k), v) for k, v in gt["boxes"].items()) if k is not None}
     pred = extract_json_object(response)
     pred_span = _span(pred.get("time")) if pred else None
     raw_boxes = pred.get("boxes") if pred else None
-    pred_boxes: dict[str, tuple[float, ...]] = {}
+    pred_boxes: dict[str, tuple[float, float, float, float]] = {}
     if isinstance(raw_boxes, Mapping):
         for key, value in list(raw_boxes.items())[:10_000]:
-            k, box = _second_key(key), _box(value)
+            k, box = frame_key(key), _box(value)
             if k is not None and box is not None:
                 pred_boxes[k] = box
-    tiou = span_iou(pred_span, gt_span) if pred_span else 0.0
+    tiou = iou_1d(pred_span, gt_span) if pred_span else 0.0
     details: dict[str, Any] = {"scorer": "stvg", "tiou": tiou, "parsed": pred is not None}
     if not gt_boxes:
         details["viou"] = None
         return Outcome(score=tiou, extracted=None if pred is None else json.dumps(pred)[:500], details=details)
     union = set(gt_boxes) | set(pred_boxes)
-    viou = sum(box_iou(pred_boxes[k], gt_boxes[k]) for k in set(gt_boxes) & set(pred_boxes)) / len(union)
+    viou = sum(iou_2d(pred_boxes[k], gt_boxes[k]) for k in set(gt_boxes) & set(pred_boxes)) / len(union)
     details["viou"] = viou
     return Outcome(score=viou, extracted=None if pred is None else json.dumps(pred)[:500], details=details)
 

@@ -6,8 +6,7 @@ Public API (stable; the verl-free core is shared with the local engine):
 `Evr1Dataset` (needs verl) is imported lazily: `from evr1_train.data.dataset import Evr1Dataset`.
 """
 
-from typing import Any
-
+from evr1_cache.lazy import lazy_exports
 from evr1_train.data.options import DataOptions
 from evr1_train.data.prompt import build_prompt_text
 from evr1_train.data.row import (
@@ -34,11 +33,4 @@ __all__ = [
     "row_messages",
     "row_to_inputs",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Evr1Dataset":
-        from evr1_train.data.dataset import Evr1Dataset
-
-        return Evr1Dataset
-    raise AttributeError(f"module 'evr1_train.data' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, {"Evr1Dataset": "evr1_train.data.dataset"})

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from evr1_cache.registry import check_fields
 
 if TYPE_CHECKING:
     from evr1_cache import MediaPaths
@@ -130,10 +132,7 @@ class DataOptions:
         from evr1_train.engine.config import plain
 
         data = {k: plain(v) for k, v in (node or {}).items()}
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown data.evr1 keys {unknown}; known keys: {sorted(known)}")
+        check_fields("data.evr1", data, cls)
         if data.get("media_root") is None and base_dir is not None:
             data["media_root"] = base_dir
         return cls(**data)

@@ -7,8 +7,9 @@ Public API: run, RunSummary, LocalConfig, LocalTrainer (RL), SFTTrainer (supervi
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evr1_cache.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evr1_train.engine.config import LocalConfig
@@ -26,10 +27,4 @@ _LAZY = {
     "TrainerState": "evr1_train.engine.state",
 }
 __all__ = ["LocalConfig", "LocalTrainer", "RunSummary", "SFTTrainer", "TrainerState", "run"]
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evr1_train.engine' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
+from evr1_cache.registry import check_fields
 from evr1_cache.tools import (
     DEFAULT_TOOLS,
     ToolBudget,
@@ -81,10 +82,7 @@ class AgentSettings:
     def from_mapping(cls, data: Mapping[str, Any] | None) -> AgentSettings:
         """From the `evr1.agent` config node: budget / tool_config sub-nodes, the rest by name."""
         node = dict(data or {})
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(node) - known)
-        if unknown:
-            raise ValueError(f"evr1.agent has no setting(s) {unknown}; known: {', '.join(sorted(known))}")
+        check_fields("evr1.agent", node, cls)
         if "budget" in node:
             node["budget"] = ToolBudget.from_mapping(node["budget"])
         if "tool_config" in node:

@@ -25,7 +25,6 @@ from evr1_cache.tools import ToolSession, call_format, with_tool_instructions
 from evr1_train.engine.agent import (
     AgentSettings,
     Episode,
-    ModelPolicy,
     ScriptedPolicy,
     TurnPolicy,
     run_episodes,
@@ -95,13 +94,6 @@ class AgentTrainer(LocalTrainer):
 
         messages = row_messages(prompt.row or {}, self.data_opts)
         return tool_session(messages, self.data_opts, self.agent, self.call_format.name)
-
-    def _policy(self, do_sample: bool) -> ModelPolicy:
-        cfg = self.cfg
-        return ModelPolicy(
-            self.model, self.pad_id, self.eos, self.runtime, do_sample=do_sample, temperature=cfg.temperature,
-            suppress=self.vision_ids, top_p=cfg.top_p, top_k=cfg.top_k,
-        )  # fmt: skip
 
     def _episodes(
         self, policy: TurnPolicy, prompts: Sequence[Prompt], sessions: Sequence[ToolSession | None] | None = None

@@ -25,9 +25,10 @@ import torch
 from evr1_cache import read_rows, row_id
 from evr1_train.data.row import check_model_family
 from evr1_train.engine import algorithms
+from evr1_train.engine.agent import ModelPolicy
 from evr1_train.engine.batch import EncodedPrompt, encode_prompt
 from evr1_train.engine.config import LocalConfig, plain
-from evr1_train.engine.policy import Runtime, eos_ids, generate, load_policy, pick_runtime, vision_token_ids
+from evr1_train.engine.policy import Runtime, eos_ids, load_policy, pick_runtime, vision_token_ids
 from evr1_train.engine.rows import check_row, epoch_order, usable_rows
 from evr1_train.engine.state import TrainerState, TrainState, capture_rng, restore_rng
 from evr1_train.hybrid.metrics import finite_mean as mean
@@ -293,20 +294,16 @@ class BaseTrainer:
         return prompts
 
     # -- generation + reward -----------------------------------------------------------------------------------
+    def _policy(self, do_sample: bool) -> ModelPolicy:
+        """The model sampling with this run's settings (vision placeholders suppressed): answers and agent turns."""
+        cfg = self.cfg
+        return ModelPolicy(
+            self.model, self.pad_id, self.eos, self.runtime, do_sample=do_sample, temperature=cfg.temperature,
+            suppress=self.vision_ids, top_p=cfg.top_p, top_k=cfg.top_k,
+        )  # fmt: skip
+
     def _generate(self, prompts: Sequence[EncodedPrompt], do_sample: bool = True) -> list[list[int]]:
-        return generate(
-            self.model,
-            prompts,
-            pad_id=self.pad_id,
-            eos=self.eos,
-            max_new_tokens=self.cfg.max_response_length,
-            do_sample=do_sample,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
-            top_k=self.cfg.top_k,
-            runtime=self.runtime,
-            suppress=self.vision_ids,
-        )
+        return self._policy(do_sample)(range(len(prompts)), prompts, self.cfg.max_response_length)
 
     def _reward(self, prompt: Prompt, text: str) -> RewardResult:
         """The router's `RewardResult` for `text` as the answer to `prompt`."""

@@ -8,7 +8,6 @@ Names (stable): TrainState, TrainerState, capture_rng(), restore_rng(), rng_key(
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,7 +105,3 @@ def python_random_to_json(state: tuple[Any, ...]) -> list[Any]:
 def python_random_from_json(data: list[Any]) -> tuple[Any, ...]:
     version, internal, gauss = data
     return (version, tuple(internal), gauss)
-
-
-def restore_python_random(state: tuple[Any, ...]) -> None:
-    random.setstate(state)

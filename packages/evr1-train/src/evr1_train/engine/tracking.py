@@ -18,16 +18,19 @@ logger = logging.getLogger(__name__)
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a metrics log; a torn last line (killed mid-write) is ignored."""
+    """Rows of a metrics log (the engine's `metrics.jsonl`; [] when there is none); a torn last line (killed
+    mid-write) or any other line that is not a JSON object is ignored."""
     p = Path(path)
-    if not p.exists():
+    if not p.is_file():
         return []
     out = []
-    for line in p.read_text().splitlines():
+    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            row = json.loads(line)
+        except ValueError:
             continue
+        if isinstance(row, dict):
+            out.append(row)
     return out
 
 

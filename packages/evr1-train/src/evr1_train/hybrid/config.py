@@ -12,8 +12,10 @@ Names (stable, used by the local engine):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from evr1_cache.registry import check_fields
 
 Mode = Literal["always", "below_accuracy"]
 Handling = Literal["on_policy", "off_policy"]
@@ -98,10 +100,7 @@ class HybridConfig:
         if mapping is None:
             return cls()
         data = dict(mapping.items())
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown evr1.hybrid keys {unknown}; known keys: {sorted(known)}")
+        check_fields("evr1.hybrid", data, cls)
         if data.get("accuracy_threshold") is not None:
             data["accuracy_threshold"] = float(data["accuracy_threshold"])
         return cls(**data)

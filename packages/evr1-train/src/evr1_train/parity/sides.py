@@ -122,11 +122,10 @@ def _metas(videos: Sequence[Any]) -> list[dict[str, Any]]:
     return [dict(m) for _, m in videos]
 
 
-def _timing(family: Any, metas: Sequence[dict[str, Any]], out: Any) -> dict[str, list[float]]:
-    """The processor's own temporal output when it has one (`second_per_grid_ts`), else what the family writes into
-    the prompt from the metadata this side handed over (already covered by the token ids, listed for the report)."""
-    got = out.get("second_per_grid_ts") if hasattr(out, "get") else None
-    if got is not None:
+def _timing(family: Any, metas: Sequence[dict[str, Any]], got: Any) -> dict[str, list[float]]:
+    """The processor's own temporal output `got` when it has one (`second_per_grid_ts`), else what the family writes
+    into the prompt from the metadata this side handed over (already covered by the token ids, listed for the report)."""
+    if got is not None and len(got):
         values = got.tolist() if hasattr(got, "tolist") else list(got)
         return {"second_per_grid_ts": [float(v) for v in values]}
     timing: dict[str, list[float]] = {}
@@ -155,7 +154,7 @@ def record_from_processor(
         prompt_ids=tuple(int(i) for i in (ids.tolist() if hasattr(ids, "tolist") else ids)),
         placeholder_ids=_placeholder_ids(family, tokenizer),
         grids=grids,
-        timing=_timing(family, metas, out),
+        timing=_timing(family, metas, out.get("second_per_grid_ts") if hasattr(out, "get") else None),
         pixels=pixels,
         info=info,
     )
@@ -334,10 +333,8 @@ async def collect_vllm(
         request = engine.input_processor.process_inputs(
             f"parity-{i}-{os.getpid()}", prompt, SamplingParams(max_tokens=1), ("generate",)
         )
-        rec = _vllm_record(data.sample_id(i), family, request, _metas(inputs.videos), info)
-        rec = SideRecord(
-            **{**rec.__dict__, "info": {**rec.info, "frames": _frames_digest(inputs.videos, inputs.images)}}
-        )
+        digest = {"frames": _frames_digest(inputs.videos, inputs.images)}
+        rec = _vllm_record(data.sample_id(i), family, request, _metas(inputs.videos), {**info, **digest})
         if logprobs:
             full = {**prompt, "prompt": text + response}
             params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, output_kind=final_only)
@@ -367,7 +364,7 @@ def _vllm_record(
     placeholders: set[int] = set()
     grids: dict[str, list[list[int]]] = {}
     pixels: dict[str, list[Any]] = {}
-    timing: dict[str, list[float]] = {}
+    seconds_per_grid: list[float] = []
     single = family.vision_keys == ("pixel_values",)
     for feature in sorted(request.mm_features or (), key=lambda f: f.mm_position.offset):
         pos = feature.mm_position
@@ -387,11 +384,7 @@ def _vllm_record(
         if grid_key in data:
             grids.setdefault(grid_key, []).append([int(x) for x in data[grid_key].tolist()])
         if video and "second_per_grid_ts" in data:
-            timing.setdefault("second_per_grid_ts", []).append(float(data["second_per_grid_ts"]))
-    if not timing:
-        for meta in metas:
-            for key, values in family.video_timing(meta).items():
-                timing.setdefault(key, []).extend(float(v) for v in values)
+            seconds_per_grid.append(float(data["second_per_grid_ts"]))
     return SideRecord(
         sample=sample,
         side="vllm",
@@ -399,7 +392,7 @@ def _vllm_record(
         prompt_ids=tuple(ids),
         placeholder_ids=tuple(sorted(placeholders)),
         grids=grids,
-        timing=timing,
+        timing=_timing(family, metas, seconds_per_grid),
         pixels={k: np.concatenate(v, axis=0) for k, v in pixels.items()},
         info=info,
     )

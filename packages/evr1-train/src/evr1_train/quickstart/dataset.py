@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache.atomic import atomic_open, atomic_path, atomic_text
+from evr1_cache.registry import check_fields
 from evr1_train.quickstart.shapes import FLASH_WINDOW, MIXES, Scene, make_scene, sample_kinds
 
 SPLITS = ("train", "heldout")
@@ -50,9 +51,7 @@ class QuickstartDataSpec:
     @classmethod
     def from_mapping(cls, mapping: Any) -> QuickstartDataSpec:
         data = dict(mapping.items()) if mapping is not None else {}
-        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"unknown quickstart data keys {unknown}; known: {sorted(cls.__dataclass_fields__)}")
+        check_fields("quickstart data", data, cls)
         return cls(**data)
 
 

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.registry import check_fields
+
 ARCHS = ("qwen2_5_vl", "qwen3_vl")
 
 
@@ -58,10 +60,7 @@ class TinyVLMSpec:
     @classmethod
     def from_mapping(cls, mapping: Any) -> TinyVLMSpec:
         data = dict(mapping.items()) if mapping is not None else {}
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown tiny-model keys {unknown}; known: {sorted(known)}")
+        check_fields("tiny-model", data, cls)
         return cls(**data)
 
 
@@ -89,7 +88,7 @@ def tiny_vlm_model(spec: TinyVLMSpec, tok: Any) -> Any:
     """The tiny model over the tokenizer `tok` (its vocabulary and vision token ids): the one tiny Qwen-VL builder,
     used by the quickstart and by the test environment's checkpoints (which bring their own tokenizer/processor)."""
     import torch
-    from transformers import AutoModelForImageTextToText
+    from transformers import AutoModelForImageTextToText, Qwen2_5_VLConfig, Qwen3VLConfig
 
     ids = {t: tok.convert_tokens_to_ids(t) for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>")}
     ids["<|vision_end|>"] = tok.convert_tokens_to_ids("<|vision_end|>")
@@ -126,8 +125,7 @@ def tiny_vlm_model(spec: TinyVLMSpec, tok: Any) -> Any:
         "initializer_range": spec.init_std,
     }
     if spec.arch == "qwen2_5_vl":
-        from transformers import Qwen2_5_VLConfig
-
+        config_cls = Qwen2_5_VLConfig
         text["rope_parameters"] = {
             "rope_type": "default",
             "rope_theta": 1e6,
@@ -136,16 +134,8 @@ def tiny_vlm_model(spec: TinyVLMSpec, tok: Any) -> Any:
         vision.update(
             patch_size=14, window_size=112, fullatt_block_indexes=[spec.vision_depth - 1], tokens_per_second=2
         )
-        config = Qwen2_5_VLConfig(
-            text_config=text,
-            vision_config=vision,
-            tie_word_embeddings=True,
-            initializer_range=spec.init_std,
-            **token_ids,
-        )
     else:
-        from transformers import Qwen3VLConfig
-
+        config_cls = Qwen3VLConfig
         text["head_dim"] = head_dim
         text["rope_parameters"] = {
             "rope_type": "default",
@@ -154,13 +144,9 @@ def tiny_vlm_model(spec: TinyVLMSpec, tok: Any) -> Any:
             "mrope_interleaved": True,
         }
         vision.update(patch_size=16, num_position_embeddings=144, deepstack_visual_indexes=[0, spec.vision_depth - 1])
-        config = Qwen3VLConfig(
-            text_config=text,
-            vision_config=vision,
-            tie_word_embeddings=True,
-            initializer_range=spec.init_std,
-            **token_ids,
-        )
+    config = config_cls(
+        text_config=text, vision_config=vision, tie_word_embeddings=True, initializer_range=spec.init_std, **token_ids
+    )
     state = torch.random.get_rng_state()
     torch.manual_seed(spec.seed)
     try:

@@ -32,17 +32,14 @@ class PreparedQuickstart:
 
 def corpus_from(files: dict[str, Path]) -> list[str]:
     """Prompt and answer texts of the generated rows: the tiny tokenizer is trained on them (short prompts)."""
-    import json
-
+    from evr1_cache import read_rows
     from evr1_train.data import DataOptions, build_prompt_text
 
     opts = DataOptions(video_source="decode", think=False)
     texts: list[str] = []
-    for path in files.values():
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            texts.append(build_prompt_text(row, opts))
-            texts.append(str(row.get("offline_output") or ""))
+    for row in read_rows(*files.values()):
+        texts.append(build_prompt_text(row, opts))
+        texts.append(str(row.get("offline_output") or ""))
     return texts
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evr1_train.engine.tracking import read_jsonl
 from evr1_train.rollouts.writer import SCHEMA, dumped_steps
 
 #: Key under which `read_dump` notes each record's file and line (named when the record is skipped).
@@ -237,16 +238,7 @@ def train_run_record(run_dir: Path, *, rollouts: Path | None = None, cache_dir: 
     cache = str(cache_dir) if cache_dir else manifest.get("cache_dir")
     if cache and not Path(cache).is_dir():
         problems.append(f"frame cache {cache} not found: no thumbnails (pass --cache-dir)")
-    metrics: list[dict[str, Any]] = []
-    mfile = run_dir / "metrics.jsonl"
-    if mfile.is_file():
-        for line in mfile.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict):
-                metrics.append(row)
+    metrics = read_jsonl(run_dir / "metrics.jsonl")
     samples, good = [], []
     for rec in records:
         try:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from evr1_cache import PromptRecord
 from evr1_cache.atomic import atomic_bytes, atomic_text
+from evr1_cache.registry import check_fields
 
 if TYPE_CHECKING:
     from evr1_cache import ImageSpec, SamplingSpec
@@ -82,10 +83,7 @@ class DumpConfig:
     @classmethod
     def from_mapping(cls, node: Mapping[str, Any] | None) -> DumpConfig:
         data = dict(node or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"evr1.rollout_dump: unknown key(s) {unknown}; known: {sorted(known)}")
+        check_fields("evr1.rollout_dump", data, cls)
         return cls(**{k: v for k, v in data.items() if v is not None or k == "dir"})
 
     def due(self, step: int) -> bool:
