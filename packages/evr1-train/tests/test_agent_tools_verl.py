@@ -91,7 +91,7 @@ def _run(
     proc = hf_processor(str(tiny_vl))  # verl's: binds the model's get_rope_index to the processor
     row = Evr1Dataset(str(video_data["built"]), tok, cfg.data, processor=proc)[0]
     if stored:  # the row's stored trajectory, as a dataset column would hold it
-        from evr1_train.data.dataset import OFFLINE_TEXT_FIELD
+        from evr1_train.hybrid import OFFLINE_TEXT_FIELD
 
         row[OFFLINE_TEXT_FIELD] = stored
     server = ScriptedServer(tok, turns)

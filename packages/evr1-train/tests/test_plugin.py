@@ -42,3 +42,21 @@ def test_import_verl_registers_everything_in_a_fresh_process() -> None:
         "compat": True,
         "freeze": True,
     }
+
+
+def test_registration_holds_when_the_dataset_imports_verl_first() -> None:
+    """`import verl` runs the plugin; when evr1's dataset module is what imports verl (a script that imports
+    `Evr1Dataset` first), the plugin must not need that half-imported module (it did, for the offline-text field name,
+    so both agent loops and the trainer went unregistered in that process)."""
+    code = (
+        "import json, logging, evr1_train.data.dataset\n"
+        "from verl.experimental.agent_loop.agent_loop import _agent_loop_registry\n"
+        "from evr1_train.verl_hooks.plugin import REGISTERED\n"
+        "print(json.dumps({'agents': sorted(k for k in _agent_loop_registry if k.startswith('evr1')),"
+        " 'registered': sorted(REGISTERED)}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert "evr1 plugin:" not in out.stderr, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["agents"] == ["evr1_agent", "evr1_hybrid"]
+    assert {"agent_loop:evr1_hybrid", "agent_loop:evr1_agent", "policy_loss:evr1_hybrid"} <= set(got["registered"])

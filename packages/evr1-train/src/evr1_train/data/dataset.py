@@ -30,12 +30,9 @@ from evr1_train.data.row import (
     row_extra_info,
     row_messages,
 )
-from evr1_train.hybrid import HybridConfig, row_offline_text
+from evr1_train.hybrid import OFFLINE_TEXT_FIELD, HybridConfig, row_offline_text
 
 logger = logging.getLogger(__name__)
-
-#: Non-tensor field carrying a row's stored trajectory text to the agent loop ("" when none).
-OFFLINE_TEXT_FIELD = "evr1_offline_text"
 
 
 def _options(config: Any, data_files: Any = None) -> DataOptions:

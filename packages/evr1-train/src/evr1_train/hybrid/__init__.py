@@ -10,6 +10,7 @@ Per-sample marker field written by both engines: OFFLINE_FIELD ("evr1_offline", 
 from evr1_train.hybrid.config import HybridConfig
 from evr1_train.hybrid.metrics import finite_mean, hybrid_metrics, hybrid_metrics_from_extra_fields
 from evr1_train.hybrid.select import (
+    OFFLINE_TEXT_FIELD,
     GateDecision,
     OfflineResponse,
     fit_offline_response,
@@ -23,6 +24,7 @@ OFFLINE_FIELD = "evr1_offline"
 
 __all__ = [
     "OFFLINE_FIELD",
+    "OFFLINE_TEXT_FIELD",
     "GateDecision",
     "HybridConfig",
     "OfflineResponse",

@@ -19,6 +19,9 @@ from typing import Any
 
 from evr1_train.hybrid.config import HybridConfig
 
+#: Non-tensor field carrying a row's stored trajectory text from the dataset to the agent loop ("" when none).
+OFFLINE_TEXT_FIELD = "evr1_offline_text"
+
 
 def row_offline_text(row: Mapping[str, Any], cfg: HybridConfig) -> str | None:
     """The row's stored response when the row says it has one (EasyVideoR1: flag truthy and non-empty text)."""

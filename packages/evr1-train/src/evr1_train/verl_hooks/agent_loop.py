@@ -21,8 +21,7 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
 from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop
 
-from evr1_train.data.dataset import OFFLINE_TEXT_FIELD
-from evr1_train.hybrid import OFFLINE_FIELD, HybridConfig, fit_offline_response, gate, offline_slots
+from evr1_train.hybrid import OFFLINE_FIELD, OFFLINE_TEXT_FIELD, HybridConfig, fit_offline_response, gate, offline_slots
 from evr1_train.verl_hooks.group_board import BOARD
 
 logger = logging.getLogger(__name__)
