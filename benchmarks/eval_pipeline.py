@@ -28,13 +28,14 @@ and two sizes, each in a fresh process: peak memory follows the in-flight limit,
 Run it in the vLLM engine venv (built, without running the tests, by `uvx nox -s eval_engines --install-only`):
     .nox/eval_engines/bin/python benchmarks/eval_pipeline.py --work .venvs/eval-pipeline
     .nox/eval_engines/bin/python benchmarks/eval_pipeline.py --work .venvs/eval-pipeline --workload long-tailed --repeats 1 --skip-rss
-With 300 s clips only (3 repeats of 3 modes x 2 workloads; the six (a) runs take most of it) this took 76 minutes on
-a 2-core machine shared with other jobs (load average 6-24); the default adds the 60 s clips (about a fifth more).
-The summary ends with how the total ratio scales with clip length and questions per video (`print_scaling`): measured
-at each timed length, and a model fitted on the longest one. The generated clips are
-written once into --work (~10 minutes) and reused. `--modes bc --workload long-tailed --repeats 5` measures the
-async-only ratio alone in ~10 minutes. Options: --backend hf (transformers), --skip-rss / --rss-only, --json FILE,
---report FILE (print the tables of an earlier --json run).
+The default run (60 s and 300 s clips, 3 repeats of 3 modes x 2 workloads, the peak-RSS part, writing the clips) took
+36 minutes on 2026-12-02 on an otherwise quiet 2-core machine (1-minute load average 3-7 during it, the benchmark
+included); the six (a) runs of the 300 s clips take 20 of them. The summary ends with how the total ratio scales with
+clip length and questions per video (`print_scaling`): measured at each timed length, and a model fitted on the
+longest one. The generated clips are written once into --work (31 s for the seven 60 s clips, 193 s for the seven
+300 s clips in that run) and reused. `--modes bc --workload long-tailed --repeats 3 --skip-rss` measures the
+async-only ratio alone (9 minutes on 2026-12-02, both clip lengths). Options: --backend hf (transformers),
+--skip-rss / --rss-only, --json FILE, --report FILE (print the tables of an earlier --json run).
 """
 
 from __future__ import annotations
