@@ -38,10 +38,10 @@ CASES = [
     ),  # float tolerance
     ("<answer>while True: pass</answer>", json.dumps([{"input": "", "output": "1"}]), 0.0),  # infinite loop
     (
-        "<answer>import os; os.fork(); print(1)</answer>",
+        "<answer>import os\npid = os.fork()\nif pid:\n    os.waitpid(pid, 0)\nprint(1)</answer>",
         json.dumps([{"input": "", "output": "1"}]),
         0.0,
-    ),  # fork refused
+    ),  # a forked child's output counts (the parent waits for it, so both lines are written before the test ends)
     ("", STDIO, 0.0),  # empty response
     # reward hacks against assert / call-based tests
     ("<answer>exit(0)</answer>", ASSERTS, 0.0),  # leave before the asserts run
