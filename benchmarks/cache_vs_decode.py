@@ -1,7 +1,8 @@
 """Per-sample input preparation: qwen-vl-utils `fetch_video` (on-the-fly decoding, as EasyVideoR1 does it) vs
 `CacheReader.load_torch` (evr1-cache), on the same videos and settings, with the max pixel difference; the resize
 alone (evr1's exact numpy resampler vs Pillow's bicubic vs torchvision's, one thread each, on the same decoded frames);
-cache build time vs a bare `ffmpeg` decode to /dev/null, `--workers 2` scaling, and bytes per cached minute. Prints
+cache build time vs a bare `ffmpeg` decode to /dev/null, the build's decoding stage by stage (probe, decode + RGB,
+decode + overlapped resize), `--workers 2` scaling, and bytes per cached minute. Prints
 medians and ratios.
 
 Needs torch + torchvision + qwen-vl-utils (+ torchcodec 0.13 as its decoder) beside evr1-cache, e.g. a pip venv:
@@ -293,12 +294,50 @@ def scaling_videos(work: Path, n: int = 8) -> list[Path]:
     return out
 
 
+def compare_stages(videos: list[Path], spec: Any, runs: int) -> dict[str, Any]:
+    """Where a build's decoding time goes, stage by stage, on the same videos (medians of `runs`, wall and CPU seconds
+    of this process and its children): the probe; a sequential decode + RGB of the sampled frames at native size (no
+    resize); `decode_video`, the build's own path (decode with the resize overlapped); a bare `ffmpeg -f null`."""
+    from evr1_cache import probe
+    from evr1_cache.decode import decode_video, plan
+    from evr1_cache.decoders import get_decoder
+
+    def both(fn: Callable[[], Any]) -> tuple[float, float]:
+        walls, cpus = [], []
+        fn()
+        for _ in range(runs):
+            c0, t0 = cpu_seconds(), time.perf_counter()
+            fn()
+            walls.append(time.perf_counter() - t0)
+            cpus.append(cpu_seconds() - c0)
+        return statistics.median(walls), statistics.median(cpus)
+
+    infos = [probe(v) for v in videos]
+    decoder = get_decoder("auto")
+
+    def decode_only() -> None:
+        for info in infos:
+            indices, _, _ = plan(info, spec)
+            decoder.decode(info, info.positions(indices, spec.timeline), threads=0)
+
+    stages = {
+        "probe": both(lambda: [probe(v) for v in videos]),
+        "decode + RGB, no resize": both(decode_only),
+        "decode_video (decode + resize overlapped)": both(lambda: [decode_video(v, spec) for v in videos]),
+        "ffmpeg -f null": both(lambda: ffmpeg_null(videos)),
+    }
+    print(f"{'stages over ' + str(len(videos)) + ' videos':44} {'wall':>7} {'CPU':>7}")
+    for name, (wall, cpu) in stages.items():
+        print(f"{name:44} {wall:6.2f}s {cpu:6.2f}s")
+    return {name: {"wall_s": wall, "cpu_s": cpu} for name, (wall, cpu) in stages.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "evr1-cache-bench")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per load measurement (median reported)")
     ap.add_argument("--build-runs", type=int, default=3)
-    ap.add_argument("--skip", default="", help="comma list of phases to skip: load,resize,build,scaling")
+    ap.add_argument("--skip", default="", help="comma list of phases to skip: load,resize,build,stages,scaling")
     ap.add_argument("--json", type=Path, help="also write all numbers here")
     ap.add_argument("--avis", action="store_true", help="also compare the awkward AVIs with fetch_video (load phase)")
     args = ap.parse_args()
@@ -323,6 +362,8 @@ def main() -> int:
     if "build" not in skip:
         configs = [("evr1-cache build, pyav", 1, "auto", None), ("evr1-cache build, ffmpeg CLI", 1, "ffmpeg", None)]
         result["build"] = compare_builds(videos, spec, args.work, args.build_runs, configs)
+    if "stages" not in skip:
+        result["stages"] = compare_stages(videos, spec, args.build_runs)
     if "scaling" not in skip:
         configs = [
             ("--workers 1 (1 decoder thread)", 1, "auto", 1),
