@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from evr1_eval.api.base import Benchmark
 from evr1_eval.benchmarks import available_benchmarks, get_benchmark
 from evr1_eval.scoring import Prediction, judge_rows, score_samples
-from evr1_eval.types import BenchmarkSummary, Reading
+from evr1_eval.types import BenchmarkSummary, Reading, Sample
 
 OPTS4 = ["A. one", "B. two", "C. three", "D. four"]
 
@@ -694,12 +695,17 @@ def test_answer_tags_read_uses_evr1_rewards_reading_of_the_tag(tmp_path: Path) -
         bench.score(sample, TAGGED, reading=Reading(answer_tags="first"))  # type: ignore[arg-type]
 
 
-def test_answer_tags_read_is_reported_in_the_summary(tmp_path: Path) -> None:
-    bench = get_benchmark("minerva")
-    path = tmp_path / "minerva.json"
+def three_rows(tmp_path: Path, name: str, first: str) -> tuple[Benchmark, list[Sample], dict[str, Prediction]]:
+    """Three MC rows of `name`: the first answered with `first`, the second right, the third an engine error."""
+    bench = get_benchmark(name)
+    path = tmp_path / f"{name}.json"
     path.write_text(json.dumps([mc("1", "B"), mc("2", "C"), mc("3", "D")]))
-    samples = bench.load(path, None).samples
-    preds = {"1": Prediction("1", TAGGED), "2": Prediction("2", "C"), "3": Prediction("3", None, "engine error")}
+    preds = {"1": Prediction("1", first), "2": Prediction("2", "C"), "3": Prediction("3", None, "engine error")}
+    return bench, list(bench.load(path, None).samples), preds
+
+
+def test_answer_tags_read_is_reported_in_the_summary(tmp_path: Path) -> None:
+    bench, samples, preds = three_rows(tmp_path, "minerva", TAGGED)
     official = bench.aggregate(score_samples(bench, samples, preds))
     read = bench.aggregate(score_samples(bench, samples, preds, reading=READ_TAGS))
     assert official.metrics["accuracy"] == pytest.approx(100 / 3, abs=1e-3)
@@ -791,11 +797,7 @@ def test_reasoning_tags_reach_benchmarks_scored_by_evr1_rewards_and_combine_with
 
 
 def test_reasoning_tags_are_reported_in_the_summary(tmp_path: Path) -> None:
-    bench = get_benchmark("mvbench")
-    path = tmp_path / "mvbench.json"
-    path.write_text(json.dumps([mc("1", "B"), mc("2", "C"), mc("3", "D")]))
-    samples = bench.load(path, None).samples
-    preds = {"1": Prediction("1", THOUGHT), "2": Prediction("2", "C"), "3": Prediction("3", None, "engine error")}
+    bench, samples, preds = three_rows(tmp_path, "mvbench", THOUGHT)
     official = bench.aggregate(score_samples(bench, samples, preds))
     keep = bench.aggregate(score_samples(bench, samples, preds, reading=Reading(reasoning_tags="keep")))
     strip = bench.aggregate(score_samples(bench, samples, preds, reading=Reading(reasoning_tags="strip")))
