@@ -389,6 +389,28 @@ def test_score_reports_repeated_ids_and_rows_without_a_response(
     assert scored["2"]["error"] == "timeout"
 
 
+def reading_is_reported(
+    tmp_path: Path, outs: dict[str, Path], key: str, other: str, *, stored: float
+) -> tuple[Path, dict[str, Any]]:
+    """`report` names the reading (`key`) in which two runs differ; the check re-scores with the recorded choice, so
+    the rows of the `other` run, claimed in its manifest as read officially, no longer verify. Returns that manifest's
+    path and its original record."""
+    report = tmp_path / "rep"
+    assert main(["report", str(outs["official"]), str(outs[other]), "--out", str(report), "--chart", "none"]) == 0
+    md = (report / "report.md").read_text()
+    label = key.replace("_", " ")
+    assert f"{key} differs" in md
+    assert f"{label} official" in md
+    assert f"{label} {other}" in md
+    manifest_path = outs[other] / "manifest.json"
+    record = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**record, key: "official"}))
+    assert main(["report", str(outs[other]), "--out", str(tmp_path / "rep2"), "--chart", "none"]) == 1
+    fresh = 1.0 - stored
+    assert f"stored score {stored}, the scorer's score {fresh}" in (tmp_path / "rep2" / "report.md").read_text()
+    return manifest_path, record
+
+
 def test_score_answer_tags_official_by_default_read_as_a_named_recorded_option(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -423,20 +445,7 @@ def test_score_answer_tags_official_by_default_read_as_a_named_recorded_option(
             assert printed["counts"]["answer_tag_read"] == 1
             assert any(n.startswith("answer tags read") for n in printed["notes"])
         assert rows[0]["evr1_score"] == 1.0  # the evr1 protocol reads the tag either way
-    assert (
-        main(["report", str(outs["official"]), str(outs["read"]), "--out", str(tmp_path / "rep"), "--chart", "none"])
-        == 0
-    )
-    md = (tmp_path / "rep" / "report.md").read_text()
-    assert "answer_tags differs" in md
-    assert "answer tags official" in md
-    assert "answer tags read" in md
-    # the check re-scores with the recorded choice: the same rows claimed as read officially no longer verify
-    manifest_path = outs["read"] / "manifest.json"
-    record = json.loads(manifest_path.read_text())
-    manifest_path.write_text(json.dumps({**record, "answer_tags": "official"}))
-    assert main(["report", str(outs["read"]), "--out", str(tmp_path / "rep2"), "--chart", "none"]) == 1
-    assert "stored score 1.0, the scorer's score 0.0" in (tmp_path / "rep2" / "report.md").read_text()
+    reading_is_reported(tmp_path, outs, "answer_tags", "read", stored=1.0)
 
 
 #: A letter inside the reasoning (C), the answer after it (B): lmms-eval's pipeline strips the blocks, a raw reading
@@ -482,18 +491,7 @@ def test_score_reasoning_tags_official_by_default_keep_and_strip_as_named_record
                 "strip": "reasoning tags stripped (--reasoning-tags strip) on 2 responses, as this benchmark's official",
             }[mode]
             assert any(n.startswith(expected) for n in printed["notes"]), printed["notes"]
-    report = tmp_path / "rep"
-    assert main(["report", str(outs["official"]), str(outs["keep"]), "--out", str(report), "--chart", "none"]) == 0
-    md = (report / "report.md").read_text()
-    assert "reasoning_tags differs" in md
-    assert "reasoning tags official" in md
-    assert "reasoning tags keep" in md
-    # the check re-scores with the recorded choice: the rows read raw, claimed as read officially, no longer verify
-    manifest_path = outs["keep"] / "manifest.json"
-    record = json.loads(manifest_path.read_text())
-    manifest_path.write_text(json.dumps({**record, "reasoning_tags": "official"}))
-    assert main(["report", str(outs["keep"]), "--out", str(tmp_path / "rep2"), "--chart", "none"]) == 1
-    assert "stored score 0.0, the scorer's score 1.0" in (tmp_path / "rep2" / "report.md").read_text()
+    manifest_path, record = reading_is_reported(tmp_path, outs, "reasoning_tags", "keep", stored=0.0)
     manifest_path.write_text(json.dumps({**record, "reasoning_tags": "drop"}))  # a name this version does not know
     assert main(["report", str(outs["keep"]), "--out", str(tmp_path / "rep3"), "--chart", "none"]) == 1
     assert "unknown reasoning_tags 'drop'" in (tmp_path / "rep3" / "report.md").read_text()
