@@ -86,10 +86,6 @@ def has_reasoning_blocks(response: str, keep: ScanEnd = "tail") -> bool:
     return strip_reasoning(scope) != scope.strip()
 
 
-def letters_of(sample: Sample, default: str = "ABCD") -> str:
-    return str(sample.extras.get("option_letters") or default)
-
-
 def doc_of(sample: Sample) -> Mapping[str, Any]:
     """The row in its official layout (`Benchmark.official_doc`, built at load time)."""
     doc = sample.extras.get("official_doc")
