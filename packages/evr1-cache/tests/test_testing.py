@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from evr1_cache import write_video
 from evr1_cache.testing import draw_frame_index, make_synthetic_image, make_synthetic_video, read_frame_index
 
 
@@ -53,3 +54,25 @@ def test_synthetic_image(tmp_path: Path) -> None:
     with Image.open(path) as img:
         assert img.size == (80, 60)
         assert read_frame_index(np.asarray(img.convert("RGB"))) == 321
+
+
+def test_the_same_clip_has_the_same_bytes_every_time(tmp_path: Path) -> None:
+    """Two test sessions (or two users' quickstarts) that generate "the same" clip must cache the same pixels: PyAV's
+    encoder-side RGB conversion made up to one clip in six differ once another clip was encoded before it."""
+    digests = set()
+    for i in range(40):  # as testenv/family_data.py writes its media: one clip, then another of another shape
+        make_synthetic_video(tmp_path / str(i) / "v0.mp4", n_frames=24, fps=8.0, size=(96, 64))
+        clip = make_synthetic_video(tmp_path / str(i) / "v1.mp4", n_frames=30, fps=10.0, size=(64, 96))
+        digests.add(clip.read_bytes())
+    assert len(digests) == 1
+
+
+def test_write_video_refuses_a_bad_call_and_leaves_nothing(tmp_path: Path) -> None:
+    frame = np.zeros((32, 32, 3), np.uint8)
+    with pytest.raises(ValueError, match="no frames"):
+        write_video(tmp_path / "none.mp4", iter([]), 10.0)
+    with pytest.raises(ValueError, match="2 timestamps for more frames"):
+        write_video(tmp_path / "more.mp4", [frame] * 3, 10.0, timestamps=[0.0, 0.1])
+    with pytest.raises(ValueError, match="3 timestamps for 2 frames"):
+        write_video(tmp_path / "fewer.mp4", [frame] * 2, 10.0, timestamps=[0.0, 0.1, 0.2])
+    assert list(tmp_path.iterdir()) == []

@@ -12,7 +12,8 @@ loaded eagerly; everything that needs numpy, PyAV or Pillow is imported on first
 - media paths: `MediaPaths` (resolve and confine a row's media path), `MediaPathError`, `add_media_path_args`;
   remote media only when asked: `RemoteMedia` (download once), `ALLOW_REMOTE_FLAG`, `REMOTE_SCHEMES`,
   `parse_remote_schemes`
-- media: `decode_video`, `load_image`, `probe` -> `VideoInfo`, `resample` / `ResizeStream` / `register_resampler`, `MediaError`
+- media: `decode_video`, `write_video` (the one encoder, reproducible bytes), `load_image`, `probe` -> `VideoInfo`,
+  `resample` / `ResizeStream` / `register_resampler`, `MediaError`
 - media for every consumer: `MediaLoader` (modes `cache-only` / `prefer-cache` / `decode`) -> `VideoFrames` /
   `ImageFrames`, `MediaMissError`, `media_mode`, `media_key`
 - model paths (training and evaluation): `check_model_path`, `resolve_model_path`, `latest_step`,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
         row_id,
     )
     from evr1_cache.decode import decode_video
+    from evr1_cache.encode import write_video
     from evr1_cache.entry import CacheEntry, ImageMeta, Source
     from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
     from evr1_cache.image import load_image
@@ -99,6 +101,7 @@ _LAZY = {
         "build": "BuildReport EntryJob EntryResult build_cache",
         "dataset": "DatasetError DatasetRows Row RowError cache_refs read_dataset read_rows row_id BOOKKEEPING_COLUMNS",
         "decode": "decode_video",
+        "encode": "write_video",
         "entry": "CacheEntry ImageMeta Source",
         "errors": "CacheMiss CorruptEntry MediaError",
         "image": "load_image",
@@ -190,6 +193,7 @@ __all__ = [
     "spec_record",
     "use_reference_mrope",
     "verify_cache",
+    "write_video",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, dist="evr1-cache")

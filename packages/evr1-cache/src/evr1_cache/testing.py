@@ -13,7 +13,6 @@ scaling or compression. `read_frame_index` reads the centre of each block back, 
 from __future__ import annotations
 
 import contextlib
-import fractions
 import os
 import shutil
 import subprocess
@@ -88,42 +87,19 @@ def make_synthetic_video(
     gop: int | None = None,
     crf: int = 18,
 ) -> Path:
-    """Write a clip whose frame `i` shows index `i` (see `read_frame_index`); returns the path.
+    """Write a clip whose frame `i` shows index `i` (see `read_frame_index`), byte-identical on every call
+    (`evr1_cache.encode.write_video`); returns the path.
 
     `timestamps` (seconds, increasing) makes a variable-frame-rate clip; `rotation` (0/90/180/270) adds display-rotation
     metadata (as a phone does) without rotating the pixels; `gop` sets the keyframe interval; `codec` is any FFmpeg
     encoder (`libx264`, `mpeg4`, `mjpeg`, ...). The container follows the file suffix (`.mp4`, `.avi`, `.mkv`).
     """
-    import av
+    from evr1_cache.encode import write_video
 
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if n_frames < 1:
-        raise ValueError("n_frames must be >= 1")
-    if timestamps is not None and len(timestamps) != n_frames:
-        raise ValueError(f"got {len(timestamps)} timestamps for {n_frames} frames")
-    rate = fractions.Fraction(fps).limit_denominator(1001)
-    time_base = fractions.Fraction(1, 1000) if timestamps is not None else 1 / rate
     target = out if rotation == 0 else out.with_name(out.stem + ".norot" + out.suffix)
-    with av.open(str(target), "w") as container:
-        stream = container.add_stream(codec, rate=rate)
-        stream.width, stream.height = size
-        stream.pix_fmt = pix_fmt
-        stream.codec_context.time_base = time_base
-        if gop is not None:
-            stream.codec_context.gop_size = gop
-        if codec in ("libx264", "libx265"):
-            stream.options = {"crf": str(crf), "preset": "ultrafast" if max(size) > 640 else "veryfast"}
-        elif codec in ("mpeg4", "mjpeg", "mpeg2video", "mpeg1video"):
-            stream.codec_context.qmax = 4
-        for i in range(n_frames):
-            frame = av.VideoFrame.from_ndarray(draw_frame_index(i, size), format="rgb24")
-            frame.pts = round(timestamps[i] * 1000) if timestamps is not None else i
-            frame.time_base = time_base
-            for packet in stream.encode(frame):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+    frames = (draw_frame_index(i, size) for i in range(n_frames))
+    write_video(target, frames, fps, codec=codec, pix_fmt=pix_fmt, timestamps=timestamps, gop=gop, crf=crf)
     if rotation:
         _ffmpeg(["-i", str(target), "-c", "copy", "-metadata:s:v:0", f"rotate={rotation}", str(out)])
         target.unlink()

@@ -10,7 +10,6 @@ Rows follow the EasyVideoR1 schema that `evr1-cache build` reads (`problem` with
 
 from __future__ import annotations
 
-import fractions
 import json
 import os
 import random
@@ -19,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evr1_cache.atomic import atomic_open, atomic_path, atomic_text
+from evr1_cache.atomic import atomic_open, atomic_text
 from evr1_cache.registry import check_fields
 from evr1_train.quickstart.shapes import FLASH_WINDOW, MIXES, Scene, make_scene, sample_kinds
 
@@ -88,22 +87,10 @@ def _prompt(scene: Scene) -> str:
 
 
 def write_video(path: Path, scene: Scene) -> None:
-    """Encode the scene's frames as H.264 (yuv420p) with FFmpeg (PyAV), atomically."""
-    import av
+    """Encode the scene's frames as H.264 (yuv420p), atomically, with evr1-cache's one (reproducible) encoder."""
+    from evr1_cache import write_video as encode
 
-    rate = fractions.Fraction(scene.fps).limit_denominator(1001)
-    with atomic_path(path, keep_suffix=True) as tmp, av.open(str(tmp), "w") as container:
-        stream = container.add_stream("libx264", rate=rate)
-        stream.width, stream.height = scene.width, scene.height
-        stream.pix_fmt = "yuv420p"
-        stream.options = {"crf": "18", "preset": "veryfast"}
-        for i, img in enumerate(scene.frames()):
-            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
-            frame.pts = i
-            for packet in stream.encode(frame):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+    encode(path, scene.frames(), scene.fps)
 
 
 def write_image(path: Path, scene: Scene) -> None:
