@@ -57,8 +57,8 @@ def test_synthetic_image(tmp_path: Path) -> None:
 
 
 def test_the_same_clip_has_the_same_bytes_every_time(tmp_path: Path) -> None:
-    """Two test sessions (or two users' quickstarts) that generate "the same" clip must cache the same pixels: PyAV's
-    encoder-side RGB conversion made up to one clip in six differ once another clip was encoded before it."""
+    """Two test sessions (or two users' quickstarts) that generate "the same" clip must cache the same pixels: x264's
+    assembly made up to one clip in six differ once other work had run in the process (`evr1_cache.encode`)."""
     digests = set()
     for i in range(40):  # as testenv/family_data.py writes its media: one clip, then another of another shape
         make_synthetic_video(tmp_path / str(i) / "v0.mp4", n_frames=24, fps=8.0, size=(96, 64))

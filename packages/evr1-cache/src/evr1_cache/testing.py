@@ -88,7 +88,7 @@ def make_synthetic_video(
     crf: int = 18,
 ) -> Path:
     """Write a clip whose frame `i` shows index `i` (see `read_frame_index`), byte-identical on every call
-    (`evr1_cache.encode.write_video`); returns the path.
+    (`evr1_cache.write_video`); returns the path.
 
     `timestamps` (seconds, increasing) makes a variable-frame-rate clip; `rotation` (0/90/180/270) adds display-rotation
     metadata (as a phone does) without rotating the pixels; `gop` sets the keyframe interval; `codec` is any FFmpeg
