@@ -17,13 +17,27 @@ import nox
 nox.needs_version = ">=2024.10.9"
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.error_on_missing_interpreters = False
+#: Bytecode is compiled once, when a module is first imported, into .nox/pycache (outside the source tree): pip skips
+#: its .pyc pass (all of torch, vLLM and transformers: minutes; a test run imports a fraction; pip reads "0" as "no"),
+#: and PYTHONDONTWRITEBYTECODE, where the machine sets it, is lifted for the sessions, or else every test process
+#: (xdist workers, CLI runs, Ray and vLLM workers) would compile what it imports again (torch alone: ~5 CPU s).
+os.environ.setdefault("PIP_COMPILE", "0")
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault("PYTHONPYCACHEPREFIX", str(Path(__file__).parent / ".nox" / "pycache"))
 
 ROOT = Path(__file__).parent
 PACKAGES = ROOT / "packages"
 HOST = f"{sys.version_info.major}.{sys.version_info.minor}"
 LIGHT = ["evr1-rewards", "evr1-cache", "evr1-eval"]
 HEAVY = ("torch", "vllm", "verl", "ray", "transformers", "numpy", "tensorflow", "jax")
-TEST_DEPS = ["pytest>=8.3", "hypothesis>=6.100", "pytest-timeout>=2.3"]
+TEST_DEPS = ["pytest>=8.3", "hypothesis>=6.100", "pytest-timeout>=2.3", "pytest-xdist>=3.6"]
+#: The long sessions run their test files on one pytest-xdist worker per core (at most 4: an engine worker holds its
+#: own torch), a whole file per worker so that a module's fixture (a trained model, a built cache) is built once.
+#: `nox -s <session> -- -n 0` runs them in one process (the last `-n` wins).
+WORKERS = ["-n", str(max(1, min(4, os.cpu_count() or 1))), "--dist", "loadfile"]
+#: One OpenMP thread per worker: two workers on two cores with a pool each would oversubscribe them, and a pool
+#: started before verl forks its dataset workers can deadlock them (packages/evr1-train/tests/conftest.py).
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
 def member(name: str) -> Path:
@@ -72,12 +86,15 @@ def lint(session: nox.Session) -> None:
 
 
 def _light_session(package: str, extra_reqs: tuple[str, ...] = ()) -> None:
-    """One light member in a fresh venv: its declared deps only (this is `pip install <package>`), then its tests."""
+    """One light member in a fresh venv: its declared deps only (this is `pip install <package>`), then its tests.
+    evr1-rewards' run in one process: its attack suite checks that no process of any sandbox uid outlives `score()`,
+    which another worker's live sandboxes would break."""
 
     def run(session: nox.Session) -> None:
         install(session, package, "", *extra_reqs)
         import_stays_light(session, package.replace("-", "_"), HEAVY if package == "evr1-rewards" else HEAVY[:5])
-        session.run("pytest", str(member(package) / "tests"), *session.posargs)
+        workers = [] if package == "evr1-rewards" else WORKERS
+        session.run("pytest", str(member(package) / "tests"), *workers, *session.posargs)
 
     run.__doc__ = f"{package} alone in a fresh venv (its declared deps only): light-import check, then its tests."
     nox.session(name=package.removeprefix("evr1-"), python=HOST)(run)
@@ -147,7 +164,7 @@ def spec_parity(session: nox.Session) -> None:
     """evr1_cache.spec vs the real qwen-vl-utils 0.0.14 and transformers over generated grids, cached pixels vs
     torchvision's resize and `fetch_video` itself on every real and generated test video, and each model family's
     rules (evr1_cache.families) vs its transformers processor (pip venv: CPU torch)."""
-    session.install("--no-compile", *SPEC_PARITY_REQS, *TEST_DEPS)  # skip the .pyc pass over all of torch
+    session.install(*SPEC_PARITY_REQS, *TEST_DEPS)
     install_torchvision_shim(session)
     # fetch_video's decoder as EasyVideoR1 runs it; 0.13 is the CPU build (later ones are CUDA-linked, see the shim)
     session.install("--no-deps", "torchcodec==0.13.0")
@@ -156,8 +173,8 @@ def spec_parity(session: nox.Session) -> None:
     session.run(
         "pytest", str(tests / "test_spec_parity.py"), str(tests / "test_spec.py"), str(tests / "test_resample_parity.py"),
         str(tests / "test_family_parity.py"),  # each model family against its own processor
-        str(tests / "test_plan_parity.py"), *session.posargs,  # planner token counts + activation estimate vs real
-        env={"EVR1_SPEC_PARITY": "1"},
+        str(tests / "test_plan_parity.py"), *WORKERS, *session.posargs,  # planner token counts + activation estimate
+        env={"EVR1_SPEC_PARITY": "1", **ONE_THREAD},
     )  # fmt: skip
 
 
@@ -338,7 +355,15 @@ def eval_engines(session: nox.Session) -> None:
     # the vLLM and HF sides of `evr1-train parity` (test_engine_families.py); verl cannot share this venv
     session.install("--no-deps", str(member("evr1-train")))
     install_torchvision_shim(session)
-    session.run("pytest", str(member("evr1-eval") / "tests"), "-m", "vllm or hf", *session.posargs, env=EVAL_ENGINE_ENV)
+    session.run(
+        "pytest",
+        str(member("evr1-eval") / "tests"),
+        "-m",
+        "vllm or hf",
+        *WORKERS,
+        *session.posargs,
+        env={**EVAL_ENGINE_ENV, **ONE_THREAD},
+    )
 
 
 # -- training on verl, CPU ---------------------------------------------------------------------------------------
@@ -356,7 +381,7 @@ def train(session: nox.Session) -> None:
     """evr1-train on verl 0.9.1's REAL classes on CPU: dataset, agent loop, DataProto, core_algos, reward loop, losses,
     presets, plugin, a tiny Qwen2.5-VL; plus the local engine's tests. pip venv: CPU torch first, then `pip install`
     of evr1-train exactly as a user gets it (verl + its trainer's small deps)."""
-    session.install("--no-compile", "torch==2.13.0")  # the machine's CPU build, before anything pulls a CUDA one
+    session.install("torch==2.13.0")  # the machine's CPU build, before anything pulls a CUDA one
     install(session, "evr1-train")
     install(session, "evr1-eval", "viewer")  # the cross-package prompt test, the round trip (tests/) and its viewer
     session.install("trl==1.16.0")  # evr1-rewards' host tests (test_hosts.py): TRL 1.16 fits verl's transformers pin
@@ -376,8 +401,9 @@ def train(session: nox.Session) -> None:
         ),  # train the quickstarts (plain, agent), evaluate with evr1-eval (hf): equal
         "-m",
         "not gpu",
+        *WORKERS,
         *session.posargs,
-        env={**TRAIN_ENV, "EVR1_ROUNDTRIP_DIR": str(roundtrip_dir(session))},
+        env={**TRAIN_ENV, **ONE_THREAD, "EVR1_ROUNDTRIP_DIR": str(roundtrip_dir(session))},
     )
 
 
@@ -448,8 +474,8 @@ def gpu_check_cpu(session: nox.Session) -> None:
     64 MiB limit), then the check installs those offline, as on the GPU machine, and runs every stage at tiny shapes
     (`--tiny`): the training step cached vs decoded, the memory settings against the planner, the eval-side ratio;
     its JSON is checked against the schema. CUDA itself is not exercised (docs/gpu.md). ~3 min on 2 cores."""
-    session.install("--no-compile", GPU_DRY_RUN_TORCH[0])  # the machine's CPU build, before anything pulls a CUDA one
-    session.install("--no-compile", *(r for r in GPU_IMAGE_REQS if not r.startswith(("torch==", "torchvision=="))))
+    session.install(GPU_DRY_RUN_TORCH[0])  # the machine's CPU build, before anything pulls a CUDA one
+    session.install(*(r for r in GPU_IMAGE_REQS if not r.startswith(("torch==", "torchvision=="))))
     session.install("--no-deps", GPU_DRY_RUN_TORCH[1])
     session.install("pillow", "numpy")  # torchvision's own dependencies (the image has them), as --no-deps skips them
     install_torchvision_shim(session)
@@ -470,7 +496,7 @@ def gpu_check_cpu(session: nox.Session) -> None:
 def bench_cache(session: nox.Session) -> None:
     """benchmarks/cache_vs_decode.py in its pip venv: CPU-friendly torch, torchvision, torchcodec 0.13 (a CPU build),
     qwen-vl-utils 0.0.14 and evr1-cache; arguments after `--` go to the script (e.g. `-- --runs 5 --json b.json`)."""
-    session.install("--no-compile", "torch==2.13.0")
+    session.install("torch==2.13.0")
     session.install("--no-deps", "torchvision==0.28.0", "torchcodec==0.13.0")
     session.install("qwen-vl-utils==0.0.14", str(member("evr1-cache")))
     install_torchvision_shim(session, drop=("torchaudio",))  # keep torchcodec: qwen-vl-utils decodes with it
