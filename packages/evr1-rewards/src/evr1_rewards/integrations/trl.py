@@ -102,9 +102,6 @@ class RewardFunction:
         state["_router"] = None  # rebuilt on first use in the receiving process
         return state
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-
     def __repr__(self) -> str:
         return f"RewardFunction(name={self.__name__!r}, component={self.component!r}, mode={self.mode!r})"
 
@@ -116,7 +113,7 @@ class RewardFunction:
         )
         if gt_col is None or gt_col not in columns:
             raise KeyError(f"no ground-truth column among {sorted(columns)}; pass ground_truth_column=...")
-        gts = _column(columns, gt_col)
+        gts = _as_list(columns[gt_col])
         types = [self.problem_type] * len(completions) if self.problem_type else columns.get(self.problem_type_column)
         if types is None:
             raise KeyError(f"no {self.problem_type_column!r} column; pass problem_type=... or problem_type_column=...")
@@ -155,10 +152,6 @@ def _as_list(value: object) -> list[object]:
     if callable(tolist):
         return list(tolist())
     raise TypeError(f"expected a column (a list aligned with the completions), got {type(value).__name__}")
-
-
-def _column(columns: Mapping[str, object], name: str) -> list[object]:
-    return _as_list(columns[name])
 
 
 #: `make_reward_func(**options)` is `RewardFunction(**options)` (the name kept for existing code; picklable).

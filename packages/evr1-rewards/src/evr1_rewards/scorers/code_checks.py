@@ -21,6 +21,8 @@ right-hand side is visible to the program; the comparison still happens here.
 from __future__ import annotations
 
 import ast
+import copy
+import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -442,14 +444,8 @@ def _substitute(node: ast.AST, env: Mapping[str, object]) -> Any:
     if _binds(node) & set(env):
         return None
     sub = _Substitute(env)
-    out = sub.visit(_copy(node))
+    out = sub.visit(copy.deepcopy(node))
     return None if sub.failed else ast.fix_missing_locations(out)
-
-
-def _copy(node: ast.AST) -> ast.AST:
-    import copy
-
-    return copy.deepcopy(node)
 
 
 def _bind_target(target: ast.expr, value: object, env: dict[str, object]) -> bool:
@@ -473,11 +469,7 @@ def _bind_target(target: ast.expr, value: object, env: dict[str, object]) -> boo
 def _iterate(node: ast.expr, env: Mapping[str, object]) -> list[object] | None:
     """The items of a test's constant iterable (at most MAX_UNROLL), or None."""
     ok, value = _const(node, env)
-    if not ok:
-        return None
-    import itertools
-
-    if not isinstance(value, Iterable):
+    if not ok or not isinstance(value, Iterable):
         return None
     try:
         items = list(itertools.islice(value, MAX_UNROLL + 1))
@@ -645,7 +637,7 @@ def _plan_with(body: list[ast.stmt], consts: Mapping[str, object]) -> tuple[list
                     add_assert(a)
                 continue
             flush()
-            recorded = _RecordAsserts().visit(_copy(stmt))
+            recorded = _RecordAsserts().visit(copy.deepcopy(stmt))
             reads.update(_loads(recorded))
             steps.append(("exec", "__evr1_rec = []\n" + ast.unparse(ast.fix_missing_locations(recorded))))
             steps.append(("probe", ["__evr1_rec"]))
