@@ -10,7 +10,7 @@ from evr1_rewards.extract import Response
 T = TypeVar("T")
 
 
-_STATED = frozenset({"answer_tag", "boxed", "statement"})
+STATED_SOURCES = frozenset({"answer_tag", "boxed", "statement"})
 
 
 def first_parsed(
@@ -26,7 +26,7 @@ def first_parsed(
     skipped, so `parse` need not test `hedge` again."""
     for i, cand in enumerate(resp.candidates()):
         if hedge is not None and hedge(cand.text):
-            if cand.source in _STATED:
+            if cand.source in STATED_SOURCES:
                 return None, cand.source, False
             continue
         value = parse(cand.text)
