@@ -160,6 +160,10 @@ class Segmentation:
 def _convert(obj: Mapping[str, object], conv: str, target: str, size: tuple[float, float] | None) -> dict[str, object]:
     """Rescale prompt/polygon coordinates from the prediction's convention to the mask's pixels."""
     out = dict(obj)
+
+    def point(x: float, y: float) -> list[float]:
+        return list(to_common((x, y, x, y), conv, target, size)[:2])
+
     box = as_box(obj)
     if box is not None:
         out["boxes"] = list(to_common(box, conv, target, size))
@@ -168,20 +172,12 @@ def _convert(obj: Mapping[str, object], conv: str, target: str, size: tuple[floa
     for keys in (POS_KEYS, NEG_KEYS):
         pts = _points(obj, keys)
         if pts:
-            conv_pts = [to_common((x, y, x, y), conv, target, size)[:2] for x, y in pts]
             for k in keys:
                 out.pop(k, None)
-            out[keys[0]] = [list(p) for p in conv_pts]
+            out[keys[0]] = [point(x, y) for x, y in pts]
     polys = _polygons(obj)
     if polys:
-        new = []
-        for p in polys:
-            q = []
-            for j in range(0, len(p) - 1, 2):
-                x, y = to_common((p[j], p[j + 1], p[j], p[j + 1]), conv, target, size)[:2]
-                q += [x, y]
-            new.append(q)
         for k in ("polygons", "polygon", "segmentation"):
             out.pop(k, None)
-        out["polygons"] = new
+        out["polygons"] = [[c for j in range(0, len(p) - 1, 2) for c in point(p[j], p[j + 1])] for p in polys]
     return out
