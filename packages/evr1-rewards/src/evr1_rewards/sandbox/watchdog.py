@@ -86,14 +86,10 @@ class Watchdog:
     _started: float = field(default_factory=time.monotonic)
     _next: float = 0.0
     _window: tuple[float, float] | None = None  # (time, cpu) at the start of the current rate window
-    peak: Usage | None = None
 
     def __post_init__(self) -> None:
         self._next = self._started + self.start_after
         self._own_ns = _ns("self")
-
-    def due(self) -> bool:
-        return time.monotonic() >= self._next
 
     def usage(self) -> Usage | None:
         """The sandbox's processes now (None until its namespace exists)."""
@@ -140,8 +136,6 @@ class Watchdog:
         u = self.usage()
         if u is None:
             return None
-        if self.peak is None or u.memory_bytes > self.peak.memory_bytes:
-            self.peak = u
         if u.memory_bytes > self.memory_bytes:
             return f"memory budget of the sandbox exceeded: {u.memory_bytes >> 20} MiB in {u.processes} processes"
         if u.cpu_seconds > self.cpu_seconds:

@@ -95,7 +95,7 @@ class _Planner:
             unrolled = _expand_comprehension(node, self.env)
             if unrolled is not None:
                 return self.convert(unrolled)
-            node = _pairs_comprehension(node)
+            node = ast.ListComp(_record(node.elt), node.generators)  # values come back, compared in the parent
             self.pairs.add(len(self.probes))
         if self.env:
             node = _substitute(node, self.env) or node
@@ -142,15 +142,12 @@ class _Planner:
         return self.probe(node)
 
 
-def _pairs_comprehension(node: ast.GeneratorExp | ast.ListComp) -> ast.expr:
-    """`(f(x) == y for …)` -> `[("==", f(x), y) for …]`: values come back, the comparison happens in the parent."""
-    elt = node.elt
-    if isinstance(elt, ast.Compare) and len(elt.ops) == 1 and type(elt.ops[0]) in _CMPOPS:
-        tag = ast.Constant(type(elt.ops[0]).__name__)
-        elt = ast.Tuple([tag, elt.left, elt.comparators[0]], ast.Load())
-    else:
-        elt = ast.Tuple([ast.Constant("truth"), elt], ast.Load())
-    return ast.ListComp(elt, node.generators)
+def _record(test: ast.expr) -> ast.Tuple:
+    """`f(x) == y` -> `("Eq", f(x), y)`, any other test -> `("truth", test)`: the record a comprehension or a nested
+    assert returns, so the values come back and the comparison happens in the parent (`_Pairs`)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _CMPOPS:
+        return ast.Tuple([ast.Constant(type(test.ops[0]).__name__), test.left, test.comparators[0]], ast.Load())
+    return ast.Tuple([ast.Constant("truth"), test], ast.Load())
 
 
 @dataclass(frozen=True)
@@ -339,15 +336,8 @@ class _RecordAsserts(ast.NodeTransformer):
     """Nested asserts -> `__evr1_rec.append((op, left, right))` records compared in the parent."""
 
     def visit_Assert(self, node: ast.Assert) -> ast.stmt:
-        t = node.test
-        if isinstance(t, ast.Compare) and len(t.ops) == 1 and type(t.ops[0]) in _CMPOPS:
-            rec: list[ast.expr] = [ast.Constant(type(t.ops[0]).__name__), t.left, t.comparators[0]]
-        else:
-            rec = [ast.Constant("truth"), t]
-        call = ast.Call(
-            ast.Attribute(ast.Name("__evr1_rec", ast.Load()), "append", ast.Load()), [ast.Tuple(rec, ast.Load())], []
-        )
-        return ast.copy_location(ast.Expr(call), node)
+        append = ast.Attribute(ast.Name("__evr1_rec", ast.Load()), "append", ast.Load())
+        return ast.copy_location(ast.Expr(ast.Call(append, [_record(node.test)], [])), node)
 
 
 _RECORDS_CHECK = ast.Call(ast.Name("all", ast.Load()), [ast.Name(f"{PLACEHOLDER}0", ast.Load())], [])
