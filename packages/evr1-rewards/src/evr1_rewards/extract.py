@@ -191,10 +191,7 @@ class Response:
             stmt = last_statement(self.text, self.low, start)
             if stmt is not None:
                 out.append(_extraction(stmt, "statement"))
-            if after_think:
-                out.append(_extraction(self.text[start:].strip(), "after_think"))
-            else:
-                out.append(_extraction(self.text.strip(), "text"))
+            out.append(_extraction(self.text[start:].strip(), "after_think" if after_think else "text"))
             self._candidates = out
         return self._candidates
 

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from typing import Any, Literal
 
 from evr1_rewards import end_of_turn as _eot
@@ -222,10 +223,8 @@ class RewardRouter:
         slow: list[int] = []
         for i, inp in enumerate(batch):
             key = None
-            try:
+            with suppress(RewardError):  # an unknown type is reported by `score`, in order
                 key = self._resolve(inp.problem_type)
-            except RewardError:
-                pass
             if key in _PARALLEL_TYPES and self.workers > 1:
                 slow.append(i)
             else:

@@ -162,11 +162,9 @@ class FairGate:
     def done(self, client: str, n: int = 1) -> None:
         """Give back `n` admitted answers (scored, or never run)."""
         with self._cond:
-            left = self._admitted.get(client, 0) - n
-            if left > 0:
-                self._admitted[client] = left
-            else:
-                self._admitted.pop(client, None)
+            self._admitted[client] = self._admitted.get(client, 0) - n
+            if self._admitted[client] <= 0:
+                del self._admitted[client]
             self._total -= n
 
     def _first(self) -> tuple[int, str]:
@@ -197,10 +195,8 @@ class FairGate:
         finally:
             with self._cond:
                 self._free += 1
-                n = self._in_use[client] - 1
-                if n:
-                    self._in_use[client] = n
-                else:
+                self._in_use[client] -= 1
+                if not self._in_use[client]:
                     del self._in_use[client]
                 self._cond.notify_all()
 

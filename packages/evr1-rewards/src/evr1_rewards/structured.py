@@ -117,18 +117,14 @@ def as_span(v: object) -> tuple[float, float] | None:
     """[s, e] (numbers or 'mm:ss' strings) → (s, e) as written (not re-ordered)."""
     if not isinstance(v, (list, tuple)) or len(v) != 2:
         return None
-    s, e = as_float(v[0]), as_float(v[1])
-    if s is None or e is None:
-        s = _clock(v[0]) if s is None else s
-        e = _clock(v[1]) if e is None else e
-        if s is None or e is None:
-            return None
-    return s, e
+    s, e = _seconds(v[0]), _seconds(v[1])
+    return None if s is None or e is None else (s, e)
 
 
-def _clock(x: object) -> float | None:
-    """Seconds from an 'mm:ss' / 'h:mm:ss' string; None for anything else."""
-    return parse_time(x.strip()) if isinstance(x, str) and ":" in x else None
+def _seconds(x: object) -> float | None:
+    """Seconds from a number, a numeric string or an 'mm:ss' / 'h:mm:ss' string; None for anything else."""
+    f = as_float(x)
+    return parse_time(x.strip()) if f is None and isinstance(x, str) and ":" in x else f
 
 
 def as_box(v: object) -> tuple[float, float, float, float] | None:
