@@ -40,11 +40,12 @@ _NUMS4 = re.compile(
 )
 
 
-def _strip_fence(s: str) -> str:
+def strip_fence(s: str) -> str:
+    """Without a Markdown code fence (```json … ```, on one line or several) around it."""
     s = s.strip()
     if s.startswith("```"):
         nl = s.find("\n")
-        s = s[nl + 1 :] if nl >= 0 else s[3:]
+        s = s[nl + 1 :] if nl >= 0 else s[3:].removeprefix("json")
         if s.rstrip().endswith("```"):
             s = s.rstrip()[:-3]
     return s.strip()
@@ -56,7 +57,7 @@ def find_json(text: str, *, want: type = dict) -> object | None:
     Bounded: looks at the last JSON_SCAN_CHARS characters and at most MAX_JSON_STARTS start positions; a value nested
     too deeply for the parser is skipped, never raised.
     """
-    window = _strip_fence(tail(text, JSON_SCAN_CHARS))
+    window = strip_fence(tail(text, JSON_SCAN_CHARS))
     if not window:
         return None
     opener = "{" if want is dict else "["

@@ -25,12 +25,14 @@ import copy
 import itertools
 import math
 import operator
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.sandbox.types import Step
+from evr1_rewards.scorers._common import every
 
 MAX_SEQ = 1_000_000
 """Sequence repetition / shifts / powers in a check are bounded (the operands may come from the program)."""
@@ -364,7 +366,7 @@ def _literal(v: object, depth: int = 0) -> ast.expr | None:
     if depth > 32:
         return None
     if isinstance(v, (list, tuple, set)) and t in (list, tuple, set):
-        elts = _literals(v, depth + 1)
+        elts = every([_literal(x, depth + 1) for x in v])
         if elts is None:
             return None
         if isinstance(v, list):
@@ -373,22 +375,11 @@ def _literal(v: object, depth: int = 0) -> ast.expr | None:
             return ast.Tuple(elts=elts, ctx=ast.Load())
         return ast.Set(elts=elts) if elts else ast.Call(ast.Name("set", ast.Load()), [], [])
     if isinstance(v, dict) and t is dict:
-        keys, vals = _literals(v, depth + 1), _literals(v.values(), depth + 1)
+        keys, vals = every([_literal(k, depth + 1) for k in v]), every([_literal(x, depth + 1) for x in v.values()])
         if keys is None or vals is None:
             return None
         return ast.Dict(keys=[*keys], values=vals)
     return None
-
-
-def _literals(items: Iterable[object], depth: int) -> list[ast.expr] | None:
-    """`_literal` of each item, or None when one has none."""
-    out: list[ast.expr] = []
-    for x in items:
-        lit = _literal(x, depth)
-        if lit is None:
-            return None
-        out.append(lit)
-    return out
 
 
 def _const(node: ast.expr, env: Mapping[str, object]) -> tuple[bool, object]:
@@ -536,27 +527,20 @@ def _expand_comprehension(node: ast.GeneratorExp | ast.ListComp, env: Mapping[st
 
 def _stored_names(tree: ast.AST) -> dict[str, int]:
     """How many times each name is bound anywhere in the test (assignments, loops, defs, imports, …)."""
-    counts: dict[str, int] = {}
-
-    def add(name: str) -> None:
-        counts[name] = counts.get(name, 0) + 1
-
+    counts: Counter[str] = Counter()
     for n in ast.walk(tree):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            add(n.id)
+            counts[n.id] += 1
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            add(n.name)
+            counts[n.name] += 1
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            for a in n.names:
-                add((a.asname or a.name).split(".")[0])
+            counts.update((a.asname or a.name).split(".")[0] for a in n.names)
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
-            for name in n.names:
-                add(name)
-                add(name)
+            counts.update(n.names * 2)  # rebound from a function: never a constant of the test
         elif isinstance(n, ast.ExceptHandler) and n.name:
-            add(n.name)
+            counts[n.name] += 1
         elif isinstance(n, ast.arg):
-            add(n.arg)
+            counts[n.arg] += 1
     return counts
 
 
