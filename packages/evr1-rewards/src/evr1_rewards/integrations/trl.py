@@ -27,13 +27,11 @@ def completion_text(completion: object) -> str:
     if isinstance(completion, Sequence):
         parts: list[str] = []
         for item in completion:
-            if isinstance(item, Mapping) and "role" in item and item.get("role") != "assistant":
-                continue
-            if isinstance(item, Mapping) and item.get("type") not in (None, "text"):
-                continue
-            parts.append(
-                completion_text(item.get("text", item.get("content", "")) if isinstance(item, Mapping) else item)
-            )
+            if isinstance(item, Mapping):
+                if item.get("role", "assistant") != "assistant" or item.get("type") not in (None, "text"):
+                    continue  # another role's turn, or an image / video part
+                item = item.get("text", item.get("content", ""))
+            parts.append(completion_text(item))
         return "".join(parts)
     return "" if completion is None else str(completion)
 
