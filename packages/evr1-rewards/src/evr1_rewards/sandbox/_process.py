@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
+from contextlib import suppress
 from functools import lru_cache
 from pathlib import Path
 
@@ -87,10 +88,8 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        try:
+        with suppress(ProcessLookupError, PermissionError):
             proc.kill()
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def collect(

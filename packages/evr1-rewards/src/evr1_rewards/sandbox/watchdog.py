@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -47,13 +48,10 @@ def _stat(pid: str) -> tuple[int, float, int] | None:
 
 
 def _pss(pid: str, rss: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
-            for line in f:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    with suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+        for line in f:
+            if line.startswith(b"Pss:"):
+                return int(line.split()[1]) * 1024
     return rss
 
 

@@ -30,6 +30,7 @@ import select
 import subprocess
 import sys
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -129,10 +130,8 @@ class _Worker:
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-        try:
+        with suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 class _Pool:
