@@ -74,9 +74,7 @@ def _clip(x: float) -> float:
         x = float(x)
     except (TypeError, ValueError):
         return 0.0
-    if x != x:  # NaN
-        return 0.0
-    return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
+    return min(x, 1.0) if x >= 0.0 else 0.0  # (NaN is not >= 0)
 
 
 def _name(inp: RewardInput, index: int | None = None) -> str:
