@@ -73,13 +73,9 @@ def _from_match(text: str, m: re.Match[str]) -> Number | None:
     v = _to_float(raw)
     if v is None:
         return None
-    if m.group("exp"):
-        e = m.group("e2") if m.group("e2") is not None else m.group("exp")[1:]
-        ev = _to_float(e)
-        if ev is None:
-            return None
+    if m.group("exp"):  # `e-3` or `× 10^{-3}`: the exponent's digits always read as a float
         try:
-            v = v * 10.0**ev
+            v = v * 10.0 ** float((m.group("e2") or m.group("exp")[1:]).replace("−", "-"))
         except OverflowError:
             return None
         if not math.isfinite(v):
