@@ -45,9 +45,7 @@ def strip_fence(s: str) -> str:
     s = s.strip()
     if s.startswith("```"):
         nl = s.find("\n")
-        s = s[nl + 1 :] if nl >= 0 else s[3:].removeprefix("json")
-        if s.rstrip().endswith("```"):
-            s = s.rstrip()[:-3]
+        s = (s[nl + 1 :] if nl >= 0 else s.lstrip("`").removeprefix("json")).rstrip().rstrip("`")
     return s.strip()
 
 
