@@ -171,8 +171,7 @@ def split_probes(stdout: str, job: Job) -> tuple[str, str | None]:
     pos = stdout.rfind("\n" + MARKER)
     if pos < 0:
         return stdout, None
-    line = stdout[pos + 1 + len(MARKER) :]
-    return stdout[:pos], line.strip()
+    return stdout[:pos], stdout[pos + 1 + len(MARKER) :].strip()
 
 
 def result(

@@ -40,5 +40,4 @@ class OpenEnded:
         toks = toks[-MAX_TOKENS:]
         if not toks:
             return Outcome(0.0, False, {"source": cand.source})
-        best = max(rouge_l_f1(toks, ref, hyp_len=n) for ref in truth)
-        return Outcome(best, True, {"source": cand.source})
+        return Outcome(max(rouge_l_f1(toks, ref, hyp_len=n) for ref in truth), True, {"source": cand.source})

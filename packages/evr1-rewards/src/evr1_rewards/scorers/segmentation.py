@@ -106,8 +106,7 @@ class Segmentation:
                 'segmentation ground truth must be {"size": [h, w], "counts": ...} (COCO RLE) or {"size": [h, w], '
                 f'"polygons": [...]}}, got {str(ground_truth)[:120]!r}'
             )
-        merged = {"image_size": [mask.w, mask.h], **extras}
-        return mask, conventions(merged)
+        return mask, conventions({"image_size": [mask.w, mask.h], **extras})
 
     def score(self, response: Response, truth: tuple[Mask, Conventions], ctx: Context) -> Outcome:
         gold, conv = truth
