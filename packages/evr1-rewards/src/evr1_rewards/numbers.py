@@ -50,13 +50,17 @@ class Number(NamedTuple):
     percent: bool = False
 
 
-def _to_float(s: str) -> float | None:
-    s = s.replace(",", "").replace("−", "-").strip()
+def finite_float(s: str) -> float | None:
+    """`float(s)` when `s` reads as a finite number, else None (never raises)."""
     try:
         v = float(s)
     except ValueError:
         return None
     return v if math.isfinite(v) else None
+
+
+def _to_float(s: str) -> float | None:
+    return finite_float(s.replace(",", "").replace("−", "-").strip())
 
 
 def _from_match(text: str, m: re.Match[str]) -> Number | None:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from evr1_rewards.extract import tail
+from evr1_rewards.numbers import finite_float
 
 JSON_SCAN_CHARS = 1 << 16
 """Structured answers are searched in the last 64 KiB of the answer text."""
@@ -92,11 +93,7 @@ def as_float(v: object) -> float | None:
             return None
     if not isinstance(v, str) or len(v) >= 64:
         return None
-    try:
-        f = float(v.strip().rstrip("s"))
-    except ValueError:
-        return None
-    return f if math.isfinite(f) else None
+    return finite_float(v.strip().rstrip("s"))
 
 
 def parse_time(token: str) -> float | None:
