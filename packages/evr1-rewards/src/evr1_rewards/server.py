@@ -556,8 +556,7 @@ def header_deadline_protocol(base: type[Any], seconds: float) -> type[Any]:
             if not self._evr1_waiting() or self.transport.is_closing():
                 return
             reason = f"the request headers did not arrive within {seconds:g} s"
-            client = self.client
-            _log_reject({"client": client, "method": "?", "path": "?"}, 408, reason)
+            _log_reject({"client": self.client, "method": "?", "path": "?"}, 408, reason)
             body = json.dumps({"error": reason}).encode()
             self.transport.write(
                 b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"

@@ -64,6 +64,7 @@ _UNARY: dict[type, Callable[[Any], Any]] = {
     ast.UAdd: operator.pos,
     ast.Invert: operator.invert,
 }
+_DISPLAYS: dict[type, Callable[[Iterable[Any]], Any]] = {ast.List: list, ast.Tuple: tuple, ast.Set: set}
 _TRUSTED_CALLS: dict[str, Callable[..., Any]] = {"range": range, "zip": zip, "enumerate": enumerate}
 """Only in a test's own constant expressions (loop ranges): never applied to a value a program returned."""
 PLACEHOLDER = "__evr1_probe_"
@@ -233,12 +234,8 @@ def _eval(node: ast.expr, values: Sequence[object], env: Mapping[str, object] | 
         if name in _SAFE_NAMES:
             return _SAFE_NAMES[name]
         raise CheckError(f"unknown name {name}")
-    if isinstance(node, ast.List):
-        return [_eval(e, values, env) for e in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_eval(e, values, env) for e in node.elts)
-    if isinstance(node, ast.Set):
-        return {_eval(e, values, env) for e in node.elts}
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return _DISPLAYS[type(node)](_eval(e, values, env) for e in node.elts)
     if isinstance(node, ast.Dict):
         return {_eval(k, values, env): _eval(v, values, env) for k, v in zip(node.keys, node.values, strict=True) if k}
     if isinstance(node, ast.UnaryOp):
