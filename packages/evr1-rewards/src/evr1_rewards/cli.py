@@ -37,10 +37,7 @@ EXTRA_KEYS = ("options", "image_size", "width", "height", "box_format", "pred_bo
 def _first(row: Mapping[str, object], keys: Sequence[str], override: str | None) -> object:
     if override:
         return row.get(override)
-    for k in keys:
-        if k in row:
-            return row[k]
-    return None
+    return next((row[k] for k in keys if k in row), None)
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, object] | None, str | None]]:

@@ -27,11 +27,7 @@ _DEFAULT: Conventions = ("absolute", "absolute", None)
 
 
 def _convention(extras: Mapping[str, object], key: str) -> str:
-    raw = extras.get(key)
-    if raw is None:
-        raw = extras.get("box_format")
-    if raw is None:
-        raw = "absolute"
+    raw = next((v for v in (extras.get(key), extras.get("box_format")) if v is not None), "absolute")
     conv = _ALIASES.get(str(raw).strip().lower())
     if conv is None:
         raise GroundTruthError(f"extras[{key!r}] = {raw!r} is not a box convention; use one of {sorted(set(_ALIASES))}")

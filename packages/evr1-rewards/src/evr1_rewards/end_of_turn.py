@@ -96,14 +96,10 @@ def strip_end_of_turn(text: str, tokens: Sequence[str] | None = None) -> str:
     if not end or text[end - 1] not in last:
         return text
     stripped = text[:end]
-    changed = False
     while stripped.endswith(toks):
-        for t in toks:  # longest first: "<|end|>" never shadows "<|end▁of▁sentence|>"
-            if stripped.endswith(t):
-                stripped = stripped[: -len(t)].rstrip()
-                changed = True
-                break
-    return stripped if changed else text
+        t = next(t for t in toks if stripped.endswith(t))  # longest first: "<|end|>" never shadows a longer token
+        stripped = stripped[: -len(t)].rstrip()
+    return stripped if len(stripped) < end else text
 
 
 _LAST_CHARS: dict[tuple[str, ...], frozenset[str]] = {}

@@ -46,8 +46,8 @@ _BARE_STATEMENT = ("answer", "answer is", "answer would be", "answer should be",
 
 
 _KEPT = re.compile(
-    "[\u00aa\u00b2\u00b3\u00b9\u00ba\u00bc-\u00be\u1d2c-\u1d6a\u1d9b-\u1dbf\u2070-\u209f\u2150-\u215f\u2189"
-    "\u2c7c\u2c7d\ua69c\ua69d\ua770\ua7f8\ua7f9\uab5c-\uab5f\U0001e030-\U0001e06d]"
+    "([\u00aa\u00b2\u00b3\u00b9\u00ba\u00bc-\u00be\u1d2c-\u1d6a\u1d9b-\u1dbf\u2070-\u209f\u2150-\u215f\u2189"
+    "\u2c7c\u2c7d\ua69c\ua69d\ua770\ua7f8\ua7f9\uab5c-\uab5f\U0001e030-\U0001e06d])"
 )
 """Superscripts, subscripts and vulgar fractions: compatibility forms NOT folded (`10²` is not `102`, `x₁` is not
 `x1`, `½` is not `1⁄2` to a number parser)."""
@@ -73,17 +73,13 @@ def fold_compat(text: str) -> str:
         return text[:cut] + fold_compat(text[cut:])
     if unicodedata.is_normalized("NFKC", text):
         return text
-    kept = _KEPT.split(text, MAX_KEPT + 1) if _KEPT.search(text) else None
-    if kept is None:
+    parts = _KEPT.split(text, MAX_KEPT + 1) if _KEPT.search(text) else None
+    if parts is None:
         return unicodedata.normalize("NFKC", text)
-    if len(kept) > MAX_KEPT + 1:
+    if len(parts) > 2 * MAX_KEPT + 1:
         return text
-    marks = _KEPT.findall(text)
-    out = [unicodedata.normalize("NFKC", kept[0])]
-    for mark, part in zip(marks, kept[1:], strict=True):
-        out.append(mark)
-        out.append(unicodedata.normalize("NFKC", part))
-    return "".join(out)
+    # (the pattern's group keeps the marks: they are the odd parts, left as written)
+    return "".join(p if i % 2 else unicodedata.normalize("NFKC", p) for i, p in enumerate(parts))
 
 
 def ascii_lower(text: str) -> str:
@@ -191,10 +187,7 @@ class Response:
             stmt = last_statement(self.text, self.low, start)
             if stmt is not None:
                 out.append(_extraction(stmt, "statement"))
-            if after_think:
-                out.append(_extraction(self.text[start:].strip(), "after_think"))
-            else:
-                out.append(_extraction(self.text.strip(), "text"))
+            out.append(_extraction(self.text[start:].strip(), "after_think" if after_think else "text"))
             self._candidates = out
         return self._candidates
 

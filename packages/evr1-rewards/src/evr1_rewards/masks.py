@@ -14,10 +14,6 @@ MAX_PIXELS = 1 << 24
 """Masks larger than 16 Mpx are rejected (a 4K frame is 8.3 Mpx)."""
 
 
-def _popcount(x: int) -> int:
-    return x.bit_count() if hasattr(x, "bit_count") else bin(x).count("1")
-
-
 def _to_int(buf: bytearray) -> int:
     """bytearray of b'0'/b'1' (index = bit position) → int."""
     return int(bytes(buf[::-1]) or b"0", 2)
@@ -31,7 +27,7 @@ class Mask:
 
     @property
     def area(self) -> int:
-        return _popcount(self.bits)
+        return self.bits.bit_count()
 
     def contains(self, x: float, y: float) -> bool:
         xi, yi = math.floor(x), math.floor(y)
@@ -132,8 +128,8 @@ def from_polygons(h: int, w: int, polygons: Sequence[Sequence[float]]) -> Mask:
 
 def iou(a: Mask, b: Mask) -> float:
     """Mask IoU; two empty masks → 1 (DAVIS convention)."""
-    union = _popcount(a.bits | b.bits)
-    return 1.0 if union == 0 else _popcount(a.bits & b.bits) / union
+    union = (a.bits | b.bits).bit_count()
+    return 1.0 if union == 0 else (a.bits & b.bits).bit_count() / union
 
 
 def reward_iou(pred: Mask, gold: Mask) -> float:
@@ -142,7 +138,7 @@ def reward_iou(pred: Mask, gold: Mask) -> float:
     value = iou(pred, gold)
     if value == 0.0 or not pred.bits:
         return value
-    return value if 2 * _popcount(pred.bits & gold.bits) >= _popcount(pred.bits) else 0.0
+    return value if 2 * (pred.bits & gold.bits).bit_count() >= pred.bits.bit_count() else 0.0
 
 
 def _rows(h: int, w: int, y: int) -> int:
@@ -189,13 +185,13 @@ def boundary_f(pred: Mask, gt: Mask, bound_th: float = 0.008) -> float:
     """DAVIS boundary F-measure: `seg2bmap` boundaries matched within a disk of radius ceil(bound_th · diagonal)."""
     radius = max(1, math.ceil(bound_th * math.hypot(gt.h, gt.w)))
     bp, bg = boundary(pred), boundary(gt)
-    np_, ng = _popcount(bp), _popcount(bg)
+    np_, ng = bp.bit_count(), bg.bit_count()
     if np_ == 0 and ng == 0:
         return 1.0
     if np_ == 0 or ng == 0:
         return 0.0
-    precision = _popcount(bp & dilate(bg, gt.h, gt.w, radius)) / np_
-    recall = _popcount(bg & dilate(bp, gt.h, gt.w, radius)) / ng
+    precision = (bp & dilate(bg, gt.h, gt.w, radius)).bit_count() / np_
+    recall = (bg & dilate(bp, gt.h, gt.w, radius)).bit_count() / ng
     return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
 
 

@@ -50,13 +50,17 @@ class Number(NamedTuple):
     percent: bool = False
 
 
-def _to_float(s: str) -> float | None:
-    s = s.replace(",", "").replace("−", "-").strip()
+def finite_float(s: str) -> float | None:
+    """`float(s)` when `s` reads as a finite number, else None (never raises)."""
     try:
         v = float(s)
     except ValueError:
         return None
     return v if math.isfinite(v) else None
+
+
+def _to_float(s: str) -> float | None:
+    return finite_float(s.replace(",", "").replace("−", "-").strip())
 
 
 def _from_match(text: str, m: re.Match[str]) -> Number | None:
@@ -73,13 +77,9 @@ def _from_match(text: str, m: re.Match[str]) -> Number | None:
     v = _to_float(raw)
     if v is None:
         return None
-    if m.group("exp"):
-        e = m.group("e2") if m.group("e2") is not None else m.group("exp")[1:]
-        ev = _to_float(e)
-        if ev is None:
-            return None
+    if m.group("exp"):  # `e-3` or `× 10^{-3}`: the exponent's digits always read as a float
         try:
-            v = v * 10.0**ev
+            v = v * 10.0 ** float((m.group("e2") or m.group("exp")[1:]).replace("−", "-"))
         except OverflowError:
             return None
         if not math.isfinite(v):
@@ -226,22 +226,18 @@ def parse_number(text: str) -> Number | None:
             v = float(body)
             return Number(-v if s[0] == "-" else v)
         m = _PLAIN.fullmatch(text)
-        if m is not None:
-            v = float(m.group(2).replace(",", ""))
-            if math.isfinite(v):
-                return Number(-v if m.group(1) == "-" else v, m.group(3) == "%")
-        if text.isascii() and "=" not in text:
+        if m is None and text.isascii() and "=" not in text:
             # "0 3.4", "about 12 or 13": the last whitespace-separated token is a plain number and nothing before it
             # can join it (an operator, an exponent, a fraction bar): it is the last number.
             body = text.rstrip(" \t")
             cut = max(body.rfind(" "), body.rfind("\t"), body.rfind("\n"))
-            if cut > 0:
-                last, before = body[cut + 1 :], body[:cut].rstrip()
-                m = _PLAIN.fullmatch(last) if last else None
-                if m is not None and before and before[-1] not in _JOINERS and len(last) <= 40:
-                    v = float(m.group(2).replace(",", ""))
-                    if math.isfinite(v):
-                        return Number(-v if m.group(1) == "-" else v, m.group(3) == "%")
+            last, before = body[cut + 1 :], body[:cut].rstrip()
+            if cut > 0 and last and before and before[-1] not in _JOINERS and len(last) <= 40:
+                m = _PLAIN.fullmatch(last)
+        if m is not None:
+            v = float(m.group(2).replace(",", ""))
+            if math.isfinite(v):
+                return Number(-v if m.group(1) == "-" else v, m.group(3) == "%")
     return parse_number_general(text)
 
 

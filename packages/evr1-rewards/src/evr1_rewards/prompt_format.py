@@ -87,11 +87,10 @@ def render_prompt(
     problem_type: str, question: str, options: Sequence[str], *, n_videos: int, n_images: int, think: bool
 ) -> str:
     """The user text for one question, the markers of the media it does not place itself first."""
-    instruction = INSTRUCTION_THINK if think else INSTRUCTION_DIRECT
     return TEMPLATE.format(
         placeholders=unplaced_markers(question, n_videos, n_images),
         lead=LEADS[modality(n_videos, n_images)],
         question=question,
         options=options_text(options),
-        instruction=instruction.format(format=answer_format(problem_type)),
+        instruction=(INSTRUCTION_THINK if think else INSTRUCTION_DIRECT).format(format=answer_format(problem_type)),
     )

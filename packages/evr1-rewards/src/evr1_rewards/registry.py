@@ -81,8 +81,7 @@ def register(
         _SCORERS[key] = scorer
         doc = (cls.__doc__ or "").strip().splitlines()
         _INFO[key] = ScorerInfo(key, tuple(names), tuple(requires), extra, doc[0] if doc else "", answer_format)
-        for name in names:
-            _ALIASES[name] = key
+        _ALIASES.update(dict.fromkeys(names, key))
         return cls
 
     return decorator

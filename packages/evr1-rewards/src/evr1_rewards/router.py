@@ -6,11 +6,12 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from typing import Any, Literal
 
 from evr1_rewards import end_of_turn as _eot
 from evr1_rewards.end_of_turn import end_of_turn_tokens as eot_tokens
-from evr1_rewards.errors import GroundTruthError, RewardConfigError, RewardError
+from evr1_rewards.errors import GroundTruthError, RewardConfigError, RewardError, one_of
 from evr1_rewards.extract import Response, structure_ok
 from evr1_rewards.judge import Judge, ask_judge
 from evr1_rewards.registry import get_scorer, normalize_problem_type
@@ -73,9 +74,7 @@ def _clip(x: float) -> float:
         x = float(x)
     except (TypeError, ValueError):
         return 0.0
-    if x != x:  # NaN
-        return 0.0
-    return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
+    return min(x, 1.0) if x >= 0.0 else 0.0  # (NaN is not >= 0)
 
 
 def _name(inp: RewardInput, index: int | None = None) -> str:
@@ -121,20 +120,12 @@ class RewardRouter:
         end_of_turn_tokens: Sequence[str] = (),
     ) -> None:
         self.weights = RewardWeights.coerce(weights)
-        if mode not in MODES:
-            raise RewardConfigError(f"mode must be one of {MODES}, got {mode!r}")
-        if think not in ("optional", "required", "forbidden"):
-            raise RewardConfigError(f"think must be 'optional', 'required' or 'forbidden', got {think!r}")
-        if on_unknown not in ("raise", "open_ended"):
-            raise RewardConfigError(f"on_unknown must be 'raise' or 'open_ended', got {on_unknown!r}")
-        if on_error not in ("raise", "zero"):
-            raise RewardConfigError(f"on_error must be 'raise' or 'zero', got {on_error!r}")
         if workers < 1:
             raise RewardConfigError(f"workers must be >= 1, got {workers}")
-        self.mode: Mode = mode
-        self.think: ThinkPolicy = think
-        self.on_unknown = on_unknown
-        self.on_error = on_error
+        self.mode: Mode = one_of("mode", mode, MODES)
+        self.think: ThinkPolicy = one_of("think", think, THINK_POLICIES)
+        self.on_unknown = one_of("on_unknown", on_unknown, ("raise", "open_ended"))
+        self.on_error = one_of("on_error", on_error, ("raise", "zero"))
         self.workers = workers
         self._cache: dict[object, Any] = {}
         self.judge = judge
@@ -157,9 +148,7 @@ class RewardRouter:
 
     def score(self, inp: RewardInput, *, mode: Mode | None = None, _index: int | None = None) -> RewardResult:
         """Score one input. Raises only on bad configuration or ground truth (see `on_error`), never on the response."""
-        mode = self.mode if mode is None else mode
-        if mode not in MODES:
-            raise RewardConfigError(f"mode must be one of {MODES}, got {mode!r}")
+        mode = self.mode if mode is None else one_of("mode", mode, MODES)
         try:
             hit = self._by_name.get(inp.problem_type) if type(inp.problem_type) is str else None
             if hit is None:
@@ -232,10 +221,8 @@ class RewardRouter:
         slow: list[int] = []
         for i, inp in enumerate(batch):
             key = None
-            try:
+            with suppress(RewardError):  # an unknown type is reported by `score`, in order
                 key = self._resolve(inp.problem_type)
-            except RewardError:
-                pass
             if key in _PARALLEL_TYPES and self.workers > 1:
                 slow.append(i)
             else:

@@ -54,6 +54,8 @@ from evr1_rewards.vocabulary import CODE
 log = logging.getLogger(__name__)
 
 _SLOW_TYPES = frozenset({"code", "math"})
+_TOO_DEEP = "input nested too deeply to score (a label, ground truth or extras value)"
+"""The reason for a RecursionError while scoring: a ground truth or label nested deeper than any scorer reads."""
 TOKEN_ENV = "EVR1_REWARDS_TOKEN"
 """Environment variable with the server's token(s), comma-separated (preferred to `--token`: not in `ps`)."""
 
@@ -160,11 +162,9 @@ class FairGate:
     def done(self, client: str, n: int = 1) -> None:
         """Give back `n` admitted answers (scored, or never run)."""
         with self._cond:
-            left = self._admitted.get(client, 0) - n
-            if left > 0:
-                self._admitted[client] = left
-            else:
-                self._admitted.pop(client, None)
+            self._admitted[client] = self._admitted.get(client, 0) - n
+            if self._admitted[client] <= 0:
+                del self._admitted[client]
             self._total -= n
 
     def _first(self) -> tuple[int, str]:
@@ -195,10 +195,8 @@ class FairGate:
         finally:
             with self._cond:
                 self._free += 1
-                n = self._in_use[client] - 1
-                if n:
-                    self._in_use[client] = n
-                else:
+                self._in_use[client] -= 1
+                if not self._in_use[client]:
                     del self._in_use[client]
                 self._cond.notify_all()
 
@@ -297,26 +295,22 @@ class _ScoreEndpoint:
         """One code answer's wall limit per test (the code scorer's): when a slot frees up again at the latest."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        from starlette.concurrency import run_in_threadpool
+
         try:
             client = self.authorize(scope)
             body = await self.read_body(scope, receive)
             if len(body) > self.lim.inline_body_bytes:
-                from starlette.concurrency import run_in_threadpool
-
                 inputs = await run_in_threadpool(self.inputs, body)
             else:
                 inputs = self.inputs(body)
             admitted = self.admit(client, inputs)
             try:
                 if len(body) > self.lim.inline_body_bytes:  # the reply is large too: encode it off the event loop
-                    from starlette.concurrency import run_in_threadpool
-
                     out: Mapping[str, object] | bytes = await run_in_threadpool(
                         lambda: json.dumps(self.run(inputs, client)).encode()
                     )
                 elif self.slow(inputs):
-                    from starlette.concurrency import run_in_threadpool
-
                     out = await run_in_threadpool(self.run, inputs, client)
                 else:
                     out = self.run(inputs, client)
@@ -329,12 +323,8 @@ class _ScoreEndpoint:
         except _ClientGone:
             log.warning("evr1-rewards serve: client disconnected while sending %s", scope.get("path"))
             return
-        except RewardError as e:
-            _log_reject(scope, 400, str(e))
-            await _send_json(send, 400, {"error": str(e)})
-            return
-        except RecursionError:  # a ground truth or label nested deeper than any scorer reads
-            reason = "input nested too deeply to score (a label, ground truth or extras value)"
+        except (RewardError, RecursionError) as e:
+            reason = str(e) if isinstance(e, RewardError) else _TOO_DEEP
             _log_reject(scope, 400, reason)
             await _send_json(send, 400, {"error": reason})
             return
@@ -376,7 +366,7 @@ class _ScoreEndpoint:
 
     def admit(self, client: str, inputs: Sequence[RewardInput]) -> int:
         """Reserve the request's code answers in the fair gate (429 / 503 with Retry-After when a queue is full)."""
-        n = sum(1 for i in inputs if _is_code(i))
+        n = sum(1 for i in inputs if _type_of(i) == CODE)
         if n:
             full = self.gate.admit(client, n)
             if full is not None:
@@ -390,7 +380,7 @@ class _ScoreEndpoint:
 
     def run(self, inputs: list[RewardInput], client: str) -> dict[str, object]:
         """Score one request: code answers through the fair gate (in parallel), the rest as one batch."""
-        code = [i for i, inp in enumerate(inputs) if _is_code(inp)]
+        code = [i for i, inp in enumerate(inputs) if _type_of(inp) == CODE]
         if not code:
             return openrlhf_reply(self.router.score_batch(inputs))
         results: list[RewardResult | None] = [None] * len(inputs)
@@ -473,22 +463,15 @@ class _ScoreEndpoint:
 
     def slow(self, inputs: Sequence[RewardInput]) -> bool:
         """Batches that would hold the event loop (many samples, or code/math subprocesses) go to a thread."""
-        if len(inputs) > self.lim.inline_samples:
-            return True
-        for inp in inputs:
-            try:
-                if normalize_problem_type(inp.problem_type) in _SLOW_TYPES:
-                    return True
-            except RewardError:
-                pass
-        return False
+        return len(inputs) > self.lim.inline_samples or any(_type_of(i) in _SLOW_TYPES for i in inputs)
 
 
-def _is_code(inp: RewardInput) -> bool:
+def _type_of(inp: RewardInput) -> str | None:
+    """The canonical problem type, or None for an unknown one (scoring reports it)."""
     try:
-        return normalize_problem_type(inp.problem_type) == CODE
+        return normalize_problem_type(inp.problem_type)
     except RewardError:
-        return False
+        return None
 
 
 def _sandbox_workers(router: RewardRouter) -> int:
@@ -573,8 +556,7 @@ def header_deadline_protocol(base: type[Any], seconds: float) -> type[Any]:
             if not self._evr1_waiting() or self.transport.is_closing():
                 return
             reason = f"the request headers did not arrive within {seconds:g} s"
-            client = self.client
-            _log_reject({"client": client, "method": "?", "path": "?"}, 408, reason)
+            _log_reject({"client": self.client, "method": "?", "path": "?"}, 408, reason)
             body = json.dumps({"error": reason}).encode()
             self.transport.write(
                 b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from evr1_rewards.extract import tail
+from evr1_rewards.numbers import finite_float
 
 JSON_SCAN_CHARS = 1 << 16
 """Structured answers are searched in the last 64 KiB of the answer text."""
@@ -40,13 +41,12 @@ _NUMS4 = re.compile(
 )
 
 
-def _strip_fence(s: str) -> str:
+def strip_fence(s: str) -> str:
+    """Without a Markdown code fence (```json … ```, on one line or several) around it."""
     s = s.strip()
     if s.startswith("```"):
         nl = s.find("\n")
-        s = s[nl + 1 :] if nl >= 0 else s[3:]
-        if s.rstrip().endswith("```"):
-            s = s.rstrip()[:-3]
+        s = (s[nl + 1 :] if nl >= 0 else s.lstrip("`").removeprefix("json")).rstrip().rstrip("`")
     return s.strip()
 
 
@@ -56,7 +56,7 @@ def find_json(text: str, *, want: type = dict) -> object | None:
     Bounded: looks at the last JSON_SCAN_CHARS characters and at most MAX_JSON_STARTS start positions; a value nested
     too deeply for the parser is skipped, never raised.
     """
-    window = _strip_fence(tail(text, JSON_SCAN_CHARS))
+    window = strip_fence(tail(text, JSON_SCAN_CHARS))
     if not window:
         return None
     opener = "{" if want is dict else "["
@@ -93,11 +93,7 @@ def as_float(v: object) -> float | None:
             return None
     if not isinstance(v, str) or len(v) >= 64:
         return None
-    try:
-        f = float(v.strip().rstrip("s"))
-    except ValueError:
-        return None
-    return f if math.isfinite(f) else None
+    return finite_float(v.strip().rstrip("s"))
 
 
 def parse_time(token: str) -> float | None:
@@ -117,18 +113,14 @@ def as_span(v: object) -> tuple[float, float] | None:
     """[s, e] (numbers or 'mm:ss' strings) → (s, e) as written (not re-ordered)."""
     if not isinstance(v, (list, tuple)) or len(v) != 2:
         return None
-    s, e = as_float(v[0]), as_float(v[1])
-    if s is None or e is None:
-        s = _clock(v[0]) if s is None else s
-        e = _clock(v[1]) if e is None else e
-        if s is None or e is None:
-            return None
-    return s, e
+    s, e = _seconds(v[0]), _seconds(v[1])
+    return None if s is None or e is None else (s, e)
 
 
-def _clock(x: object) -> float | None:
-    """Seconds from an 'mm:ss' / 'h:mm:ss' string; None for anything else."""
-    return parse_time(x.strip()) if isinstance(x, str) and ":" in x else None
+def _seconds(x: object) -> float | None:
+    """Seconds from a number, a numeric string or an 'mm:ss' / 'h:mm:ss' string; None for anything else."""
+    f = as_float(x)
+    return parse_time(x.strip()) if f is None and isinstance(x, str) and ":" in x else f
 
 
 def as_box(v: object) -> tuple[float, float, float, float] | None:

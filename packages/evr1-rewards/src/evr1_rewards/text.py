@@ -39,7 +39,7 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     for tok in b:
         u = v & masks.get(tok, 0)
         v = ((v + u) | (v - u)) & full
-    return len(a) - v.bit_count() if hasattr(v, "bit_count") else len(a) - bin(v).count("1")
+    return len(a) - v.bit_count()
 
 
 def rouge_l_f1(hyp: Sequence[str], ref: Sequence[str], *, hyp_len: int | None = None) -> float:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import clean_payload, fold_compat
-from evr1_rewards.structured import json_value_at
+from evr1_rewards.structured import json_value_at, strip_fence
 from evr1_rewards.text import normalize_text
 
 _PLACEHOLDER = re.compile(r"<\[PLHD[^\]]{0,200}\]>")
@@ -92,12 +92,7 @@ def truth_json(gt: object) -> object:
         s = gt.strip()
         if s[:1] in ("{", "["):
             return _json_truth(s)
-    return _json_truth(clean_payload(_strip_fence(truth_text(gt))))  # (the fence first: clean_payload eats backticks)
-
-
-def _strip_fence(s: str) -> str:
-    """Without a Markdown code fence (```json … ```) around it."""
-    return s.strip("`").removeprefix("json").strip() if s.startswith("```") else s
+    return _json_truth(clean_payload(strip_fence(truth_text(gt))))  # (the fence first: clean_payload eats backticks)
 
 
 def _json_truth(s: str) -> object:

@@ -97,15 +97,10 @@ class RewardWeights:
         unknown = set(weights) - {"accuracy", "format"}
         if unknown:
             raise RewardConfigError(f"unknown reward weight keys {sorted(unknown)}; use 'accuracy' and 'format'")
-        acc = weights.get("accuracy")
-        fmt = weights.get("format")
-        if acc is not None and fmt is not None:
-            return cls(accuracy=float(acc), format=float(fmt))
-        if acc is not None:
-            return cls(accuracy=float(acc), format=1.0 - float(acc))
-        if fmt is not None:
-            return cls(accuracy=1.0 - float(fmt), format=float(fmt))
-        return cls()
+        acc, fmt = weights.get("accuracy"), weights.get("format")
+        if acc is None:  # (the one given fixes the other)
+            return cls() if fmt is None else cls(accuracy=1.0 - float(fmt), format=float(fmt))
+        return cls(accuracy=float(acc), format=1.0 - float(acc) if fmt is None else float(fmt))
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from functools import lru_cache
 
 from evr1_rewards.errors import RewardConfigError, one_of
@@ -103,8 +104,6 @@ def weights_from(kw: Mapping[str, object]) -> tuple[float, float]:
 def _number(what: str, value: object) -> float:
     """A setting given as a number or numeric string (YAML, CLI overrides), as a float."""
     if isinstance(value, (int, float, str)):
-        try:
+        with suppress(ValueError):
             return float(value)
-        except ValueError:
-            pass
     raise RewardConfigError(f"{what} must be a number, got {value!r}")

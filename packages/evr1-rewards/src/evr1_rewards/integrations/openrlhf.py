@@ -98,12 +98,9 @@ def score_openrlhf(
     prompts: Sequence[object] | None,
     labels: Sequence[object],
     default_type: str | None = None,
-    inputs: Sequence[RewardInput] | None = None,
 ) -> dict[str, object]:
     """The JSON reply for one OpenRLHF request."""
-    if inputs is None:
-        inputs = openrlhf_inputs(queries, prompts, labels, default_type)
-    return openrlhf_reply(router.score_batch(inputs))
+    return openrlhf_reply(router.score_batch(openrlhf_inputs(queries, prompts, labels, default_type)))
 
 
 def openrlhf_reply(results: Sequence[RewardResult]) -> dict[str, object]:

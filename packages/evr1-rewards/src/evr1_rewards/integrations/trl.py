@@ -27,13 +27,11 @@ def completion_text(completion: object) -> str:
     if isinstance(completion, Sequence):
         parts: list[str] = []
         for item in completion:
-            if isinstance(item, Mapping) and "role" in item and item.get("role") != "assistant":
-                continue
-            if isinstance(item, Mapping) and item.get("type") not in (None, "text"):
-                continue
-            parts.append(
-                completion_text(item.get("text", item.get("content", "")) if isinstance(item, Mapping) else item)
-            )
+            if isinstance(item, Mapping):
+                if item.get("role", "assistant") != "assistant" or item.get("type") not in (None, "text"):
+                    continue  # another role's turn, or an image / video part
+                item = item.get("text", item.get("content", ""))
+            parts.append(completion_text(item))
         return "".join(parts)
     return "" if completion is None else str(completion)
 
@@ -102,9 +100,6 @@ class RewardFunction:
         state["_router"] = None  # rebuilt on first use in the receiving process
         return state
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-
     def __repr__(self) -> str:
         return f"RewardFunction(name={self.__name__!r}, component={self.component!r}, mode={self.mode!r})"
 
@@ -116,7 +111,7 @@ class RewardFunction:
         )
         if gt_col is None or gt_col not in columns:
             raise KeyError(f"no ground-truth column among {sorted(columns)}; pass ground_truth_column=...")
-        gts = _column(columns, gt_col)
+        gts = _as_list(columns[gt_col])
         types = [self.problem_type] * len(completions) if self.problem_type else columns.get(self.problem_type_column)
         if types is None:
             raise KeyError(f"no {self.problem_type_column!r} column; pass problem_type=... or problem_type_column=...")
@@ -155,10 +150,6 @@ def _as_list(value: object) -> list[object]:
     if callable(tolist):
         return list(tolist())
     raise TypeError(f"expected a column (a list aligned with the completions), got {type(value).__name__}")
-
-
-def _column(columns: Mapping[str, object], name: str) -> list[object]:
-    return _as_list(columns[name])
 
 
 #: `make_reward_func(**options)` is `RewardFunction(**options)` (the name kept for existing code; picklable).

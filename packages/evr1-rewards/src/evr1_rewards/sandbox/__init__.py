@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from evr1_rewards.sandbox.config import SandboxConfig, backend_for, describe
 from evr1_rewards.sandbox.types import Backend, Job, RunResult, SandboxLimits, SandboxUnavailableError
@@ -62,7 +63,7 @@ def run_jobs(
             if left <= 0.05:
                 return late
             if left < limits.wall_seconds:
-                return backend.run(job, _with_wall(limits, left))
+                return backend.run(job, replace(limits, wall_seconds=left))
         return backend.run(job, limits)
 
     if len(jobs) == 1:
@@ -73,12 +74,6 @@ def run_jobs(
     workers = max(1, min(len(jobs), getattr(backend, "workers", 1)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evr1-sandbox") as pool:
         return list(pool.map(one, jobs))
-
-
-def _with_wall(limits: SandboxLimits, wall: float) -> SandboxLimits:
-    from dataclasses import replace
-
-    return replace(limits, wall_seconds=wall)
 
 
 def run_python(

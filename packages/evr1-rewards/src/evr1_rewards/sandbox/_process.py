@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
+from contextlib import suppress
 from functools import lru_cache
 from pathlib import Path
 
@@ -87,10 +88,8 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        try:
+        with suppress(ProcessLookupError, PermissionError):
             proc.kill()
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def collect(
@@ -172,8 +171,7 @@ def split_probes(stdout: str, job: Job) -> tuple[str, str | None]:
     pos = stdout.rfind("\n" + MARKER)
     if pos < 0:
         return stdout, None
-    line = stdout[pos + 1 + len(MARKER) :]
-    return stdout[:pos], line.strip()
+    return stdout[:pos], stdout[pos + 1 + len(MARKER) :].strip()
 
 
 def result(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -47,13 +48,10 @@ def _stat(pid: str) -> tuple[int, float, int] | None:
 
 
 def _pss(pid: str, rss: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
-            for line in f:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    with suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+        for line in f:
+            if line.startswith(b"Pss:"):
+                return int(line.split()[1]) * 1024
     return rss
 
 
@@ -86,14 +84,10 @@ class Watchdog:
     _started: float = field(default_factory=time.monotonic)
     _next: float = 0.0
     _window: tuple[float, float] | None = None  # (time, cpu) at the start of the current rate window
-    peak: Usage | None = None
 
     def __post_init__(self) -> None:
         self._next = self._started + self.start_after
         self._own_ns = _ns("self")
-
-    def due(self) -> bool:
-        return time.monotonic() >= self._next
 
     def usage(self) -> Usage | None:
         """The sandbox's processes now (None until its namespace exists)."""
@@ -140,8 +134,6 @@ class Watchdog:
         u = self.usage()
         if u is None:
             return None
-        if self.peak is None or u.memory_bytes > self.peak.memory_bytes:
-            self.peak = u
         if u.memory_bytes > self.memory_bytes:
             return f"memory budget of the sandbox exceeded: {u.memory_bytes >> 20} MiB in {u.processes} processes"
         if u.cpu_seconds > self.cpu_seconds:

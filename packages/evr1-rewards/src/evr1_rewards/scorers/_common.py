@@ -1,16 +1,16 @@
-"""Helpers shared by scorers: the candidate search over a response's answer candidates."""
+"""Helpers shared by scorers: the candidate search over a response's answer candidates; all-or-nothing parsing."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from evr1_rewards.extract import Response
 
 T = TypeVar("T")
 
 
-_STATED = frozenset({"answer_tag", "boxed", "statement"})
+STATED_SOURCES = frozenset({"answer_tag", "boxed", "statement"})
 
 
 def first_parsed(
@@ -26,7 +26,7 @@ def first_parsed(
     skipped, so `parse` need not test `hedge` again."""
     for i, cand in enumerate(resp.candidates()):
         if hedge is not None and hedge(cand.text):
-            if cand.source in _STATED:
+            if cand.source in STATED_SOURCES:
                 return None, cand.source, False
             continue
         value = parse(cand.text)
@@ -35,3 +35,8 @@ def first_parsed(
                 return None, cand.source, False
             return value, cand.source, i == 0
     return None, "none", False
+
+
+def every(parsed: list[T | None]) -> list[T] | None:
+    """All of `parsed`, or None when one of them did not parse."""
+    return None if any(v is None for v in parsed) else cast("list[T]", parsed)

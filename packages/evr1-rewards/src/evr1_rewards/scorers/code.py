@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
+from evr1_rewards.numbers import finite_float
 from evr1_rewards.registry import register
 from evr1_rewards.sandbox import Job, RunResult, SandboxConfig, SandboxLimits, run_jobs
 from evr1_rewards.sandbox.types import Step
@@ -168,14 +169,6 @@ def _lines(s: str) -> list[str]:
     return [line.rstrip() for line in s.strip().splitlines()]
 
 
-def _num(tok: str) -> float | None:
-    try:
-        v = float(tok)
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
-
-
 _INT = re.compile(r"[-+]?\d+")
 
 
@@ -195,7 +188,7 @@ def outputs_match(got: str, want: str) -> bool:
             if not _INT.fullmatch(x) or int(x) != int(y):
                 return False
             continue
-        fx, fy = _num(x), _num(y)
+        fx, fy = finite_float(x), finite_float(y)
         if fx is None or fy is None or not math.isclose(fx, fy, rel_tol=1e-6, abs_tol=1e-6):
             return False
     return True

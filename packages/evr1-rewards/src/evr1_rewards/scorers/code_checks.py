@@ -21,14 +21,18 @@ right-hand side is visible to the program; the comparison still happens here.
 from __future__ import annotations
 
 import ast
+import copy
+import itertools
 import math
 import operator
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.sandbox.types import Step
+from evr1_rewards.scorers._common import every
 
 MAX_SEQ = 1_000_000
 """Sequence repetition / shifts / powers in a check are bounded (the operands may come from the program)."""
@@ -60,6 +64,7 @@ _UNARY: dict[type, Callable[[Any], Any]] = {
     ast.UAdd: operator.pos,
     ast.Invert: operator.invert,
 }
+_DISPLAYS: dict[type, Callable[[Iterable[Any]], Any]] = {ast.List: list, ast.Tuple: tuple, ast.Set: set}
 _TRUSTED_CALLS: dict[str, Callable[..., Any]] = {"range": range, "zip": zip, "enumerate": enumerate}
 """Only in a test's own constant expressions (loop ranges): never applied to a value a program returned."""
 PLACEHOLDER = "__evr1_probe_"
@@ -93,7 +98,7 @@ class _Planner:
             unrolled = _expand_comprehension(node, self.env)
             if unrolled is not None:
                 return self.convert(unrolled)
-            node = _pairs_comprehension(node)
+            node = ast.ListComp(_record(node.elt), node.generators)  # values come back, compared in the parent
             self.pairs.add(len(self.probes))
         if self.env:
             node = _substitute(node, self.env) or node
@@ -140,15 +145,12 @@ class _Planner:
         return self.probe(node)
 
 
-def _pairs_comprehension(node: ast.GeneratorExp | ast.ListComp) -> ast.expr:
-    """`(f(x) == y for …)` -> `[("==", f(x), y) for …]`: values come back, the comparison happens in the parent."""
-    elt = node.elt
-    if isinstance(elt, ast.Compare) and len(elt.ops) == 1 and type(elt.ops[0]) in _CMPOPS:
-        tag = ast.Constant(type(elt.ops[0]).__name__)
-        elt = ast.Tuple([tag, elt.left, elt.comparators[0]], ast.Load())
-    else:
-        elt = ast.Tuple([ast.Constant("truth"), elt], ast.Load())
-    return ast.ListComp(elt, node.generators)
+def _record(test: ast.expr) -> ast.Tuple:
+    """`f(x) == y` -> `("Eq", f(x), y)`, any other test -> `("truth", test)`: the record a comprehension or a nested
+    assert returns, so the values come back and the comparison happens in the parent (`_Pairs`)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _CMPOPS:
+        return ast.Tuple([ast.Constant(type(test.ops[0]).__name__), test.left, test.comparators[0]], ast.Load())
+    return ast.Tuple([ast.Constant("truth"), test], ast.Load())
 
 
 @dataclass(frozen=True)
@@ -232,12 +234,8 @@ def _eval(node: ast.expr, values: Sequence[object], env: Mapping[str, object] | 
         if name in _SAFE_NAMES:
             return _SAFE_NAMES[name]
         raise CheckError(f"unknown name {name}")
-    if isinstance(node, ast.List):
-        return [_eval(e, values, env) for e in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_eval(e, values, env) for e in node.elts)
-    if isinstance(node, ast.Set):
-        return {_eval(e, values, env) for e in node.elts}
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return _DISPLAYS[type(node)](_eval(e, values, env) for e in node.elts)
     if isinstance(node, ast.Dict):
         return {_eval(k, values, env): _eval(v, values, env) for k, v in zip(node.keys, node.values, strict=True) if k}
     if isinstance(node, ast.UnaryOp):
@@ -337,15 +335,8 @@ class _RecordAsserts(ast.NodeTransformer):
     """Nested asserts -> `__evr1_rec.append((op, left, right))` records compared in the parent."""
 
     def visit_Assert(self, node: ast.Assert) -> ast.stmt:
-        t = node.test
-        if isinstance(t, ast.Compare) and len(t.ops) == 1 and type(t.ops[0]) in _CMPOPS:
-            rec: list[ast.expr] = [ast.Constant(type(t.ops[0]).__name__), t.left, t.comparators[0]]
-        else:
-            rec = [ast.Constant("truth"), t]
-        call = ast.Call(
-            ast.Attribute(ast.Name("__evr1_rec", ast.Load()), "append", ast.Load()), [ast.Tuple(rec, ast.Load())], []
-        )
-        return ast.copy_location(ast.Expr(call), node)
+        append = ast.Attribute(ast.Name("__evr1_rec", ast.Load()), "append", ast.Load())
+        return ast.copy_location(ast.Expr(ast.Call(append, [_record(node.test)], [])), node)
 
 
 _RECORDS_CHECK = ast.Call(ast.Name("all", ast.Load()), [ast.Name(f"{PLACEHOLDER}0", ast.Load())], [])
@@ -372,7 +363,7 @@ def _literal(v: object, depth: int = 0) -> ast.expr | None:
     if depth > 32:
         return None
     if isinstance(v, (list, tuple, set)) and t in (list, tuple, set):
-        elts = _literals(v, depth + 1)
+        elts = every([_literal(x, depth + 1) for x in v])
         if elts is None:
             return None
         if isinstance(v, list):
@@ -381,22 +372,11 @@ def _literal(v: object, depth: int = 0) -> ast.expr | None:
             return ast.Tuple(elts=elts, ctx=ast.Load())
         return ast.Set(elts=elts) if elts else ast.Call(ast.Name("set", ast.Load()), [], [])
     if isinstance(v, dict) and t is dict:
-        keys, vals = _literals(v, depth + 1), _literals(v.values(), depth + 1)
+        keys, vals = every([_literal(k, depth + 1) for k in v]), every([_literal(x, depth + 1) for x in v.values()])
         if keys is None or vals is None:
             return None
         return ast.Dict(keys=[*keys], values=vals)
     return None
-
-
-def _literals(items: Iterable[object], depth: int) -> list[ast.expr] | None:
-    """`_literal` of each item, or None when one has none."""
-    out: list[ast.expr] = []
-    for x in items:
-        lit = _literal(x, depth)
-        if lit is None:
-            return None
-        out.append(lit)
-    return out
 
 
 def _const(node: ast.expr, env: Mapping[str, object]) -> tuple[bool, object]:
@@ -442,14 +422,8 @@ def _substitute(node: ast.AST, env: Mapping[str, object]) -> Any:
     if _binds(node) & set(env):
         return None
     sub = _Substitute(env)
-    out = sub.visit(_copy(node))
+    out = sub.visit(copy.deepcopy(node))
     return None if sub.failed else ast.fix_missing_locations(out)
-
-
-def _copy(node: ast.AST) -> ast.AST:
-    import copy
-
-    return copy.deepcopy(node)
 
 
 def _bind_target(target: ast.expr, value: object, env: dict[str, object]) -> bool:
@@ -473,11 +447,7 @@ def _bind_target(target: ast.expr, value: object, env: dict[str, object]) -> boo
 def _iterate(node: ast.expr, env: Mapping[str, object]) -> list[object] | None:
     """The items of a test's constant iterable (at most MAX_UNROLL), or None."""
     ok, value = _const(node, env)
-    if not ok:
-        return None
-    import itertools
-
-    if not isinstance(value, Iterable):
+    if not ok or not isinstance(value, Iterable):
         return None
     try:
         items = list(itertools.islice(value, MAX_UNROLL + 1))
@@ -554,27 +524,20 @@ def _expand_comprehension(node: ast.GeneratorExp | ast.ListComp, env: Mapping[st
 
 def _stored_names(tree: ast.AST) -> dict[str, int]:
     """How many times each name is bound anywhere in the test (assignments, loops, defs, imports, …)."""
-    counts: dict[str, int] = {}
-
-    def add(name: str) -> None:
-        counts[name] = counts.get(name, 0) + 1
-
+    counts: Counter[str] = Counter()
     for n in ast.walk(tree):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            add(n.id)
+            counts[n.id] += 1
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            add(n.name)
+            counts[n.name] += 1
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            for a in n.names:
-                add((a.asname or a.name).split(".")[0])
+            counts.update((a.asname or a.name).split(".")[0] for a in n.names)
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
-            for name in n.names:
-                add(name)
-                add(name)
+            counts.update(n.names * 2)  # rebound from a function: never a constant of the test
         elif isinstance(n, ast.ExceptHandler) and n.name:
-            add(n.name)
+            counts[n.name] += 1
         elif isinstance(n, ast.arg):
-            add(n.arg)
+            counts[n.arg] += 1
     return counts
 
 
@@ -645,7 +608,7 @@ def _plan_with(body: list[ast.stmt], consts: Mapping[str, object]) -> tuple[list
                     add_assert(a)
                 continue
             flush()
-            recorded = _RecordAsserts().visit(_copy(stmt))
+            recorded = _RecordAsserts().visit(copy.deepcopy(stmt))
             reads.update(_loads(recorded))
             steps.append(("exec", "__evr1_rec = []\n" + ast.unparse(ast.fix_missing_locations(recorded))))
             steps.append(("probe", ["__evr1_rec"]))

@@ -30,6 +30,7 @@ import select
 import subprocess
 import sys
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -118,28 +119,19 @@ class _Worker:
             self.proc.stdin.write(json.dumps({"gold": gold, "pred": pred}) + "\n")
             self.proc.stdin.flush()
             ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-            if not ready:
-                self.close()
-                return None
-            line = self.proc.stdout.readline()
+            line = self.proc.stdout.readline() if ready else ""
         except (OSError, ValueError):
-            self.close()
-            return None
-        if not line:
+            line = ""
+        if not line:  # overran the timeout, or died
             self.close()
             return None
         return line.strip() == "1"
 
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-        try:
+        with suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 class _Pool:
@@ -154,7 +146,7 @@ class _Pool:
             worker = self.idle.get_nowait()
         except queue.Empty:
             worker = _Worker()
-        if not worker.alive():
+        if worker.proc.poll() is not None:
             worker = _Worker()
         result = worker.ask(gold, pred, timeout)
         if result is None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response, clean_payload, rejected, tail
 from evr1_rewards.registry import register
+from evr1_rewards.scorers._common import STATED_SOURCES
 from evr1_rewards.truth import truth_text
 from evr1_rewards.types import Context, Outcome
 from evr1_rewards.vocabulary import MULTIPLE_CHOICE
@@ -281,14 +282,11 @@ class MultipleChoice:
             # "Answer:\nA\nB\nC\nD": the statement would take its first line; the answer is the whole list
             return Outcome(0.0, False, {"pred": "", "source": "answer_tag" if tag else "text", "hedge": True})
         for i, cand in enumerate(response.candidates()):
-            if cand.source in _STATED_SOURCES and is_hedge(clean_payload(cand.text)):
+            if cand.source in STATED_SOURCES and is_hedge(clean_payload(cand.text)):
                 return Outcome(0.0, False, {"pred": "", "source": cand.source, "hedge": True})
-            pred = extract_letter(cand.text, choices, stated=cand.source in _STATED_SOURCES)
+            pred = extract_letter(cand.text, choices, stated=cand.source in STATED_SOURCES)
             if pred is not None and rejects_letter(cand.text, pred):
                 return Outcome(0.0, False, {"pred": "", "source": cand.source, "rejected": pred})
             if pred is not None:
                 return Outcome(1.0 if pred == gold else 0.0, i == 0, {"pred": pred, "source": cand.source})
         return Outcome(0.0, False, {"pred": "", "source": "none"})
-
-
-_STATED_SOURCES = frozenset({"answer_tag", "boxed", "statement"})

@@ -48,6 +48,4 @@ class OCR:
         if not pred:
             return Outcome(0.0, False, {"source": cand.source})
         best = max(similarity(pred, r) for r in refs)
-        if best < threshold:
-            best = 0.0
-        return Outcome(best, True, {"source": cand.source})
+        return Outcome(best if best >= threshold else 0.0, True, {"source": cand.source})

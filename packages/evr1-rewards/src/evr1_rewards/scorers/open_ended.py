@@ -36,13 +36,8 @@ class OpenEnded:
         window = text[-MAX_CHARS:]
         toks = tokenize(window)
         # Beyond MAX_CHARS the token count is extrapolated: the hypothesis length only enters the precision.
-        n = (
-            len(toks)
-            if len(window) == len(text)
-            else max(len(toks), round(len(toks) * len(text) / max(1, len(window))))
-        )
+        n = max(len(toks), round(len(toks) * len(text) / max(1, len(window))))
         toks = toks[-MAX_TOKENS:]
         if not toks:
             return Outcome(0.0, False, {"source": cand.source})
-        best = max(rouge_l_f1(toks, ref, hyp_len=n) for ref in truth)
-        return Outcome(best, True, {"source": cand.source})
+        return Outcome(max(rouge_l_f1(toks, ref, hyp_len=n) for ref in truth), True, {"source": cand.source})

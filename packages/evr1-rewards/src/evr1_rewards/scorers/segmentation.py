@@ -13,19 +13,18 @@ Coordinates follow extras box conventions (`box_format`, …) with the mask size
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeVar, cast
 
 from evr1_rewards.coords import Conventions, conventions, to_common
 from evr1_rewards.errors import GroundTruthError
 from evr1_rewards.extract import Response
 from evr1_rewards.masks import Mask, from_polygons, from_rle, iou, reward_iou
 from evr1_rewards.registry import register
+from evr1_rewards.scorers._common import every
 from evr1_rewards.structured import as_box, as_float, find_json, iou_2d, reward_iou_2d
 from evr1_rewards.truth import truth_json
 from evr1_rewards.types import Context, Outcome
 from evr1_rewards.vocabulary import SEGMENTATION
 
-_T = TypeVar("_T")
 POS_KEYS = ("positive_points", "pos_points", "points_positive", "positive")
 NEG_KEYS = ("negative_points", "neg_points", "points_negative", "negative")
 
@@ -36,7 +35,7 @@ def _flat(poly: object) -> list[float] | None:
         return None
     if poly and all(isinstance(p, Sequence) and not isinstance(p, str) and len(p) == 2 for p in poly):
         poly = [c for p in poly for c in p]
-    return _every([as_float(v) for v in poly])
+    return every([as_float(v) for v in poly])
 
 
 def _polygons(obj: Mapping[str, object]) -> list[list[float]] | None:
@@ -52,12 +51,7 @@ def _polygons(obj: Mapping[str, object]) -> list[list[float]] | None:
         and all(len(p) == 2 for p in raw)
     ):
         raw = [raw]  # a single polygon given as [[x, y], …]
-    return _every([_flat(p) for p in raw]) if isinstance(raw, Sequence) else None
-
-
-def _every(parsed: list[_T | None]) -> list[_T] | None:
-    """All of `parsed`, or None when one of them did not parse."""
-    return None if any(v is None for v in parsed) else cast("list[_T]", parsed)
+    return every([_flat(p) for p in raw]) if isinstance(raw, Sequence) else None
 
 
 def mask_from(obj: object, size: tuple[int, int] | None) -> Mask | None:
@@ -112,8 +106,7 @@ class Segmentation:
                 'segmentation ground truth must be {"size": [h, w], "counts": ...} (COCO RLE) or {"size": [h, w], '
                 f'"polygons": [...]}}, got {str(ground_truth)[:120]!r}'
             )
-        merged = {"image_size": [mask.w, mask.h], **extras}
-        return mask, conventions(merged)
+        return mask, conventions({"image_size": [mask.w, mask.h], **extras})
 
     def score(self, response: Response, truth: tuple[Mask, Conventions], ctx: Context) -> Outcome:
         gold, conv = truth
@@ -160,6 +153,10 @@ class Segmentation:
 def _convert(obj: Mapping[str, object], conv: str, target: str, size: tuple[float, float] | None) -> dict[str, object]:
     """Rescale prompt/polygon coordinates from the prediction's convention to the mask's pixels."""
     out = dict(obj)
+
+    def point(x: float, y: float) -> list[float]:
+        return list(to_common((x, y, x, y), conv, target, size)[:2])
+
     box = as_box(obj)
     if box is not None:
         out["boxes"] = list(to_common(box, conv, target, size))
@@ -168,20 +165,12 @@ def _convert(obj: Mapping[str, object], conv: str, target: str, size: tuple[floa
     for keys in (POS_KEYS, NEG_KEYS):
         pts = _points(obj, keys)
         if pts:
-            conv_pts = [to_common((x, y, x, y), conv, target, size)[:2] for x, y in pts]
             for k in keys:
                 out.pop(k, None)
-            out[keys[0]] = [list(p) for p in conv_pts]
+            out[keys[0]] = [point(x, y) for x, y in pts]
     polys = _polygons(obj)
     if polys:
-        new = []
-        for p in polys:
-            q = []
-            for j in range(0, len(p) - 1, 2):
-                x, y = to_common((p[j], p[j + 1], p[j], p[j + 1]), conv, target, size)[:2]
-                q += [x, y]
-            new.append(q)
         for k in ("polygons", "polygon", "segmentation"):
             out.pop(k, None)
-        out["polygons"] = new
+        out["polygons"] = [[c for j in range(0, len(p) - 1, 2) for c in point(p[j], p[j + 1])] for p in polys]
     return out

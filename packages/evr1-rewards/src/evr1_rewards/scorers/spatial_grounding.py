@@ -18,12 +18,10 @@ from evr1_rewards.vocabulary import SPATIAL_GROUNDING
 
 def answer_box(text: str) -> Box | None:
     """A box from `{"boxes": [...]}`, `{"bbox_2d": [...]}`, `[{"bbox_2d": [...]}]`, `[x1, y1, x2, y2]` or prose."""
-    obj = find_json(text, want=dict)
-    if obj is not None and (box := as_box(obj)) is not None:
-        return box
-    arr = find_json(text, want=list)
-    if arr is not None and (box := as_box(arr)) is not None:
-        return box
+    for want in (dict, list):
+        found = find_json(text, want=want)
+        if found is not None and (box := as_box(found)) is not None:
+            return box
     return box_from_prose(text)
 
 

@@ -62,15 +62,9 @@ class SpatioTemporalGrounding:
         gold_span, gold_boxes, conv = truth
         for i, cand in enumerate(response.candidates()):
             obj = find_json(cand.text, want=dict)
-            span = span_of(obj) if obj is not None else None
+            span = span_of(obj) if obj is not None else span_from_prose(cand.text)
             if span is None:
-                if obj is None:
-                    prose = span_from_prose(cand.text)
-                    if prose is None:
-                        continue
-                    span, obj = prose, {}
-                else:
-                    continue
+                continue
             ordered = order_span(span, ctx.mode)
             if ordered is None:
                 return Outcome(0.0, False, {"source": cand.source, "reversed": True})

@@ -33,27 +33,11 @@ def span_of(v: object) -> Span | None:
     return as_span(v)
 
 
-def parse_truth_span(ground_truth: object) -> Span:
-    span = span_of(truth_json(ground_truth))
-    if span is None:
-        raise GroundTruthError(
-            f'temporal ground truth must look like {{"time": [start, end]}}, got {str(ground_truth)[:120]!r}'
-        )
-    if span[0] > span[1] or span[0] < 0:
-        raise GroundTruthError(f"temporal ground truth span {list(span)} is reversed or negative")
-    return span
-
-
 def answer_span(text: str) -> Span | None:
-    obj = find_json(text, want=dict)
-    if obj is not None:
-        span = span_of(obj)
-        if span is not None:
-            return span
-    arr = find_json(text, want=list)
-    if arr is not None:
-        span = span_of(arr)
-        if span is not None:
+    """A span from a JSON object (`{"time": [s, e]}`), a JSON list (`[s, e]`) or prose."""
+    for want in (dict, list):
+        found = find_json(text, want=want)
+        if found is not None and (span := span_of(found)) is not None:
             return span
     return span_from_prose(text)
 
@@ -65,10 +49,6 @@ def order_span(span: Span, mode: str) -> Span | None:
     return (span[1], span[0]) if mode == "metric" else None
 
 
-def format_span(span: Span) -> str:
-    return json.dumps({"time": [span[0], span[1]]})
-
-
 @register(TEMPORAL_GROUNDING, answer_format='JSON {"time": [start_seconds, end_seconds]}')
 class TemporalGrounding:
     """tIoU of the predicted and ground-truth spans; reversed spans are a format error in reward mode."""
@@ -76,10 +56,17 @@ class TemporalGrounding:
     name = "temporal_grounding"
 
     def parse_truth(self, ground_truth: object, extras: Mapping[str, object]) -> Span:
-        return parse_truth_span(ground_truth)
+        span = span_of(truth_json(ground_truth))
+        if span is None:
+            raise GroundTruthError(
+                f'temporal ground truth must look like {{"time": [start, end]}}, got {str(ground_truth)[:120]!r}'
+            )
+        if span[0] > span[1] or span[0] < 0:
+            raise GroundTruthError(f"temporal ground truth span {list(span)} is reversed or negative")
+        return span
 
     def format_truth(self, truth: Span) -> str:
-        return format_span(truth)
+        return json.dumps({"time": [truth[0], truth[1]]})
 
     def score(self, response: Response, truth: Span, ctx: Context) -> Outcome:
         for i, cand in enumerate(response.candidates()):
