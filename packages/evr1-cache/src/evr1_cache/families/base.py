@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evr1_cache.spec import ImageSpec, SamplingSpec
+from evr1_cache.spec import HF_FIELDS, ImageSpec, SamplingSpec
 
 __all__ = ["ModelFamily", "VideoLike", "video_fields"]
 
@@ -277,17 +277,13 @@ class ModelFamily:
         return model_type in self.model_types
 
 
-#: The fields of transformers' `VideoMetadata` (vLLM reads the same names).
-HF_VIDEO_FIELDS = ("total_num_frames", "fps", "width", "height", "duration", "video_backend", "frames_indices")
-
-
 def hf_metadata(meta: VideoLike) -> dict[str, Any]:
     """transformers' `VideoMetadata(**d)` kwargs from a `VideoMeta` or its dict (unknown keys dropped)."""
     if hasattr(meta, "to_hf"):
         meta = meta.to_hf()
     if not isinstance(meta, Mapping):
-        meta = {k: getattr(meta, k) for k in HF_VIDEO_FIELDS if getattr(meta, k, None) is not None}
-    out = {k: meta[k] for k in HF_VIDEO_FIELDS if meta.get(k) is not None}
+        meta = {k: getattr(meta, k) for k in HF_FIELDS if getattr(meta, k, None) is not None}
+    out = {k: meta[k] for k in HF_FIELDS if meta.get(k) is not None}
     if "frames_indices" in out:
         indices = out["frames_indices"]
         out["frames_indices"] = [int(i) for i in (indices.tolist() if hasattr(indices, "tolist") else indices)]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.atomic import atomic_text
 from evr1_cache.viewer.charts import line_chart
 from evr1_cache.viewer.records import Curve, MediaRef, RunRecord, SampleRecord
 from evr1_cache.viewer.text import clip, split_answer
@@ -90,7 +91,7 @@ class _Page:
         if not self._cards and self.chunks:
             return
         payload = json.dumps([self._cards, self._texts], ensure_ascii=True, separators=(",", ":"))
-        _write(self.data / f"chunk-{self.chunks:05d}.js", f"EVR1.chunk({self.chunks},{payload});\n")
+        atomic_text(self.data / f"chunk-{self.chunks:05d}.js", f"EVR1.chunk({self.chunks},{payload});\n")
         self.chunks += 1
         self._cards, self._texts = [], []
 
@@ -203,7 +204,7 @@ def write_site(
     from importlib.resources import files
 
     for name in ("viewer.css", "viewer.js"):
-        _write(assets / name, (files("evr1_cache.viewer") / "static" / name).read_text(encoding="utf-8"))
+        atomic_text(assets / name, (files("evr1_cache.viewer") / "static" / name).read_text(encoding="utf-8"))
     written: list[Path] = []
     for page in pages:
         written.append(_write_page(env, out, page, title, pages, page_size))
@@ -216,7 +217,7 @@ def write_site(
         asset="assets",
     )
     index = out / "index.html"
-    _write(index, overview)
+    atomic_text(index, overview)
     return SiteResult(
         index=index,
         pages=(index, *written),
@@ -364,7 +365,7 @@ def _write_page(env: Any, out: Path, page: _Page, title: str, pages: Sequence[_P
         "filters": _filters(page),
         "rows": page.rows,
     }
-    _write(page.data / "index.js", f"EVR1.index({json.dumps(index, ensure_ascii=True, separators=(',', ':'))});\n")
+    atomic_text(page.data / "index.js", f"EVR1.index({json.dumps(index, ensure_ascii=True, separators=(',', ':'))});\n")
     html = env.get_template("browse.html.j2").render(
         title=title,
         page=page,
@@ -374,7 +375,7 @@ def _write_page(env: Any, out: Path, page: _Page, title: str, pages: Sequence[_P
         asset="assets",
     )
     path = out / f"{page.slug}.html"
-    _write(path, html)
+    atomic_text(path, html)
     return path
 
 
@@ -427,9 +428,3 @@ def _overview(run: RunRecord, slug: str) -> dict[str, Any]:
 def _mean(values: Iterable[float]) -> float | None:
     vals = list(values)
     return sum(vals) / len(vals) if vals else None
-
-
-def _write(path: Path, text: str) -> None:
-    from evr1_cache.atomic import atomic_text
-
-    atomic_text(path, text)
