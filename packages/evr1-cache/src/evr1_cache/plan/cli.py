@@ -81,11 +81,9 @@ def plan_command(args: argparse.Namespace) -> int:
     source = args.model_config or args.model
     if args.model_size or source:
         shape = ModelShape.preset(args.model_size) if args.model_size else ModelShape.from_config(source)
-        longest = max(
-            (p for p in plans if p.ok and (limit is None or p.total <= limit)), key=lambda p: p.total, default=None
-        )
-        prompt = limit if limit is not None else (longest.total if longest else 0)
-        vision = max((p.vision for p in plans if p.ok and (limit is None or p.total <= limit)), default=0)
+        fits = [p for p in plans if p.ok and (limit is None or p.total <= limit)]
+        prompt = limit if limit is not None else max((p.total for p in fits), default=0)
+        vision = max((p.vision for p in fits), default=0)
         seq = prompt + args.response_length
         estimate = activation_memory(
             shape,
