@@ -413,15 +413,20 @@ def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int)
         out[i : i + step] = _torchvision_bicubic_aa(chunk, height, width, fused)
 
     with _single_threaded_blas():
-        if workers == 1:
-            for i in range(0, n, step):
-                one(i)
-        else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(one, range(0, n, step)))
+        _in_threads(one, range(0, n, step), workers)
     return out
+
+
+def _in_threads(fn: Callable[[int], None], items: range, workers: int) -> None:
+    """`fn` over `items`, in `workers` threads when more than one (numpy, BLAS and Pillow release the GIL)."""
+    if workers <= 1:
+        for i in items:
+            fn(i)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(fn, items))
 
 
 @functools.lru_cache(maxsize=1)
@@ -547,13 +552,5 @@ def pillow_bicubic(frames: Frames, height: int, width: int, threads: int = 1) ->
         else:
             out[i] = np.asarray(Image.fromarray(frame).resize((width, height), Image.Resampling.BICUBIC))
 
-    n = min(threads if threads > 0 else (os.cpu_count() or 1), len(frames))
-    if n <= 1:
-        for i in range(len(frames)):
-            one(i)
-    else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            list(pool.map(one, range(len(frames))))
+    _in_threads(one, range(len(frames)), min(threads if threads > 0 else (os.cpu_count() or 1), len(frames)))
     return out
