@@ -243,10 +243,8 @@ def _pixel_budget(spec: Any, owner: str, min_tokens: int, max_tokens: int, kind:
         lo, hi = min_tokens * factor * factor, max_tokens * factor * factor
     if family is not None and _family(family).spec_rule:  # a Qwen family: the spec's own rule, filed without a name
         _set(spec, "family", None)
-    min_pixels = lo if spec.min_pixels is None else spec.min_pixels
-    max_pixels = hi if spec.max_pixels is None else spec.max_pixels
-    min_pixels = _int(owner, "min_pixels", min_pixels, 1)
-    max_pixels = _int(owner, "max_pixels", max_pixels, 1)
+    min_pixels = _int(owner, "min_pixels", lo if spec.min_pixels is None else spec.min_pixels, 1)
+    max_pixels = _int(owner, "max_pixels", hi if spec.max_pixels is None else spec.max_pixels, 1)
     if max_pixels < min_pixels:
         raise ValueError(f"{owner}: max_pixels ({max_pixels}) must be >= min_pixels ({min_pixels})")
     _set(spec, "min_pixels", min_pixels)

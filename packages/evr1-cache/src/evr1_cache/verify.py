@@ -29,9 +29,7 @@ class VerifyReport:
     videos: int
     images: int
     bytes: int
-    corrupt: tuple[
-        tuple[str, str], ...
-    ]  #: (path relative to the cache, reason), for everything that is not a good entry
+    corrupt: tuple[tuple[str, str], ...]  #: (path in the cache, reason) of everything that is not a good entry
     temp_files: tuple[str, ...] = field(default=())  #: leftovers of interrupted writes (removed with delete=True)
     deleted: int = 0  #: items removed (delete=True)
 

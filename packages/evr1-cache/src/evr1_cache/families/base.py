@@ -273,9 +273,6 @@ class ModelFamily:
         (vLLM reads that from each `(frames, metadata)` video item)."""
         return {"do_resize": False}
 
-    def matches(self, model_type: str) -> bool:
-        return model_type in self.model_types
-
 
 def hf_metadata(meta: VideoLike) -> dict[str, Any]:
     """transformers' `VideoMetadata(**d)` kwargs from a `VideoMeta` or its dict (unknown keys dropped)."""
