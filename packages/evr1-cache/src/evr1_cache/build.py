@@ -30,7 +30,7 @@ from evr1_cache.dataset import Row, read_dataset
 from evr1_cache.errors import CorruptEntry, MediaError
 from evr1_cache.paths import MediaPaths
 from evr1_cache.spec import ImageSpec, SamplingSpec
-from evr1_cache.store import entry_key, entry_relpath, frames_layout, read_header
+from evr1_cache.store import entry_key, entry_relpath, frames_layout, read_header, remove_entry
 
 VIDEO_KEYS = ("videos", "video")
 IMAGE_KEYS = ("images", "image")
@@ -222,13 +222,7 @@ def select(jobs: list[EntryJob], out: Path) -> tuple[list[EntryJob], int, int]:
             skipped += 1
             continue
         except (CorruptEntry, OSError):
-            pass
-        if path.is_dir() and not path.is_symlink():
-            import shutil
-
-            shutil.rmtree(path)
-        else:
-            path.unlink()
+            remove_entry(path)
         rebuilt += 1
         todo.append(job)
     return todo, skipped, rebuilt
