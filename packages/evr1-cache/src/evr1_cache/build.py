@@ -277,21 +277,16 @@ def build_cache_from_args(
     output_data: str | os.PathLike[str] | None,
 ) -> BuildReport:
     """`build_cache` into `args.out` with the `evr1-cache build` flags of `args` (a plain build, each `--plan` part)."""
+    flags = ("allow_outside_media", "allow_remote_media", "decoder", "workers", "rank", "world_size", "threads")
     return build_cache(
         data_file,
         args.out,
         spec,
         image_spec,
         media_root=media_root,
-        allow_outside_media=args.allow_outside_media,
-        allow_remote_media=args.allow_remote_media,
-        decoder=args.decoder,
-        workers=args.workers,
-        rank=args.rank,
-        world_size=args.world_size,
-        progress=not args.no_progress,
         output_data=output_data,
-        threads=args.threads,
+        progress=not args.no_progress,
+        **{name: getattr(args, name) for name in flags},
     )
 
 
