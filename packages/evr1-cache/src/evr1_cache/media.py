@@ -151,8 +151,7 @@ class MediaLoader:
                 return self.paths.resolve(p) if self.paths is not None and self.paths.remote is not None else p
             except MediaError:
                 return p
-        if p.startswith("file://"):
-            p = p[len("file://") :]
+        p = p.removeprefix("file://")
         if not os.path.isabs(p) and self.media_root is not None:
             p = os.path.normpath(os.path.join(self.media_root, p))
         return p
