@@ -199,15 +199,11 @@ def write_site(
             page.flush()
             comparisons.append({"slug": page.slug, "base": base.name, "other": other.name, "run": j, **stats})
             pages.append(page)
-    assets = out / "assets"
-    assets.mkdir(exist_ok=True)
     from importlib.resources import files
 
-    for name in ("viewer.css", "viewer.js"):
-        atomic_text(assets / name, (files("evr1_cache.viewer") / "static" / name).read_text(encoding="utf-8"))
-    written: list[Path] = []
-    for page in pages:
-        written.append(_write_page(env, out, page, title, pages, page_size))
+    for name in ("viewer.css", "viewer.js"):  # (atomic_text makes the folder)
+        atomic_text(out / "assets" / name, (files("evr1_cache.viewer") / "static" / name).read_text(encoding="utf-8"))
+    written = [_write_page(env, out, page, title, pages, page_size) for page in pages]
     overview = env.get_template("index.html.j2").render(
         title=title,
         runs=[_overview(run, run_slugs[i]) for i, run in enumerate(runs)],
@@ -331,10 +327,7 @@ def _filters(page: _Page) -> list[dict[str, Any]]:
     out = []
     label = "Verdict change" if page.kind == "compare" else "Verdict"
     for col, (name, title) in enumerate(_FILTERS, 1):
-        if name in _MULTI:
-            counts = Counter(v for row in page.rows for v in row[col].split())
-        else:
-            counts = Counter(row[col] for row in page.rows)
+        counts = Counter(v for row in page.rows for v in (row[col].split() if name in _MULTI else [row[col]]))
         counts.pop("", None)
         if len(counts) < 2:
             continue
