@@ -218,10 +218,7 @@ class ToolContext:
 
     def meta(self) -> VideoMeta:
         """The video's metadata (duration, native size) from the window stream."""
-        if self._meta is None:
-            self.frames()
-        assert self._meta is not None
-        return self._meta
+        return self._meta if self._meta is not None else self.frames()[1]
 
     def charge(self, pixels: int, what: str) -> None:
         """ToolError when `pixels` more would exceed the episode's pixel budget (nothing is served then)."""

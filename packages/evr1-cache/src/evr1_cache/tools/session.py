@@ -40,9 +40,6 @@ class EpisodeStats:
     pixels: int = 0
     frames: int = 0
 
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class TurnAnswer:
@@ -147,7 +144,7 @@ class ToolSession:
 
     def record(self) -> dict[str, Any]:
         """Every turn (calls, arguments, returned frame timestamps, errors) and the counts, JSON-ready."""
-        return {"turns": [t.record() for t in self.turns], "stats": self.stats.as_dict()}
+        return {"turns": [t.record() for t in self.turns], "stats": asdict(self.stats)}
 
 
 def with_tool_instructions(messages: Sequence[Mapping[str, Any]], text: str) -> list[dict[str, Any]]:
