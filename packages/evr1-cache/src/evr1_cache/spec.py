@@ -112,11 +112,6 @@ def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)  # normalising a frozen dataclass in __post_init__
 
 
-def _short_hash(payload: Mapping[str, Any]) -> str:
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
 # -- resize rules -----------------------------------------------------------------------------------------------------
 
 
@@ -227,7 +222,9 @@ class _Settings:
         the cache folder name."""
         settings = self.to_dict()
         rule = get_resize_rule(settings["resize"])
-        return _short_hash({"kind": self._kind, "spec_version": SPEC_VERSION, **settings, "resize": rule.id})
+        payload = {"kind": self._kind, "spec_version": SPEC_VERSION, **settings, "resize": rule.id}
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _pixel_budget(spec: Any, owner: str, min_tokens: int, max_tokens: int, kind: str) -> None:

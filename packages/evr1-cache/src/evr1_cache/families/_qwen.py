@@ -66,8 +66,10 @@ class QwenFamily(ModelFamily):
     def video_timing(self, meta: VideoLike) -> dict[str, list[float]]:
         """Qwen2.5-VL's `second_per_grid_ts`: temporal patch / sampled fps (transformers' `VideoMetadata.sampled_fps`)."""
         indices, fps = video_fields(meta)
-        total = _total(meta, indices)
-        sampled_fps = len(indices) / total * fps
+        total = meta.get("total_num_frames") if isinstance(meta, Mapping) else getattr(meta, "total_num_frames", None)
+        if total is None:
+            raise ValueError("video metadata needs total_num_frames (pass VideoMeta.to_hf() from evr1-cache)")
+        sampled_fps = len(indices) / int(total) * fps
         return {"second_per_grid_ts": [self.temporal_patch_size / sampled_fps]}
 
 
@@ -93,10 +95,3 @@ class TimestampedQwenFamily(QwenFamily):
 
     def video_timing(self, meta: VideoLike) -> dict[str, list[float]]:
         return {"frame_seconds": self.frame_seconds(meta)}
-
-
-def _total(meta: VideoLike, indices: tuple[int, ...]) -> int:
-    total = meta.get("total_num_frames") if isinstance(meta, Mapping) else getattr(meta, "total_num_frames", None)
-    if total is None:
-        raise ValueError("video metadata needs total_num_frames (pass VideoMeta.to_hf() from evr1-cache)")
-    return int(total)
