@@ -16,7 +16,6 @@ import argparse
 import hashlib
 import json
 import os
-import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -333,14 +332,7 @@ def build_cache(
     built = written = vfr = 0
     from tqdm import tqdm
 
-    bar = tqdm(
-        total=len(todo),
-        desc="evr1-cache build",
-        unit="media",
-        disable=not progress,
-        file=sys.stderr,
-        dynamic_ncols=True,
-    )
+    bar = tqdm(total=len(todo), desc="evr1-cache build", unit="media", disable=not progress, dynamic_ncols=True)
     with open(index_file, "a", encoding="utf-8") as index, bar:
         for path, err in errors.items():
             index.write(json.dumps({"kind": "media", "source": path, "status": "error", "error": err}) + "\n")

@@ -165,8 +165,7 @@ def episode_transcript(record: Mapping[str, Any]) -> str:
     for i, turn in enumerate(record.get("turns") or [], 1):
         said = turn.get("said", turn.get("content", ""))
         lines.append(f"[turn {i}] {said}".rstrip())
-        for err in turn.get("malformed") or []:
-            lines.append(f"  ! malformed call: {err}")
+        lines += [f"  ! malformed call: {err}" for err in turn.get("malformed") or []]
         for call in turn.get("calls") or []:
             if not call.get("name"):
                 continue
