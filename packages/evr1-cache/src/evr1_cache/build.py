@@ -13,15 +13,14 @@ No bad media file or row stops a build; the `BuildReport` counts them and `ok` i
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import os
-import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,11 +29,12 @@ from evr1_cache.dataset import Row, read_dataset
 from evr1_cache.errors import CorruptEntry, MediaError
 from evr1_cache.paths import MediaPaths
 from evr1_cache.spec import ImageSpec, SamplingSpec
-from evr1_cache.store import entry_key, entry_relpath, frames_layout, read_header
+from evr1_cache.store import entry_key, entry_relpath, frames_layout, read_header, remove_entry
 
 VIDEO_KEYS = ("videos", "video")
 IMAGE_KEYS = ("images", "image")
 Kind = Literal["video", "image"]
+_KINDS: tuple[tuple[Kind, tuple[str, ...]], ...] = (("video", VIDEO_KEYS), ("image", IMAGE_KEYS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,20 +109,20 @@ class Plan:
     media_errors: dict[str, str]
 
 
+def _items(value: Any) -> list[Any]:
+    """A media column's entries: a single path or `{"video": path, ...}` entry, or a list of them."""
+    return [value] if isinstance(value, (str, dict)) else value if isinstance(value, list) else []
+
+
+def _name(item: Any) -> Any:
+    """The path an entry names (`{"video": path, ...}` style entries hold it under one of three keys)."""
+    return item.get("video") or item.get("image") or item.get("path") if isinstance(item, dict) else item
+
+
 def media_of(row: dict[str, Any], keys: Sequence[str]) -> list[str]:
     """The media paths of a row under EasyVideoR1's schema (`videos`/`images` lists, or a single `video`/`image`)."""
-    out: list[str] = []
-    for key in keys:
-        value = row.get(key)
-        if value is None:
-            continue
-        items = [value] if isinstance(value, (str, dict)) else value if isinstance(value, list) else []
-        for item in items:
-            if isinstance(item, dict):  # {"video": path, ...} style entries
-                item = item.get("video") or item.get("image") or item.get("path")
-            if isinstance(item, str) and item:
-                out.append(item)
-    return out
+    names = (_name(item) for key in keys for item in _items(row.get(key)))
+    return [name for name in names if isinstance(name, str) and name]
 
 
 def owner(key: str, world_size: int) -> int:
@@ -152,13 +152,11 @@ def plan_jobs(
     jobs: dict[str, EntryJob] = {}
     key_of: dict[tuple[Kind, str], str] = {}
     row_media: list[dict[Kind, tuple[str, ...]]] = []
-    kinds: tuple[tuple[Kind, tuple[str, ...], SamplingSpec | ImageSpec], ...] = (
-        ("video", VIDEO_KEYS, spec),
-        ("image", IMAGE_KEYS, image_spec),
-    )
+    specs: dict[Kind, SamplingSpec | ImageSpec] = {"video": spec, "image": image_spec}
     for row in dataset.rows:
         refs: dict[Kind, tuple[str, ...]] = {}
-        for kind, keys, sp in kinds:
+        for kind, keys in _KINDS:
+            sp = specs[kind]
             paths: list[str] = []
             for media in media_of(row.data, keys):
                 try:
@@ -223,13 +221,7 @@ def select(jobs: list[EntryJob], out: Path) -> tuple[list[EntryJob], int, int]:
             skipped += 1
             continue
         except (CorruptEntry, OSError):
-            pass
-        if path.is_dir() and not path.is_symlink():
-            import shutil
-
-            shutil.rmtree(path)
-        else:
-            path.unlink()
+            remove_entry(path)
         rebuilt += 1
         todo.append(job)
     return todo, skipped, rebuilt
@@ -258,12 +250,8 @@ def execute(todo: list[EntryJob], out: Path, decoder: str, workers: int, threads
             yield build_entry(job, str(out), decoder, threads)
         return
     with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:
-        pending: dict[Future[EntryResult], EntryJob] = {}
         queue = iter(todo)
-        for job in queue:
-            pending[pool.submit(build_entry, job, str(out), decoder, threads)] = job
-            if len(pending) >= 2 * workers:
-                break
+        pending = {pool.submit(build_entry, job, str(out), decoder, threads): job for job in islice(queue, 2 * workers)}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
@@ -288,21 +276,16 @@ def build_cache_from_args(
     output_data: str | os.PathLike[str] | None,
 ) -> BuildReport:
     """`build_cache` into `args.out` with the `evr1-cache build` flags of `args` (a plain build, each `--plan` part)."""
+    flags = ("allow_outside_media", "allow_remote_media", "decoder", "workers", "rank", "world_size", "threads")
     return build_cache(
         data_file,
         args.out,
         spec,
         image_spec,
         media_root=media_root,
-        allow_outside_media=args.allow_outside_media,
-        allow_remote_media=args.allow_remote_media,
-        decoder=args.decoder,
-        workers=args.workers,
-        rank=args.rank,
-        world_size=args.world_size,
-        progress=not args.no_progress,
         output_data=output_data,
-        threads=args.threads,
+        progress=not args.no_progress,
+        **{name: getattr(args, name) for name in flags},
     )
 
 
@@ -347,7 +330,10 @@ def build_cache(
     if threads is None:  # one worker: let the decoder use every core; several: split the cores between them
         threads = 0 if workers == 1 else max(1, (os.cpu_count() or 1) // workers)
     built = written = vfr = 0
-    with open(index_file, "a", encoding="utf-8") as index, _progress(len(todo), progress) as bar:
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(todo), desc="evr1-cache build", unit="media", disable=not progress, dynamic_ncols=True)
+    with open(index_file, "a", encoding="utf-8") as index, bar:
         for path, err in errors.items():
             index.write(json.dumps({"kind": "media", "source": path, "status": "error", "error": err}) + "\n")
         for result in execute(todo, out, decoder, workers, threads):
@@ -434,7 +420,7 @@ def _write_dataset(target: Path, plan: Plan, out: Path, known: dict[str, str], e
             return None
         return {"file": plan.jobs[key].rel, "key": key, "meta": meta_memo[key]}
 
-    kinds: tuple[Kind, ...] = ("video", "image")
+    kinds = [kind for kind, _ in _KINDS]
     with atomic_open(target, "w") as fh:
         for row, media in zip(plan.rows, plan.row_media, strict=True):
             refs = {kind: [ref(kind, p) for p in media.get(kind, ())] for kind in kinds}
@@ -457,16 +443,14 @@ def _rebase_media(row: dict[str, Any], media: dict[Kind, tuple[str, ...]], base:
     """
     resolved = {kind: iter(paths) for kind, paths in media.items()}
     out = dict(row)
-    kinds: tuple[tuple[Kind, tuple[str, ...]], ...] = (("video", VIDEO_KEYS), ("image", IMAGE_KEYS))
-    for kind, keys in kinds:
+    for kind, keys in _KINDS:
         for key in keys:
             value = row.get(key)
             if value is None:
                 continue
-            items = [value] if isinstance(value, (str, dict)) else value if isinstance(value, list) else []
             rebased: list[Any] = []
-            for item in items:
-                name = item.get("video") or item.get("image") or item.get("path") if isinstance(item, dict) else item
+            for item in _items(value):
+                name = _name(item)
                 if not (isinstance(name, str) and name):
                     rebased.append(item)
                     continue
@@ -516,16 +500,3 @@ def _remove_stale_temps(out: Path, mine: list[EntryJob]) -> None:
             for p in folder.iterdir():
                 if is_temp(p) and p.name[1:].split(".", 1)[0] in keys:
                     p.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def _progress(total: int, enabled: bool) -> Iterator[Any]:
-    from tqdm import tqdm
-
-    bar = tqdm(
-        total=total, desc="evr1-cache build", unit="media", disable=not enabled, file=sys.stderr, dynamic_ncols=True
-    )
-    try:
-        yield bar
-    finally:
-        bar.close()

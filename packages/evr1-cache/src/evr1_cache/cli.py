@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache.paths import add_media_path_args
-from evr1_cache.plan.cli import PLAN_EXAMPLES, add_plan_args
+from evr1_cache.plan.cli import PLAN_EXAMPLES, add_plan_args, plan_command
 from evr1_cache.spec_args import add_spec_args, specs_from_args
 
 EXAMPLES = """examples:
@@ -82,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        commands = {"build": _build, "plan": _plan, "probe": _probe, "inspect": _inspect, "verify": _verify}
+        commands = {"build": _build, "plan": plan_command, "probe": _probe, "inspect": _inspect, "verify": _verify}
         return commands[args.command](args)
     except (FileNotFoundError, ValueError, KeyError, RuntimeError) as exc:
         print(f"evr1-cache {args.command}: error: {exc}", file=sys.stderr)
@@ -91,12 +91,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 #: Failures printed on screen (all of them are in the error report).
 _SHOWN = 20
-
-
-def _plan(args: argparse.Namespace) -> int:
-    from evr1_cache.plan.cli import plan_command
-
-    return plan_command(args)
 
 
 def _build(args: argparse.Namespace) -> int:

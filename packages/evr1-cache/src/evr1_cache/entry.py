@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from evr1_cache.spec import VideoMeta
+from evr1_cache.spec import VideoMeta, _int
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,9 +38,7 @@ class ImageMeta:
 
     def __post_init__(self) -> None:
         for name in ("height", "width"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"ImageMeta.{name} must be an integer >= 1, got {value!r}")
+            object.__setattr__(self, name, _int("ImageMeta", name, getattr(self, name), 1))
 
     def to_json(self) -> str:
         return json.dumps({"height": self.height, "width": self.width}, sort_keys=True)

@@ -151,8 +151,7 @@ class MediaLoader:
                 return self.paths.resolve(p) if self.paths is not None and self.paths.remote is not None else p
             except MediaError:
                 return p
-        if p.startswith("file://"):
-            p = p[len("file://") :]
+        p = p.removeprefix("file://")
         if not os.path.isabs(p) and self.media_root is not None:
             p = os.path.normpath(os.path.join(self.media_root, p))
         return p
@@ -262,15 +261,10 @@ class MediaLoader:
 
         try:
             reader = self.reader or CacheReader(self.cache_dir)
-            hit = reader.contains(source, spec)
-            entry = None
-            if hit:  # a tool slices a few frames of a long stream: map the entry read-only instead of reading it all
-                try:
-                    entry = reader.entry(source, spec, mmap=True)
-                except CacheMiss:  # damaged: rebuilt below
-                    hit = False
-            if entry is None:
-                entry = reader.ensure(self._readable(source, "?"), spec)
+            try:  # a tool slices a few frames of a long stream: map the entry read-only instead of reading it all
+                entry, hit = reader.entry(source, spec, mmap=True), True
+            except CacheMiss:  # absent or damaged: built now
+                entry, hit = reader.ensure(self._readable(source, "?"), spec), False
         except (MediaError, OSError, ValueError) as exc:
             raise MediaMissError(f"cannot decode video {source!r} under spec {spec.key()}: {exc}") from exc
         return VideoFrames(entry.frames, entry.video_meta, media_key(source, spec), cached=hit)

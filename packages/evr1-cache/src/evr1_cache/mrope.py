@@ -13,6 +13,7 @@ imported only inside the functions (`import evr1_cache` stays light).
 
 from __future__ import annotations
 
+import itertools
 import types
 from typing import Any
 
@@ -49,28 +50,25 @@ def reference_rope_index(
         )
         kinds = mm_token_type_ids[b][keep].tolist()
         parts: list[Any] = []
-        start, i = 0, 0
-        while i < len(kinds):
-            j = i
-            while j < len(kinds) and kinds[j] == kinds[i]:
-                j += 1
-            if kinds[i] == 0:
-                parts.append(torch.arange(j - i).expand(3, -1) + start)
-                start += j - i
+        start = 0
+        for kind, run in itertools.groupby(kinds):  # runs of text (0), image (1) and video (2) tokens
+            n = sum(1 for _ in run)
+            if kind == 0:
+                parts.append(torch.arange(n).expand(3, -1) + start)
+                start += n
             else:
-                t, h, w = next(grids[kinds[i]])
+                t, h, w = next(grids[kind])
                 h, w = h // merge, w // merge
-                if kinds[i] == 2 and has_seconds:  # (index * seconds * tokens/s) truncated, as in the reference
+                if kind == 2 and has_seconds:  # (index * seconds * tokens/s) truncated, as in the reference
                     tt = (torch.arange(t) * float(next(seconds, 1.0)) * per_second).long()
                 else:
                     tt = torch.arange(t)
                 block = torch.stack([tt.repeat_interleave(h * w), torch.arange(h).repeat_interleave(w).repeat(t),
                                      torch.arange(w).repeat(h * t)]) + start  # fmt: skip
-                if block.shape[1] != j - i:
-                    raise ValueError(f"{j - i} vision tokens for a grid of {t}x{h}x{w}: prompt and grids disagree")
+                if block.shape[1] != n:
+                    raise ValueError(f"{n} vision tokens for a grid of {t}x{h}x{w}: prompt and grids disagree")
                 parts.append(block)
                 start = int(block.max()) + 1
-            i = j
         row = torch.cat(parts, dim=1) if parts else torch.zeros(3, 0, dtype=torch.long)
         positions[:, b, keep] = row.to(positions.device)
         deltas.append((int(row.max()) + 1 if row.numel() else 0) - len(kinds))

@@ -106,14 +106,9 @@ class MediaPaths:
         if "\0" in media:
             raise MediaPathError(f"{prefix}{media!r}", "the path contains a NUL byte", "fix the media path in the row")
         text = media.strip()
-        if text.startswith("file://"):
-            text = text[len("file://") :]
-        elif _URL.match(text):
+        if _URL.match(text) and not text.startswith("file://"):
             return self._remote(text, prefix)
-        p = Path(text).expanduser()
-        if not p.is_absolute():
-            p = self.base / p
-        path = os.path.abspath(p)
+        path = os.path.abspath(self.base / Path(text.removeprefix("file://")).expanduser())  # an absolute one as it is
         if self.root is not None and not (self.remote is not None and self.remote.holds(path)):
             root = os.path.realpath(self.root)
             real = os.path.realpath(path)

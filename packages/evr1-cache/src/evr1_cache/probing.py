@@ -18,6 +18,7 @@ too, its seeking other frames; see docs/cache.md.)
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import os
 import statistics
@@ -70,22 +71,9 @@ class VideoInfo:
 
     def as_dict(self) -> dict[str, object]:
         """JSON-friendly summary (without the per-frame times) for `evr1-cache probe`."""
-        return {
-            "path": self.path,
-            "width": self.width,
-            "height": self.height,
-            "rotation": self.rotation,
-            "fps": self.fps,
-            "total_num_frames": self.total_num_frames,
-            "duration": self.duration,
-            "decoded_frames": len(self.frame_times),
-            "vfr": self.vfr,
-            "codec": self.codec,
-            "header_frames": self.header_frames,
-            "header_fps": self.header_fps,
-            "header_mismatch": self.header_mismatch,
-            "exact": self.exact,
-        }
+        out = dataclasses.asdict(self)
+        times = out.pop("frame_times")
+        return {**out, "decoded_frames": len(times), "header_mismatch": self.header_mismatch}
 
 
 @dataclass(frozen=True, slots=True)

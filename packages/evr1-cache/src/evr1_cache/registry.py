@@ -88,8 +88,4 @@ def register_unique(table: MutableMapping[str, _V], name: str, value: _V, what: 
 
 def registering(table: MutableMapping[str, _T], name: str, what: str) -> Callable[[_T], _T]:
     """A decorator adding its target to `table` under `name` (`register_unique`)."""
-
-    def deco(value: _T) -> _T:
-        return register_unique(table, name, value, what)
-
-    return deco
+    return lambda value: register_unique(table, name, value, what)

@@ -259,23 +259,29 @@ def _margin(wh: AxisWeights | None, wv: AxisWeights | None) -> float:
 def _exact_pass(vals: np.ndarray, aw: AxisWeights, idx: np.ndarray) -> np.ndarray:
     """torch's float32 accumulation for output indices `idx` over tap values `vals` `[N, ..., K]` (last axis = taps):
     `acc = v0 * w0`, then taps 1..`plain_taps` as a rounded product added, the rest fused."""
-    import numpy as np
 
     w = aw.weights[idx]  # [N, K]
     plain = aw.plain_taps[idx]
     shape = (len(idx),) + (1,) * (vals.ndim - 2)
     acc: np.ndarray = vals[..., 0] * w[:, 0].reshape(shape)  # float32 x float32: one rounding, as torch
     for j in range(1, int(aw.size[idx].max(initial=1))):
-        t = vals[..., j]
-        wj = w[:, j].reshape(shape)
-        fused = j > plain  # per output index
-        if not fused.any():
-            acc += t * wj
-            continue
-        keep = ~fused
-        acc[keep] += t[keep] * wj[keep]
-        tf = t[fused]
-        acc[fused] = fma32(tf, np.broadcast_to(wj[fused], tf.shape), acc[fused])
+        acc = _add_tap(acc, vals[..., j], w[:, j].reshape(shape), j > plain)
+    return acc
+
+
+def _add_tap(acc: np.ndarray, t: np.ndarray, wj: np.ndarray, fused: np.ndarray) -> np.ndarray:
+    """`acc + t * wj` as torch adds one tap: a rounded product added, or a fused multiply-add where `fused` (per
+    output index, axis 0) says so."""
+    import numpy as np
+
+    if not fused.any():
+        acc += t * wj
+    elif fused.all():
+        acc = fma32(t, np.broadcast_to(wj, t.shape), acc)
+    else:
+        plain = ~fused
+        acc[plain] += t[plain] * wj[plain]
+        acc[fused] = fma32(t[fused], np.broadcast_to(wj[fused], t[fused].shape), acc[fused])
     return acc
 
 
@@ -309,17 +315,7 @@ def _exact_axis(x: np.ndarray, aw: AxisWeights) -> np.ndarray:
     w = aw.weights
     acc: np.ndarray = x[aw.start] * w[:, :1]
     for j in range(1, int(aw.size.max())):
-        t = x[np.minimum(aw.start + j, n_in - 1)]
-        wj = w[:, j : j + 1]
-        fused = j > aw.plain_taps
-        if not fused.any():
-            acc += t * wj
-        elif fused.all():
-            acc = fma32(t, np.broadcast_to(wj, t.shape), acc)
-        else:
-            plain = ~fused
-            acc[plain] += t[plain] * wj[plain]
-            acc[fused] = fma32(t[fused], np.broadcast_to(wj[fused], t[fused].shape), acc[fused])
+        acc = _add_tap(acc, x[np.minimum(aw.start + j, n_in - 1)], w[:, j : j + 1], j > aw.plain_taps)
     return acc
 
 
@@ -413,15 +409,20 @@ def _chunked(frames: Frames, height: int, width: int, fused: bool, threads: int)
         out[i : i + step] = _torchvision_bicubic_aa(chunk, height, width, fused)
 
     with _single_threaded_blas():
-        if workers == 1:
-            for i in range(0, n, step):
-                one(i)
-        else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(one, range(0, n, step)))
+        _in_threads(one, range(0, n, step), workers)
     return out
+
+
+def _in_threads(fn: Callable[[int], None], items: range, workers: int) -> None:
+    """`fn` over `items`, in `workers` threads when more than one (numpy, BLAS and Pillow release the GIL)."""
+    if workers <= 1:
+        for i in items:
+            fn(i)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(fn, items))
 
 
 @functools.lru_cache(maxsize=1)
@@ -547,13 +548,5 @@ def pillow_bicubic(frames: Frames, height: int, width: int, threads: int = 1) ->
         else:
             out[i] = np.asarray(Image.fromarray(frame).resize((width, height), Image.Resampling.BICUBIC))
 
-    n = min(threads if threads > 0 else (os.cpu_count() or 1), len(frames))
-    if n <= 1:
-        for i in range(len(frames)):
-            one(i)
-    else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            list(pool.map(one, range(len(frames))))
+    _in_threads(one, range(len(frames)), min(threads if threads > 0 else (os.cpu_count() or 1), len(frames)))
     return out

@@ -112,11 +112,6 @@ def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)  # normalising a frozen dataclass in __post_init__
 
 
-def _short_hash(payload: Mapping[str, Any]) -> str:
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
 # -- resize rules -----------------------------------------------------------------------------------------------------
 
 
@@ -227,7 +222,9 @@ class _Settings:
         the cache folder name."""
         settings = self.to_dict()
         rule = get_resize_rule(settings["resize"])
-        return _short_hash({"kind": self._kind, "spec_version": SPEC_VERSION, **settings, "resize": rule.id})
+        payload = {"kind": self._kind, "spec_version": SPEC_VERSION, **settings, "resize": rule.id}
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _pixel_budget(spec: Any, owner: str, min_tokens: int, max_tokens: int, kind: str) -> None:
@@ -243,10 +240,8 @@ def _pixel_budget(spec: Any, owner: str, min_tokens: int, max_tokens: int, kind:
         lo, hi = min_tokens * factor * factor, max_tokens * factor * factor
     if family is not None and _family(family).spec_rule:  # a Qwen family: the spec's own rule, filed without a name
         _set(spec, "family", None)
-    min_pixels = lo if spec.min_pixels is None else spec.min_pixels
-    max_pixels = hi if spec.max_pixels is None else spec.max_pixels
-    min_pixels = _int(owner, "min_pixels", min_pixels, 1)
-    max_pixels = _int(owner, "max_pixels", max_pixels, 1)
+    min_pixels = _int(owner, "min_pixels", lo if spec.min_pixels is None else spec.min_pixels, 1)
+    max_pixels = _int(owner, "max_pixels", hi if spec.max_pixels is None else spec.max_pixels, 1)
     if max_pixels < min_pixels:
         raise ValueError(f"{owner}: max_pixels ({max_pixels}) must be >= min_pixels ({min_pixels})")
     _set(spec, "min_pixels", min_pixels)

@@ -7,9 +7,8 @@ and the builder read the same flags the same way and no planning module imports 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from evr1_cache.spec import ImageSpec, SamplingSpec
+from evr1_cache.spec import TIMELINES, ImageSpec, SamplingSpec
 
 __all__ = ["add_spec_args", "specs_from_args"]
 
@@ -30,7 +29,7 @@ def add_spec_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--timeline",
-        choices=("reference", "presentation"),
+        choices=TIMELINES,
         help="variable-rate videos: the i-th frame as fetch_video takes it (reference, default) or the frame shown at "
         "the labelled instant (presentation: for answers in real seconds, e.g. temporal grounding); docs/spec.md",
     )
@@ -47,13 +46,6 @@ def specs_from_args(args: argparse.Namespace) -> tuple[SamplingSpec, ImageSpec]:
     if args.nframes is not None and args.fps is None:
         kw["fps"] = None
     spec = SamplingSpec(**kw)
-    ikw: dict[str, Any] = {}
-    if args.image_min_pixels is not None:
-        ikw["min_pixels"] = args.image_min_pixels
-    if args.image_max_pixels is not None:
-        ikw["max_pixels"] = args.image_max_pixels
-    if args.size_factor is not None:
-        ikw["size_factor"] = args.size_factor
-    if args.family is not None:
-        ikw["family"] = args.family
+    image = {"min_pixels": args.image_min_pixels, "max_pixels": args.image_max_pixels}
+    ikw = {k: v for k, v in {**image, "size_factor": args.size_factor, "family": args.family}.items() if v is not None}
     return spec, ImageSpec(**ikw)

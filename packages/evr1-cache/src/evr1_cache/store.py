@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import shutil
 import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,14 @@ def write_entry(final: Path, frames: np.ndarray, header: dict[str, str]) -> int:
         fh.write(text)
         fh.write(data.data)
     return final.stat().st_size
+
+
+def remove_entry(path: Path) -> None:
+    """Remove whatever lies at an entry's path: a file, a link, or a directory where an entry should be."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _open_entry(path: Path) -> Any:

@@ -58,14 +58,11 @@ def _get(record: Mapping[str, Any], where: str, key: str, kind: type | tuple[typ
             return default
         if key not in record:
             raise TrainSettingsError(f"{where}: `{key}` is missing")
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
-        names = " or ".join(k.__name__ for k in _kinds(kind))
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        names = " or ".join(k.__name__ for k in kinds)
         raise TrainSettingsError(f"{where}: `{key}` must be {names}, got {type(value).__name__}")
     return value
-
-
-def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
 
 
 def _ints(record: Mapping[str, Any], where: str, key: str) -> tuple[int, ...]:

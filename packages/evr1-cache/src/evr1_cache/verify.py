@@ -11,14 +11,13 @@ One bad file never stops the walk: each is reported with its reason.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from evr1_cache.atomic import is_temp
 from evr1_cache.errors import CorruptEntry
-from evr1_cache.store import ENTRY_NAME, key_for
+from evr1_cache.store import ENTRY_NAME, key_for, remove_entry
 
 KINDS = ("videos", "images")
 
@@ -29,9 +28,7 @@ class VerifyReport:
     videos: int
     images: int
     bytes: int
-    corrupt: tuple[
-        tuple[str, str], ...
-    ]  #: (path relative to the cache, reason), for everything that is not a good entry
+    corrupt: tuple[tuple[str, str], ...]  #: (path in the cache, reason) of everything that is not a good entry
     temp_files: tuple[str, ...] = field(default=())  #: leftovers of interrupted writes (removed with delete=True)
     deleted: int = 0  #: items removed (delete=True)
 
@@ -77,13 +74,6 @@ def check_entry(path: Path, root: Path) -> tuple[str, int]:
     return entry.kind, path.stat().st_size
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
 def verify_cache(root: str | os.PathLike[str], *, delete: bool = False) -> VerifyReport:
     """Check everything under `root`; `delete=True` removes bad entries and temp leftovers (run it while no build
     writes to `root`: a running build's temp files are leftovers too)."""
@@ -100,7 +90,7 @@ def verify_cache(root: str | os.PathLike[str], *, delete: bool = False) -> Verif
         if is_temp(path):
             temps.append(rel)
             if delete:
-                _remove(path)
+                remove_entry(path)
                 deleted += 1
             continue
         try:
@@ -114,7 +104,7 @@ def verify_cache(root: str | os.PathLike[str], *, delete: bool = False) -> Verif
             total += size
             continue
         if delete:
-            _remove(path)
+            remove_entry(path)
             deleted += 1
     return VerifyReport(
         entries=counts["video"] + counts["image"],

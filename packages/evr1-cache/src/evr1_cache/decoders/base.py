@@ -7,9 +7,9 @@ backends, so the registry is full without any module importing back into the pac
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
 
-from evr1_cache.registry import register_unique
+from evr1_cache.registry import registering
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,18 +40,11 @@ class Decoder(Protocol):
 
 
 DECODERS: dict[str, Callable[[], Decoder]] = {}
-_D = TypeVar("_D", bound=Callable[[], Decoder])
 
 
-def register(name: str) -> Callable[[_D], _D]:
+def register(name: str) -> Callable[[Callable[[], Decoder]], Callable[[], Decoder]]:
     """Class decorator adding a decoder factory under `name`; refuses duplicates."""
-
-    def deco(factory: _D) -> _D:
-        entry: Callable[[], Decoder] = factory  # (the table holds factories; the class keeps its own type)
-        register_unique(DECODERS, name, entry, "decoder")
-        return factory
-
-    return deco
+    return registering(DECODERS, name, "decoder")
 
 
 def rotate(frame: np.ndarray, rotation: int) -> np.ndarray:

@@ -12,7 +12,6 @@ from evr1_cache.paths import open_container
 
 if TYPE_CHECKING:
     import numpy as np
-    from av.codec.context import CodecContext
 
     from evr1_cache.probing import VideoInfo
 
@@ -38,6 +37,7 @@ class PyAVDecoder:
     def decode(
         self, info: VideoInfo, positions: Sequence[int], *, threads: int = 0, sink: FrameSink | None = None
     ) -> list[np.ndarray]:
+        from av.codec.context import Flags
         from av.video.reformatter import VideoReformatter
 
         wanted = sorted(set(positions))
@@ -50,7 +50,7 @@ class PyAVDecoder:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
             stream.codec_context.thread_count = decode_threads(threads, info.width, info.height)
-            _bitexact(stream.codec_context)
+            stream.codec_context.flags |= Flags.bitexact  # as the ffmpeg CLI decoder: one IDCT whatever the build
             cursor = 0
             for frame in container.decode(stream):
                 if cursor < len(wanted) and wanted[cursor] == n:
@@ -65,10 +65,3 @@ class PyAVDecoder:
         if n != expected or cursor != len(wanted):
             raise DecodeMismatch(n, expected)
         return [kept[p] for p in positions] if sink is None else []
-
-
-def _bitexact(codec_context: CodecContext) -> None:
-    """Bit-exact decoding, as the ffmpeg CLI decoder asks for: the same IDCT whichever FFmpeg build decodes."""
-    from av.codec.context import Flags
-
-    codec_context.flags |= Flags.bitexact

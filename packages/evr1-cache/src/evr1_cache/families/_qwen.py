@@ -19,21 +19,40 @@ from evr1_cache.spec import (
     qwen_resized_image_hw,
 )
 
-#: Qwen's special tokens around vision spans (the chat template writes `<|vision_start|><|video_pad|><|vision_end|>`).
-QWEN_VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>", "<|vision_pad|>")
-#: An assistant turn ends with `<|im_end|>`; base checkpoints stop at `<|endoftext|>`.
-QWEN_END_OF_TURN = ("<|im_end|>", "<|endoftext|>")
-QWEN_FRAME_RULE = "qwen-vl-utils 0.0.14 smart_nframes + torch.linspace(0, n-1, k).round() (vision_process.py)"
-QWEN_SIZE_RULE = "qwen-vl-utils 0.0.14 smart_resize with fetch_video's per-frame cap (vision_process.py)"
-QWEN_RESIZE = "torchvision bicubic antialias (qwen-vl-utils fetch_video); PIL bicubic for images (fetch_image)"
-QWEN3_VISION_KEYS = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QwenFamily(ModelFamily):
-    """Frames, sizes and counts of qwen-vl-utils; the video expansion is one run of `<|video_pad|>`."""
+    """Frames, sizes and counts of qwen-vl-utils; the video expansion is one run of `<|video_pad|>`.
 
+    What the Qwen families share (tokens, merge 2 x 2, two-frame patches, qwen-vl-utils rules) are the defaults; a
+    family passes what differs (names, patch size, processor)."""
+
+    merge_size: int = 2
+    temporal_patch_size: int = 2
+    size_factors: tuple[int, ...] = ()  # () = (patch_size x merge_size,), filled in
+    frame_rule: str = "qwen-vl-utils 0.0.14 smart_nframes + torch.linspace(0, n-1, k).round() (vision_process.py)"
+    size_rule: str = "qwen-vl-utils 0.0.14 smart_resize with fetch_video's per-frame cap (vision_process.py)"
+    reference_resize: str = (
+        "torchvision bicubic antialias (qwen-vl-utils fetch_video); PIL bicubic for images (fetch_image)"
+    )
+    image_token: str = "<|image_pad|>"
+    video_token: str = "<|video_pad|>"
+    #: Qwen's special tokens around vision spans (the chat template writes `<|vision_start|><|video_pad|><|vision_end|>`).
+    vision_tokens: tuple[str, ...] = (
+        "<|vision_start|>",
+        "<|vision_end|>",
+        "<|image_pad|>",
+        "<|video_pad|>",
+        "<|vision_pad|>",
+    )
+    #: An assistant turn ends with `<|im_end|>`; base checkpoints stop at `<|endoftext|>`.
+    end_of_turn: tuple[str, ...] = ("<|im_end|>", "<|endoftext|>")
+    vision_keys: tuple[str, ...] = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
     spec_rule: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.size_factors:
+            object.__setattr__(self, "size_factors", (self.patch_size * self.merge_size,))
 
     def sample_frame_indices(self, total_num_frames: int, native_fps: float, spec: SamplingSpec) -> tuple[int, ...]:
         return qwen_frame_indices(total_num_frames, native_fps, spec)
@@ -47,8 +66,10 @@ class QwenFamily(ModelFamily):
     def video_timing(self, meta: VideoLike) -> dict[str, list[float]]:
         """Qwen2.5-VL's `second_per_grid_ts`: temporal patch / sampled fps (transformers' `VideoMetadata.sampled_fps`)."""
         indices, fps = video_fields(meta)
-        total = _total(meta, indices)
-        sampled_fps = len(indices) / total * fps
+        total = meta.get("total_num_frames") if isinstance(meta, Mapping) else getattr(meta, "total_num_frames", None)
+        if total is None:
+            raise ValueError("video metadata needs total_num_frames (pass VideoMeta.to_hf() from evr1-cache)")
+        sampled_fps = len(indices) / int(total) * fps
         return {"second_per_grid_ts": [self.temporal_patch_size / sampled_fps]}
 
 
@@ -74,46 +95,3 @@ class TimestampedQwenFamily(QwenFamily):
 
     def video_timing(self, meta: VideoLike) -> dict[str, list[float]]:
         return {"frame_seconds": self.frame_seconds(meta)}
-
-
-def _total(meta: VideoLike, indices: tuple[int, ...]) -> int:
-    total = meta.get("total_num_frames") if isinstance(meta, Mapping) else getattr(meta, "total_num_frames", None)
-    if total is None:
-        raise ValueError("video metadata needs total_num_frames (pass VideoMeta.to_hf() from evr1-cache)")
-    return int(total)
-
-
-def qwen_family(
-    cls: type[QwenFamily],
-    *,
-    name: str,
-    title: str,
-    model_types: tuple[str, ...],
-    checkpoints: tuple[str, ...],
-    patch_size: int,
-    vision_keys: tuple[str, ...],
-    hf_processor: str,
-    vllm_architectures: tuple[str, ...],
-) -> QwenFamily:
-    """A Qwen-VL family: what the Qwen families share (tokens, merge 2 x 2, two-frame patches, qwen-vl-utils rules)
-    filled in, what differs passed."""
-    return cls(
-        name=name,
-        title=title,
-        model_types=model_types,
-        checkpoints=checkpoints,
-        patch_size=patch_size,
-        merge_size=2,
-        temporal_patch_size=2,
-        size_factors=(patch_size * 2,),
-        frame_rule=QWEN_FRAME_RULE,
-        size_rule=QWEN_SIZE_RULE,
-        reference_resize=QWEN_RESIZE,
-        image_token="<|image_pad|>",
-        video_token="<|video_pad|>",
-        vision_tokens=QWEN_VISION_TOKENS,
-        end_of_turn=QWEN_END_OF_TURN,
-        vision_keys=vision_keys,
-        hf_processor=hf_processor,
-        vllm_architectures=vllm_architectures,
-    )

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evr1_cache.spec import ImageSpec, SamplingSpec
+from evr1_cache.spec import HF_FIELDS, ImageSpec, SamplingSpec, _int
 
 __all__ = ["ModelFamily", "VideoLike", "video_fields"]
 
@@ -38,14 +38,6 @@ def video_fields(meta: VideoLike) -> tuple[tuple[int, ...], float]:
     if hasattr(indices, "tolist"):
         indices = indices.tolist()
     return tuple(int(i) for i in indices), float(fps)
-
-
-def _positive_int(owner: str, name: str, value: object) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{owner}.{name} must be a positive integer, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -110,7 +102,7 @@ class ModelFamily:
         """The spec's `size_factor`, validated for this family (None = the family's default)."""
         if value is None:
             return self.size_factor
-        factor = _positive_int(owner, "size_factor", value)
+        factor = _int(owner, "size_factor", value, 1)
         if factor not in self.size_factors:
             allowed = " or ".join(str(f) for f in self.size_factors)
             raise ValueError(
@@ -166,8 +158,8 @@ class ModelFamily:
 
     # -- tokens --------------------------------------------------------------------------------------------------
     def _check_hw(self, height: int, width: int, factor: int) -> tuple[int, int]:
-        h = _positive_int("frame", "height", height)
-        w = _positive_int("frame", "width", width)
+        h = _int("frame", "height", height, 1)
+        w = _int("frame", "width", width, 1)
         if h % factor or w % factor:
             raise ValueError(
                 f"a {w}x{h} frame is not a multiple of {self.name}'s size factor {factor}: resize it with "
@@ -177,7 +169,7 @@ class ModelFamily:
 
     def video_grid(self, nframes: int, height: int, width: int) -> tuple[int, int, int]:
         """(t, h, w) patch grid of a video of `nframes` frames of `height` x `width` (`video_grid_thw`)."""
-        n = _positive_int("video", "nframes", nframes)
+        n = _int("video", "nframes", nframes, 1)
         h, w = self._check_hw(height, width, self.patch_size * self.merge_size)
         t = -(-n // self.temporal_patch_size)  # the processor repeats the last frame to fill a temporal patch
         return t, h // self.patch_size, w // self.patch_size
@@ -273,21 +265,14 @@ class ModelFamily:
         (vLLM reads that from each `(frames, metadata)` video item)."""
         return {"do_resize": False}
 
-    def matches(self, model_type: str) -> bool:
-        return model_type in self.model_types
-
-
-#: The fields of transformers' `VideoMetadata` (vLLM reads the same names).
-HF_VIDEO_FIELDS = ("total_num_frames", "fps", "width", "height", "duration", "video_backend", "frames_indices")
-
 
 def hf_metadata(meta: VideoLike) -> dict[str, Any]:
     """transformers' `VideoMetadata(**d)` kwargs from a `VideoMeta` or its dict (unknown keys dropped)."""
     if hasattr(meta, "to_hf"):
         meta = meta.to_hf()
     if not isinstance(meta, Mapping):
-        meta = {k: getattr(meta, k) for k in HF_VIDEO_FIELDS if getattr(meta, k, None) is not None}
-    out = {k: meta[k] for k in HF_VIDEO_FIELDS if meta.get(k) is not None}
+        meta = {k: getattr(meta, k) for k in HF_FIELDS if getattr(meta, k, None) is not None}
+    out = {k: meta[k] for k in HF_FIELDS if meta.get(k) is not None}
     if "frames_indices" in out:
         indices = out["frames_indices"]
         out["frames_indices"] = [int(i) for i in (indices.tolist() if hasattr(indices, "tolist") else indices)]

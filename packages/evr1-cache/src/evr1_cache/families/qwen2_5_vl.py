@@ -6,12 +6,11 @@ derives from the videos' metadata: without `fps` and `frames_indices` it silentl
 
 from __future__ import annotations
 
-from evr1_cache.families._qwen import QwenFamily, qwen_family
+from evr1_cache.families._qwen import QwenFamily
 from evr1_cache.families.registry import register
 
 QWEN2_5_VL = register(
-    qwen_family(
-        QwenFamily,
+    QwenFamily(
         name="qwen2_5_vl",
         title="Qwen2-VL / Qwen2.5-VL",
         model_types=("qwen2_5_vl", "qwen2_vl"),

@@ -6,18 +6,16 @@ sizes and prompt expansion are Qwen3-VL's; the language model differs (Gated Del
 
 from __future__ import annotations
 
-from evr1_cache.families._qwen import QWEN3_VISION_KEYS, TimestampedQwenFamily, qwen_family
+from evr1_cache.families._qwen import TimestampedQwenFamily
 from evr1_cache.families.registry import register
 
 QWEN3_5 = register(
-    qwen_family(
-        TimestampedQwenFamily,
+    TimestampedQwenFamily(
         name="qwen3_5",
         title="Qwen3.5 (dense and MoE)",
         model_types=("qwen3_5", "qwen3_5_moe"),
         checkpoints=("Qwen/Qwen3.5-9B", "Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-4B"),
         patch_size=16,
-        vision_keys=QWEN3_VISION_KEYS,
         hf_processor="Qwen3VLProcessor",
         vllm_architectures=("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"),
     )

@@ -7,18 +7,16 @@ Qwen3-VL's video pixel budget is over all frames (`total_pixels`), unlike Qwen2.
 
 from __future__ import annotations
 
-from evr1_cache.families._qwen import QWEN3_VISION_KEYS, TimestampedQwenFamily, qwen_family
+from evr1_cache.families._qwen import TimestampedQwenFamily
 from evr1_cache.families.registry import register
 
 QWEN3_VL = register(
-    qwen_family(
-        TimestampedQwenFamily,
+    TimestampedQwenFamily(
         name="qwen3_vl",
         title="Qwen3-VL (dense and MoE)",
         model_types=("qwen3_vl", "qwen3_vl_moe"),
         checkpoints=("Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-30B-A3B-Instruct", "Qwen/Qwen3-VL-4B-Instruct"),
         patch_size=16,
-        vision_keys=QWEN3_VISION_KEYS,
         hf_processor="Qwen3VLProcessor",
         vllm_architectures=("Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration"),
     )

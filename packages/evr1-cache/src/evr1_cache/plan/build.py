@@ -12,11 +12,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evr1_cache.atomic import atomic_open
 from evr1_cache.plan.row_spec import PLAN_COLUMN
 from evr1_cache.spec_args import specs_from_args
+
+if TYPE_CHECKING:
+    from evr1_cache.plan.report import Decision
 
 INDEX = "evr1_plan_index"
 
@@ -31,14 +34,12 @@ def build_planned(args: argparse.Namespace) -> int:
     out = Path(args.out)
     target = Path(args.output_data) if args.output_data else out / f"{data.stem}.evr1.jsonl"
     media_root = args.media_root or str(data.resolve().parent)
-    reasons = _reasons(report_path)
     groups: dict[str, list[dict[str, Any]]] = {}
     specs: dict[str, SamplingSpec] = {"": spec}
     for row in rows:
-        index = int(row.pop("_evr1_original_index"))
-        row = {**row, INDEX: index}
+        index = row[INDEX]
         if index in resampled:
-            s = SamplingSpec(**resampled[index])
+            s = SamplingSpec(**(resampled[index].video_spec or {}))
             specs[s.key()] = s
             groups.setdefault(s.key(), []).append(row)
         else:
@@ -70,7 +71,8 @@ def build_planned(args: argparse.Namespace) -> int:
                 row = json.loads(line)
                 index = int(row.pop(INDEX))
                 if index in resampled:
-                    row[PLAN_COLUMN] = {"action": "resample", "video": resampled[index], "reason": reasons.get(index)}
+                    d = resampled[index]
+                    row[PLAN_COLUMN] = {"action": "resample", "video": dict(d.video_spec or {}), "reason": d.reason}
                 merged.append((index, row))
         path.unlink()
     merged.sort(key=lambda item: item[0])
@@ -134,8 +136,9 @@ def run_plan(
     return family, spec, image_spec, counter, rows, messages, plans
 
 
-def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]], Path]:
-    """Plan the input rows; returns (kept rows, {row index: resampled spec dict}, report path). Prints a summary."""
+def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[int, Decision], Path]:
+    """Plan the input rows; returns (kept rows, each with its input index under `INDEX`, {row index: its resample
+    decision}, report path). Prints a summary."""
     from evr1_cache.plan.report import decide, summary, write_report
 
     if args.max_prompt_length is None:
@@ -148,9 +151,8 @@ def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dic
     decisions = decide(plans, rows, messages, family, spec, image_spec, limit, args.on_over_limit, counter)
     report = Path(args.report) if args.report else Path(args.out) / "plan-report.jsonl"
     write_report(report, plans, decisions, limit)
-    by_index = {d.index: d for d in decisions}
     dropped = {d.index for d in decisions if d.action == "drop"}
-    resampled = {d.index: dict(d.video_spec or {}) for d in decisions if d.action == "resample"}
+    resampled = {d.index: d for d in decisions if d.action == "resample"}
     for d in decisions:
         print(f"plan: row {d.row_id} (line {d.index + 1}): {d.action}: {d.reason}", file=sys.stderr)
     info = summary(plans, limit)
@@ -158,9 +160,9 @@ def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dic
     print(
         f"plan: {info['rows']} rows, {info['over_limit']} over {limit} tokens{reserved}: "
         f"{len(dropped)} dropped, {len(resampled)} resampled, "
-        f"{sum(1 for d in by_index.values() if d.action == 'keep')} kept over; report {report}"
+        f"{sum(d.action == 'keep' for d in decisions)} kept over; report {report}"
     )
-    kept = [{**row, "_evr1_original_index": i} for i, row in enumerate(rows) if i not in dropped]
+    kept = [{**row, INDEX: i} for i, row in enumerate(rows) if i not in dropped]
     return kept, resampled, report
 
 
@@ -170,17 +172,6 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     return path
-
-
-def _reasons(report: Path) -> dict[int, str]:
-    out: dict[int, str] = {}
-    with open(report, encoding="utf-8") as fh:
-        for line in fh:
-            record = json.loads(line)
-            decision = record.get("decision")
-            if decision:
-                out[int(record["index"])] = str(decision.get("reason"))
-    return out
 
 
 __all__ = ["build_planned"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evr1_cache.plan.memory import PRESETS
+
 PLAN_EXAMPLES = """examples:
   evr1-cache plan data/train.jsonl --model ckpt/Qwen3-VL-8B --max-prompt-length 16384 --micro-batch 1 --sp 4
   evr1-cache plan cache/train.evr1.jsonl --family qwen2_5_vl --max-frames 64 --model-size qwen2_5_vl_7b
@@ -39,18 +41,12 @@ def add_plan_args(p: argparse.ArgumentParser, *, in_build: bool = False) -> None
         g.add_argument("--bins", type=int, default=10)
         m = p.add_argument_group("activation memory (per GPU; docs/plan.md has the formula)")
         m.add_argument("--model-config", help="config.json (or checkpoint folder) for the estimate (default: --model)")
-        m.add_argument("--model-size", help="a named size instead: " + ", ".join(_presets()))
+        m.add_argument("--model-size", help="a named size instead: " + ", ".join(sorted(PRESETS)))
         m.add_argument("--micro-batch", type=int, default=1)
         m.add_argument("--sp", type=int, default=1, help="Ulysses sequence-parallel degree")
         m.add_argument("--response-length", type=int, default=1024, help="tokens generated per prompt")
         m.add_argument("--checkpointing", action="store_true", help="gradient (activation) checkpointing on")
         m.add_argument("--attention", choices=("flash", "sdpa", "eager"), default="flash")
-
-
-def _presets() -> list[str]:
-    from evr1_cache.plan.memory import PRESETS
-
-    return sorted(PRESETS)
 
 
 def plan_command(args: argparse.Namespace) -> int:
@@ -81,11 +77,9 @@ def plan_command(args: argparse.Namespace) -> int:
     source = args.model_config or args.model
     if args.model_size or source:
         shape = ModelShape.preset(args.model_size) if args.model_size else ModelShape.from_config(source)
-        longest = max(
-            (p for p in plans if p.ok and (limit is None or p.total <= limit)), key=lambda p: p.total, default=None
-        )
-        prompt = limit if limit is not None else (longest.total if longest else 0)
-        vision = max((p.vision for p in plans if p.ok and (limit is None or p.total <= limit)), default=0)
+        fits = [p for p in plans if p.ok and (limit is None or p.total <= limit)]
+        prompt = limit if limit is not None else max((p.total for p in fits), default=0)
+        vision = max((p.vision for p in fits), default=0)
         seq = prompt + args.response_length
         estimate = activation_memory(
             shape,

@@ -166,14 +166,8 @@ def default_messages(row: Mapping[str, Any], prompt_key: str = "problem") -> lis
         + "<image>" * max(0, n_image - found.count("<image>"))
         + text
     )
-    content: list[dict[str, Any]] = []
-    for part in _PLACEHOLDER.split(text):
-        if part == "<video>":
-            content.append({"type": "video"})
-        elif part == "<image>":
-            content.append({"type": "image"})
-        elif part:
-            content.append({"type": "text", "text": part})
+    parts = [part for part in _PLACEHOLDER.split(text) if part]
+    content = [{"type": p[1:-1]} if p in ("<video>", "<image>") else {"type": "text", "text": p} for p in parts]
     return [{"role": "user", "content": content}]
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from evr1_cache.registry import check_fields
-from evr1_cache.spec import VIDEO_MAX_TOKENS, ImageSpec, SamplingSpec, VideoMeta
+from evr1_cache.spec import VIDEO_MAX_TOKENS, ImageSpec, SamplingSpec, VideoMeta, _int
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,9 +60,7 @@ class ToolBudget:
 
     def __post_init__(self) -> None:
         for name in ("frames_per_call", "calls_per_turn", "calls_per_episode", "pixels_per_episode"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"ToolBudget.{name} must be an integer >= 1, got {value!r}")
+            object.__setattr__(self, name, _int("ToolBudget", name, getattr(self, name), 1))
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> ToolBudget:
@@ -218,10 +216,7 @@ class ToolContext:
 
     def meta(self) -> VideoMeta:
         """The video's metadata (duration, native size) from the window stream."""
-        if self._meta is None:
-            self.frames()
-        assert self._meta is not None
-        return self._meta
+        return self._meta if self._meta is not None else self.frames()[1]
 
     def charge(self, pixels: int, what: str) -> None:
         """ToolError when `pixels` more would exceed the episode's pixel budget (nothing is served then)."""

@@ -98,8 +98,7 @@ class CallFormat:
             if end == -1:
                 errors.append(CallError(f"{self.call_open} is not closed by {self.call_close}", rest[at : at + 200]))
                 break
-            body = rest[body_start:end]
-            parsed = self._call(body)
+            parsed = self._call(rest[body_start:end])
             if isinstance(parsed, ToolCall):
                 calls.append(parsed)
             else:

@@ -40,9 +40,6 @@ class EpisodeStats:
     pixels: int = 0
     frames: int = 0
 
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class TurnAnswer:
@@ -147,7 +144,7 @@ class ToolSession:
 
     def record(self) -> dict[str, Any]:
         """Every turn (calls, arguments, returned frame timestamps, errors) and the counts, JSON-ready."""
-        return {"turns": [t.record() for t in self.turns], "stats": self.stats.as_dict()}
+        return {"turns": [t.record() for t in self.turns], "stats": asdict(self.stats)}
 
 
 def with_tool_instructions(messages: Sequence[Mapping[str, Any]], text: str) -> list[dict[str, Any]]:
@@ -168,8 +165,7 @@ def episode_transcript(record: Mapping[str, Any]) -> str:
     for i, turn in enumerate(record.get("turns") or [], 1):
         said = turn.get("said", turn.get("content", ""))
         lines.append(f"[turn {i}] {said}".rstrip())
-        for err in turn.get("malformed") or []:
-            lines.append(f"  ! malformed call: {err}")
+        lines += [f"  ! malformed call: {err}" for err in turn.get("malformed") or []]
         for call in turn.get("calls") or []:
             if not call.get("name"):
                 continue

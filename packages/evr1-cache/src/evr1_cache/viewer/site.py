@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evr1_cache.atomic import atomic_text
 from evr1_cache.viewer.charts import line_chart
 from evr1_cache.viewer.records import Curve, MediaRef, RunRecord, SampleRecord
 from evr1_cache.viewer.text import clip, split_answer
@@ -90,7 +91,7 @@ class _Page:
         if not self._cards and self.chunks:
             return
         payload = json.dumps([self._cards, self._texts], ensure_ascii=True, separators=(",", ":"))
-        _write(self.data / f"chunk-{self.chunks:05d}.js", f"EVR1.chunk({self.chunks},{payload});\n")
+        atomic_text(self.data / f"chunk-{self.chunks:05d}.js", f"EVR1.chunk({self.chunks},{payload});\n")
         self.chunks += 1
         self._cards, self._texts = [], []
 
@@ -198,15 +199,11 @@ def write_site(
             page.flush()
             comparisons.append({"slug": page.slug, "base": base.name, "other": other.name, "run": j, **stats})
             pages.append(page)
-    assets = out / "assets"
-    assets.mkdir(exist_ok=True)
     from importlib.resources import files
 
-    for name in ("viewer.css", "viewer.js"):
-        _write(assets / name, (files("evr1_cache.viewer") / "static" / name).read_text(encoding="utf-8"))
-    written: list[Path] = []
-    for page in pages:
-        written.append(_write_page(env, out, page, title, pages, page_size))
+    for name in ("viewer.css", "viewer.js"):  # (atomic_text makes the folder)
+        atomic_text(out / "assets" / name, (files("evr1_cache.viewer") / "static" / name).read_text(encoding="utf-8"))
+    written = [_write_page(env, out, page, title, pages, page_size) for page in pages]
     overview = env.get_template("index.html.j2").render(
         title=title,
         runs=[_overview(run, run_slugs[i]) for i, run in enumerate(runs)],
@@ -216,7 +213,7 @@ def write_site(
         asset="assets",
     )
     index = out / "index.html"
-    _write(index, overview)
+    atomic_text(index, overview)
     return SiteResult(
         index=index,
         pages=(index, *written),
@@ -330,10 +327,7 @@ def _filters(page: _Page) -> list[dict[str, Any]]:
     out = []
     label = "Verdict change" if page.kind == "compare" else "Verdict"
     for col, (name, title) in enumerate(_FILTERS, 1):
-        if name in _MULTI:
-            counts = Counter(v for row in page.rows for v in row[col].split())
-        else:
-            counts = Counter(row[col] for row in page.rows)
+        counts = Counter(v for row in page.rows for v in (row[col].split() if name in _MULTI else [row[col]]))
         counts.pop("", None)
         if len(counts) < 2:
             continue
@@ -364,7 +358,7 @@ def _write_page(env: Any, out: Path, page: _Page, title: str, pages: Sequence[_P
         "filters": _filters(page),
         "rows": page.rows,
     }
-    _write(page.data / "index.js", f"EVR1.index({json.dumps(index, ensure_ascii=True, separators=(',', ':'))});\n")
+    atomic_text(page.data / "index.js", f"EVR1.index({json.dumps(index, ensure_ascii=True, separators=(',', ':'))});\n")
     html = env.get_template("browse.html.j2").render(
         title=title,
         page=page,
@@ -374,7 +368,7 @@ def _write_page(env: Any, out: Path, page: _Page, title: str, pages: Sequence[_P
         asset="assets",
     )
     path = out / f"{page.slug}.html"
-    _write(path, html)
+    atomic_text(path, html)
     return path
 
 
@@ -427,9 +421,3 @@ def _overview(run: RunRecord, slug: str) -> dict[str, Any]:
 def _mean(values: Iterable[float]) -> float | None:
     vals = list(values)
     return sum(vals) / len(vals) if vals else None
-
-
-def _write(path: Path, text: str) -> None:
-    from evr1_cache.atomic import atomic_text
-
-    atomic_text(path, text)

@@ -12,7 +12,7 @@ import json
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,15 +71,15 @@ class ThumbnailWriter:
         n = len(ref.positions) or len(ref.frame_indices) or (1 if ref.kind == "image" else 0)
         empty = Strip(ref.kind, ref.source, (None,) * n, tuple(ref.timestamps) or (None,) * n, ref.frame_indices)
         if not ref.cache_root or not ref.cache_file:
-            return _with_note(empty, ref.note or "not in the frame cache: no thumbnails (timestamps as recorded)")
+            return replace(empty, note=ref.note or "not in the frame cache: no thumbnails (timestamps as recorded)")
         root = Path(ref.cache_root).resolve()
         entry = (root / ref.cache_file).resolve()
         if root not in entry.parents or entry.suffix != ".safetensors":  # a record is data, not a path to follow
-            return _with_note(empty, f"cache reference {ref.cache_file!r} is not an entry inside {root}: ignored")
+            return replace(empty, note=f"cache reference {ref.cache_file!r} is not an entry inside {root}: ignored")
         key = entry.name.removesuffix(".safetensors")
         info = self._entry(entry, key)
         if isinstance(info, str):
-            return _with_note(empty, info)
+            return replace(empty, note=info)
         stored = tuple(int(i) for i in _list(info.get("frame_indices")))
         stamps: tuple[float | None, ...] = tuple(float(t) for t in _list(info.get("timestamps")))
         count = int(str(info.get("count", 0)))
@@ -93,7 +93,7 @@ class ThumbnailWriter:
         if ref.positions:  # a tool's frames: those positions of the stream's entry, with the times the tool gave
             shown = [p for p in ref.positions if 0 <= p < count]
             if len(shown) != len(ref.positions):
-                return _with_note(empty, f"the entry holds {count} frames; the recorded positions do not fit it")
+                return replace(empty, note=f"the entry holds {count} frames; the recorded positions do not fit it")
             picked = tuple(stored[p] for p in shown) if stored else ()
             return Strip(ref.kind, ref.source, tuple(images[p] for p in shown), tuple(ref.timestamps), picked, note)
         return Strip(ref.kind, ref.source, images, stamps or (None,) * count, stored or ref.frame_indices, note)
@@ -160,10 +160,6 @@ class ThumbnailWriter:
 
 def _list(value: object) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else []
-
-
-def _with_note(strip: Strip, note: str) -> Strip:
-    return Strip(strip.kind, strip.source, strip.images, strip.timestamps, strip.frame_indices, note)
 
 
 def _short(values: Sequence[int]) -> str:
