@@ -125,3 +125,19 @@ def test_score_resumes_from_a_partial_file(tmp_path: Path) -> None:
     assert [r["_key"] for r in rows] == ["0", "1", "2", "3"]
     assert rows[1]["reward"]["overall"] == 0.5  # kept from the previous run
     assert not partial.exists()
+
+
+@pytest.mark.parametrize("command", ["validate", "score"])
+def test_a_broken_file_is_one_clear_error_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    array = tmp_path / "rows.json"
+    array.write_text('[\n  {"problem_type": "numerical", "solution": "3"},\n  {"problem_type": \n]\n', encoding="utf-8")
+    assert main([command, str(array)]) == 2
+    err = capsys.readouterr().err
+    assert f"{array}:4: invalid JSON array" in err and "JSONL" in err, err
+    latin = tmp_path / "rows.jsonl"
+    latin.write_bytes(b'{"problem_type": "numerical", "solution": "3"}\n{"solution": "caf\xe9"}\n')
+    assert main([command, str(latin)]) == 2
+    err = capsys.readouterr().err
+    assert f"{latin}:2: not UTF-8" in err and "save the file as UTF-8" in err, err

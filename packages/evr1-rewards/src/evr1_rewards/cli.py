@@ -41,7 +41,30 @@ def _first(row: Mapping[str, object], keys: Sequence[str], override: str | None)
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, object] | None, str | None]]:
-    """(line number, row or None, error) for every non-empty line; a JSON array file is read whole."""
+    """(line number, row or None, error) for every non-empty line; a JSON array file is read whole, so a syntax
+    error in it, like a file that is not UTF-8, stops the command with a `file:line` error instead of a traceback."""
+    try:
+        yield from _read_rows(path)
+    except UnicodeDecodeError as e:
+        with path.open("rb") as f:
+            line = next((i for i, raw in enumerate(f, 1) if not _is_utf8(raw)), 1)
+        raise RewardError(f"{path}:{line}: not UTF-8 ({e.reason}): save the file as UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise RewardError(
+            f"{path}:{e.lineno}: invalid JSON array ({e.msg}, column {e.colno}): fix it, or write one JSON object "
+            "per line (JSONL), where a bad line is reported and skipped"
+        ) from None
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, object] | None, str | None]]:
     with path.open(encoding="utf-8") as f:
         head = f.read(1)
         f.seek(0)
