@@ -135,9 +135,11 @@ def test_a_broken_file_is_one_clear_error_naming_the_line(
     array.write_text('[\n  {"problem_type": "numerical", "solution": "3"},\n  {"problem_type": \n]\n', encoding="utf-8")
     assert main([command, str(array)]) == 2
     err = capsys.readouterr().err
-    assert f"{array}:4: invalid JSON array" in err and "JSONL" in err, err
+    assert f"{array}:4: invalid JSON array" in err, err
+    assert "JSONL" in err, err
     latin = tmp_path / "rows.jsonl"
     latin.write_bytes(b'{"problem_type": "numerical", "solution": "3"}\n{"solution": "caf\xe9"}\n')
     assert main([command, str(latin)]) == 2
     err = capsys.readouterr().err
-    assert f"{latin}:2: not UTF-8" in err and "save the file as UTF-8" in err, err
+    assert f"{latin}:2: not UTF-8" in err, err
+    assert "save the file as UTF-8" in err, err
