@@ -110,7 +110,7 @@ class BaseTrainer:
         base_dir = os.path.dirname(os.path.abspath(cfg.train_files[0]))
         self.data_opts = DataOptions.from_mapping(plain(cfg.data_evr1_node), base_dir=base_dir)
         hybrid = HybridConfig.from_mapping(plain(cfg.hybrid_node))
-        if hybrid.enable and "base_loss_mode" in {f.name for f in dataclasses.fields(hybrid)}:
+        if hybrid.enable:
             hybrid = dataclasses.replace(hybrid, base_loss_mode=cfg.loss_mode)
         hybrid.check_group_size(cfg.n)
         self.hybrid = hybrid
@@ -215,12 +215,8 @@ class BaseTrainer:
 
     def _usable(self, rows: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
         """Drop rows whose prompt cannot be built, whose media file is missing, or whose answer cannot be scored
-        (`engine.rows.usable_rows`, with this trainer's `_check_row`)."""
-        return usable_rows(rows, self.data_opts, split, self._check_row)
-
-    def _check_row(self, row: dict[str, Any], index: int) -> None:
-        """Raise when `row` cannot be prompted (messages, media files) or scored (an answer the scorer reads)."""
-        check_row(row, index, self.data_opts, self.router)
+        (`engine.rows.usable_rows` with `engine.rows.check_row`)."""
+        return usable_rows(rows, self.data_opts, split, lambda row, i: check_row(row, i, self.data_opts, self.router))
 
     def _next_rows(self) -> list[tuple[int, dict[str, Any]]]:
         st, n, bs = self.state, len(self.train_rows), self.cfg.train_batch_size
@@ -302,9 +298,6 @@ class BaseTrainer:
             suppress=self.vision_ids, top_p=cfg.top_p, top_k=cfg.top_k,
         )  # fmt: skip
 
-    def _generate(self, prompts: Sequence[EncodedPrompt], do_sample: bool = True) -> list[list[int]]:
-        return self._policy(do_sample)(range(len(prompts)), prompts, self.cfg.max_response_length)
-
     def _reward(self, prompt: Prompt, text: str) -> RewardResult:
         """The router's `RewardResult` for `text` as the answer to `prompt`."""
         from evr1_rewards import RewardInput
@@ -342,7 +335,7 @@ class BaseTrainer:
     def _sample(self, prompts: Sequence[Prompt], index: Sequence[int], do_sample: bool = True) -> list[Rollout]:
         """One unscored rollout per prompt (`index`: each one's position in its batch): a single generated turn
         (an agent trainer samples whole episodes)."""
-        outs = self._generate([q.encoded for q in prompts], do_sample)
+        outs = self._policy(do_sample)(range(len(prompts)), [q.encoded for q in prompts], self.cfg.max_response_length)
         return [Rollout(i, resp, False) for i, resp in zip(index, outs, strict=True)]
 
     def _answer(self, prompts: list[Prompt], do_sample: bool) -> list[Rollout]:

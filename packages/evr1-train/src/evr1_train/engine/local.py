@@ -126,11 +126,10 @@ def write_protocol(folder: Path, files: dict[str, Any]) -> None:
 
 
 def _first_reaching(history: list[dict[str, float]], thresholds: tuple[float, ...]) -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
-    for thr in thresholds:
-        hit = next((int(h["step"]) for h in history if h.get("val/accuracy", -1) >= thr), None)
-        out[f"{thr:.0%}"] = hit
-    return out
+    return {
+        f"{thr:.0%}": next((int(h["step"]) for h in history if h.get("val/accuracy", -1) >= thr), None)
+        for thr in thresholds
+    }
 
 
 def _set(cfg: Any, dotted: str, value: Any) -> None:

@@ -76,11 +76,7 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
                     specs[kind] = _entry_spec(reader, ref, kind)
     if "video" not in specs and "image" not in specs:
         raise ValueError(f"--data {path}: no row has cached media (was it written by `evr1-cache build`?)")
-    node: dict[str, Any] = {"cache_dir": str(cache_dir), "video_source": "cache_only"}
-    if "video" in specs:
-        node["video"] = specs["video"]
-    if "image" in specs:
-        node["image"] = specs["image"]
+    node: dict[str, Any] = {"cache_dir": str(cache_dir), "video_source": "cache_only", **specs}
     opts = DataOptions.from_mapping(node, base_dir=str(path.parent.resolve()))
     usable = [r for r in rows if not r.get("cache_errors")]
     return ParityData(path, opts, tuple(usable[:n]))

@@ -111,7 +111,7 @@ def iter_scenes(spec: QuickstartDataSpec, split: str) -> Iterator[tuple[str, Sce
 
 
 def make_row(row_id: str, scene: Scene, media: str, offline: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {
+    return {
         "problem_id": row_id,
         "data_source": f"evr1-quickstart/{scene.kind}",
         "data_type": scene.modality,
@@ -125,7 +125,6 @@ def make_row(row_id: str, scene: Scene, media: str, offline: bool) -> dict[str, 
         "offline_output": answer_text(scene) if offline else "",
         "kind": scene.kind,
     }
-    return row
 
 
 def generate_quickstart_data(

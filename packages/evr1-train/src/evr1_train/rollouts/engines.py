@@ -44,7 +44,7 @@ class LocalDumpHook:
         self.writer = writer
 
     def __call__(self, step: int, prompts: Any, seqs: Any, adv: Any, resp_mask: Any) -> None:
-        if not self.writer.due(step):
+        if not self.writer.config.due(step):
             return
         try:
             self.writer.write_step(step, self.groups(prompts, seqs, adv, resp_mask))
@@ -184,7 +184,7 @@ def _verl_writer(trainer: Any, step: int) -> RolloutDumpWriter | None:
 def maybe_dump_verl(trainer: Any, batch: Any, step: int) -> None:
     """Dump `batch` (a TransferQueue `KVBatchMeta` of the V1 trainer) when `step` is due; never raises."""
     writer = _verl_writer(trainer, step)
-    if writer is None or not writer.due(step):
+    if writer is None or not writer.config.due(step):
         return
     try:
         import transfer_queue as tq
