@@ -41,16 +41,11 @@ def vision_zero_term(model: Any, kind: str = "image") -> torch.Tensor:
     in_ch = getattr(vc, "in_channels", getattr(vc, "in_chans", 3))
     patch_dim = in_ch * vc.temporal_patch_size * vc.patch_size**2
     t = 2 if kind == "video" else 1
-    merge = getattr(vc, "spatial_merge_size", 2)
-    side = 2 * merge
+    side = 2 * getattr(vc, "spatial_merge_size", 2)
     param = next(visual.parameters())
     pixels = torch.zeros((t * side * side, patch_dim), dtype=param.dtype, device=param.device)
     grid = torch.tensor([[t, side, side]], dtype=torch.long, device=param.device)
-    out = visual(pixels, grid_thw=grid)
-    term = param.new_zeros(())
-    for tensor in _tensors(out):
-        term = term + 0.0 * tensor.float().mean()
-    return term
+    return sum((0.0 * t.float().mean() for t in _tensors(visual(pixels, grid_thw=grid))), param.new_zeros(()))
 
 
 def _tensors(out: Any) -> list[torch.Tensor]:
