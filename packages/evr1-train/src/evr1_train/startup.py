@@ -296,42 +296,36 @@ def _registered(tree: ast.Module, decorator: str, enum: dict[str, str]) -> set[s
     return names
 
 
-@lru_cache(maxsize=1)
-def verl_adv_estimators() -> tuple[str, ...]:
-    """The names in verl's `ADV_ESTIMATOR_REGISTRY`, read from `verl/trainer/ppo/core_algos.py` without importing it.
-
-    The registry is filled by `@register_adv_est(...)` decorators on that module's functions; a test checks that this
-    reading equals the imported registry. Should verl's source ever be unreadable this way, the registry is imported.
-    """
+def _core_algos_registry(decorator: str, enum: str, registry: str) -> set[str]:
+    """The names `@decorator(...)` registers in `verl/trainer/ppo/core_algos.py` (`enum`: the class whose members
+    may name them), read from the source; should it ever be unreadable this way, the imported `registry` itself."""
     source = verl_config_dir().parent / "ppo" / "core_algos.py"
     try:
         tree = ast.parse(source.read_text(encoding="utf-8"))
-        names = _registered(tree, "register_adv_est", _enum_values(tree, "AdvantageEstimator"))
+        names = _registered(tree, decorator, _enum_values(tree, enum))
     except (OSError, SyntaxError):
         names = set()
     if not names:  # pragma: no cover - a verl whose source is not laid out as 0.9.x: ask the registry itself
-        from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+        from verl.trainer.ppo import core_algos
 
-        names = set(ADV_ESTIMATOR_REGISTRY)
-    return tuple(sorted(names))
+        names = set(vars(core_algos)[registry])
+    return names
+
+
+@lru_cache(maxsize=1)
+def verl_adv_estimators() -> tuple[str, ...]:
+    """The names in verl's `ADV_ESTIMATOR_REGISTRY` (filled by `@register_adv_est(...)` decorators), read without
+    importing verl; a test checks that this reading equals the imported registry."""
+    return tuple(sorted(_core_algos_registry("register_adv_est", "AdvantageEstimator", "ADV_ESTIMATOR_REGISTRY")))
 
 
 @lru_cache(maxsize=1)
 def verl_policy_losses() -> tuple[str, ...]:
-    """The names in verl's `POLICY_LOSS_REGISTRY` (`@register_policy_loss("name")` in core_algos.py, read as
-    `verl_adv_estimators` reads its registry), plus the loss evr1 registers there (`evr1_hybrid`)."""
+    """The names in verl's `POLICY_LOSS_REGISTRY` (`@register_policy_loss("name")`), plus the loss evr1 registers
+    there (`evr1_hybrid`)."""
     from evr1_train.hybrid.config import LOSS_NAME
 
-    source = verl_config_dir().parent / "ppo" / "core_algos.py"
-    try:
-        names = _registered(ast.parse(source.read_text(encoding="utf-8")), "register_policy_loss", {})
-    except (OSError, SyntaxError):
-        names = set()
-    if not names:  # pragma: no cover - a verl laid out otherwise: ask the registry itself
-        from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
-
-        names = set(POLICY_LOSS_REGISTRY)
-    return tuple(sorted({*names, LOSS_NAME}))
+    return tuple(sorted({*_core_algos_registry("register_policy_loss", "", "POLICY_LOSS_REGISTRY"), LOSS_NAME}))
 
 
 def _one_of(key: str, value: str, valid: Sequence[str]) -> None:

@@ -72,9 +72,7 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl's RLHFDataset is A
         from evr1_train.data.plan_check import check_prompt_lengths
 
         limit = getattr(self, "max_prompt_length", None)
-        keep = check_prompt_lengths(
-            list(frame), self.evr1, self.processor or self.tokenizer, self.family, limit, self.evr1.on_over_limit
-        )
+        keep = check_prompt_lengths(list(frame), self.evr1, self.processor or self.tokenizer, self.family, limit)
         return frame.select(keep) if len(keep) != len(frame) else frame
 
     def _drop_rows_with_missing_media(self, frame: Any) -> Any:

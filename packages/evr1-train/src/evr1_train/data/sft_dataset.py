@@ -88,7 +88,7 @@ class Evr1SFTDataset(MultiTurnSFTDataset):  # type: ignore[misc]  # verl's Multi
 
     def _encode(self, row: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """(input_ids, loss_mask, vision inputs) of the whole conversation, pixels from the cache."""
-        from evr1_train.engine.batch import VISION_KEYS, video_kwargs
+        from evr1_train.engine.batch import video_kwargs, vision_tensors
 
         inputs = row_to_inputs(row, self.evr1, 0, None)
         conversation = sft_conversation(row, self.evr1, self.response_key)
@@ -108,7 +108,7 @@ class Evr1SFTDataset(MultiTurnSFTDataset):  # type: ignore[misc]  # verl's Multi
         n_prompt = int(prompt["input_ids"].shape[1])
         if not torch.equal(ids[:n_prompt], prompt["input_ids"][0]):
             raise ValueError("the prompt's tokens are not a prefix of the conversation's tokens")
-        vision = {k: full[k] for k in VISION_KEYS if k in full and full[k] is not None}
+        vision = vision_tensors(full)
         return ids, (torch.arange(len(ids)) >= n_prompt).long(), vision
 
     def __getitem__(self, item: int) -> dict[str, Any]:

@@ -209,8 +209,9 @@ class BaseTrainer:
         """Rows over data.max_prompt_length: refused or filtered before step one (evr1.plan.on_over_limit)."""
         from evr1_train.data.plan_check import check_prompt_lengths
 
-        limit, mode = self.cfg.max_prompt_length, self.data_opts.on_over_limit
-        keep = check_prompt_lengths(rows, self.data_opts, self.processor, self.family, limit, mode, split)
+        keep = check_prompt_lengths(
+            rows, self.data_opts, self.processor, self.family, self.cfg.max_prompt_length, split
+        )
         return [rows[i] for i in keep]
 
     def _usable(self, rows: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
@@ -423,15 +424,12 @@ class BaseTrainer:
                 raise ValueError(f"checkpoint adapter does not fit this model's LoRA settings: {bad[:5]}")
             return
         missing, unexpected = self.model.load_state_dict(dict(weights), strict=False)
-        if unexpected or [k for k in missing if k not in self._tied_keys()]:
+        tied = set(getattr(self.model, "_tied_weights_keys", None) or ())  # names in a list or a mapping's keys
+        if unexpected or [k for k in missing if k not in tied]:
             raise ValueError(
                 f"checkpoint weights do not fit this model: missing {missing[:5]}, unexpected {unexpected[:5]}; "
                 "resume with the model the checkpoint was made from (actor_rollout_ref.model.path)"
             )
-
-    def _tied_keys(self) -> set[str]:
-        tied = getattr(self.model, "_tied_weights_keys", None) or []
-        return set(tied if not isinstance(tied, Mapping) else tied.keys())
 
     def _write_actor(self, folder: Path) -> None:
         """The model's own folder (Hugging Face format), loadable by transformers, vLLM and evr1-eval."""
@@ -478,17 +476,23 @@ class BaseTrainer:
     def checkpoint_files(self) -> dict[str, Any]:
         """JSON files written into every checkpoint beside the weights (and into the run folder)."""
         from evr1_cache import TRAIN_SETTINGS_FILE
-        from evr1_train.engine.protocol import training_protocol
+        from evr1_train.engine.protocol import protocol_record
 
-        record = training_protocol(
-            cfg=self.cfg,
+        cfg = self.cfg
+        record = protocol_record(
+            engine="local",
+            mode=self.mode,
+            base_model=cfg.model_path,
+            adapter=self._adapter_description(),
             data_opts=self.data_opts,
             processor=self.processor,
+            answer={"think": cfg.reward_think, "reward_weights": dict(cfg.reward_weights)},
             eos_ids=self.eos,
             pad_id=self.pad_id,
             suppressed_ids=self.vision_ids,
-            mode=self.mode,
-            adapter=self._adapter_description(),
+            max_new_tokens=cfg.max_response_length,
+            train_sampler={"temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k},
+            validation={"do_sample": cfg.val_do_sample},
             agent=self._agent_record(),
         )
         return {TRAIN_SETTINGS_FILE: record.with_step(self.state.step).to_json()}

@@ -40,14 +40,9 @@ def _get(node: Any, dotted: str, default: Any = None) -> Any:
 
 def plain(value: Any) -> Any:
     """OmegaConf containers -> plain dict/list (resolved); other values unchanged."""
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
+    from omegaconf import OmegaConf
 
-        if isinstance(value, DictConfig | ListConfig):
-            return OmegaConf.to_container(value, resolve=True)
-    except ImportError:  # pragma: no cover - hydra-core (a dependency) brings omegaconf
-        pass
-    return value
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
 @dataclass(frozen=True)

@@ -26,18 +26,12 @@ def _visual(model: Any) -> Any:
     raise AttributeError(f"{type(model).__name__} has no vision tower (`.visual`); is it a Qwen-VL model?")
 
 
-def _vision_config(model: Any) -> Any:
-    cfg = getattr(model, "config", None)
-    vc = getattr(cfg, "vision_config", None)
-    if vc is None:
-        raise AttributeError(f"{type(model).__name__}.config has no vision_config")
-    return vc
-
-
 def vision_zero_term(model: Any, kind: str = "image") -> torch.Tensor:
     """0 * (mean of the vision tower's outputs on a 4x4-patch zero input [2 frames for "video"])."""
     visual = _visual(model)
-    vc = _vision_config(model)
+    vc = getattr(getattr(model, "config", None), "vision_config", None)
+    if vc is None:
+        raise AttributeError(f"{type(model).__name__}.config has no vision_config")
     in_ch = getattr(vc, "in_channels", getattr(vc, "in_chans", 3))
     patch_dim = in_ch * vc.temporal_patch_size * vc.patch_size**2
     t = 2 if kind == "video" else 1

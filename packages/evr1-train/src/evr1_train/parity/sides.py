@@ -131,10 +131,6 @@ def _timing(family: Any, metas: Sequence[dict[str, Any]], got: Any) -> dict[str,
     return timing
 
 
-def _placeholder_ids(family: Any, tokenizer: Any) -> tuple[int, ...]:
-    return tuple(sorted({int(tokenizer.convert_tokens_to_ids(t)) for t in family.feature_tokens}))
-
-
 def record_from_processor(
     side: str, sample: str, family: Any, tokenizer: Any, out: Any, metas: Sequence[dict[str, Any]], info: dict[str, str]
 ) -> SideRecord:
@@ -148,7 +144,7 @@ def record_from_processor(
         side=side,
         family=family.name,
         prompt_ids=tuple(int(i) for i in (ids.tolist() if hasattr(ids, "tolist") else ids)),
-        placeholder_ids=_placeholder_ids(family, tokenizer),
+        placeholder_ids=tuple(sorted({int(tokenizer.convert_tokens_to_ids(t)) for t in family.feature_tokens})),
         grids=grids,
         timing=_timing(family, metas, out.get("second_per_grid_ts") if hasattr(out, "get") else None),
         pixels=pixels,

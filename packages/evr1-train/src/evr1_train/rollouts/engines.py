@@ -212,13 +212,10 @@ def verl_groups(data: Any, tokenizer: Any, writer: RolloutDumpWriter) -> list[di
     """verl per-sample fields -> one record per prompt group (uid), responses in slot order."""
     uids = [str(u) for u in _column(data, "uid", 0)]
     n = len(uids)
-    responses = _column(data, "responses", n)
-    advantages = _column(data, "advantages", n)
-    extra_fields = _column(data, "extra_fields", n)
-    prompts = _column(data, "raw_prompt", n)
-    reward_model = _column(data, "reward_model", n)
-    sources = _column(data, "data_source", n)
-    infos = _column(data, "extra_info", n)
+    # every field after "uid", in `_FIELDS` order (a field the backend did not return: None per sample)
+    responses, advantages, extra_fields, prompts, reward_model, sources, infos = (
+        _column(data, name, n) for name in _FIELDS[1:]
+    )
     opts = writer.opts
     if opts is None:
         raise ValueError("rollout dump: the writer has no data options (the verl hook sets them when it starts it)")

@@ -142,9 +142,7 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl's 
             result = await fn(**call)
         else:  # rule rewards can be CPU-heavy (code, math): keep the event loop free
             result = await self.loop.run_in_executor(None, lambda: fn(**call))
-        if not isinstance(result, dict):
-            value = float(result)
-            return {"score": value, "accuracy": value, "format": 0.0}
+        result = result if isinstance(result, dict) else {"score": float(result)}  # a bare score is also the accuracy
         score = float(result.get("score", 0.0))
         return {
             "score": score,
