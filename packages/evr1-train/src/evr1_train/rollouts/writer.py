@@ -95,13 +95,8 @@ def step_path(folder: Path, step: int) -> Path:
 
 
 def dumped_steps(folder: Path) -> dict[int, Path]:
-    out: dict[int, Path] = {}
-    if folder.is_dir():
-        for p in folder.iterdir():
-            m = STEP_FILE.match(p.name)
-            if m:
-                out[int(m.group(1))] = p
-    return dict(sorted(out.items()))
+    found = [(m, p) for p in (folder.iterdir() if folder.is_dir() else ()) if (m := STEP_FILE.match(p.name))]
+    return dict(sorted((int(m.group(1)), p) for m, p in found))
 
 
 def cut(text: str | None, limit: int) -> tuple[str | None, int]:
