@@ -223,9 +223,8 @@ def check_overrides(argv: Sequence[str], config_name: str = "evr1_trainer") -> N
     missing = [p for p in (_missing_option(ov, roots) for ov in groups) if p]
     if missing:
         raise ConfigError("\n  ".join(["unknown preset(s); nothing was started:", *missing]))
-    base = _compose(
-        [ov.input_line for ov in groups], config_name, extra
-    )  # a preset typo fails here, listing the presets
+    # a preset typo fails here, listing the presets
+    base = _compose([ov.input_line for ov in groups], config_name, extra)
     known = sorted(config_keys(base))
     problems = [p for p in (_problem(ov, base, known) for ov in values) if p]
     if problems:

@@ -4,13 +4,13 @@ Why its own frozen dataclass: the verl dataset class, its classmethod called ins
 the local engine all read the same `data.evr1` YAML node; validating it once gives the same behaviour everywhere.
 
 Names (stable): DataOptions, DataOptions.from_mapping(node, base_dir=None), DataOptions.video_spec(),
-DataOptions.image_spec(), VIDEO_SOURCES.
+DataOptions.image_spec(), VIDEO_SOURCES, data_folder(files).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -136,6 +136,14 @@ class DataOptions:
         if data.get("media_root") is None and base_dir is not None:
             data["media_root"] = base_dir
         return cls(**data)
+
+
+def data_folder(files: str | os.PathLike[str] | Iterable[Any] | None) -> str | None:
+    """The folder of the first data file (one path or several): where relative media paths resolve by default."""
+    if not files:
+        return None
+    first = files if isinstance(files, str | os.PathLike) else next(iter(files))
+    return os.path.dirname(os.path.abspath(os.fspath(first)))
 
 
 def _defaults(defaults: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:

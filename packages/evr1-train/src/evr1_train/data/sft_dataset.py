@@ -17,7 +17,6 @@ Names (stable): Evr1SFTDataset, sft_conversation(row, opts, response_key)
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 
-from evr1_train.data.options import DataOptions
+from evr1_train.data.options import DataOptions, data_folder
 from evr1_train.data.row import row_to_inputs
 
 logger = logging.getLogger(__name__)
@@ -59,8 +58,7 @@ class Evr1SFTDataset(MultiTurnSFTDataset):  # type: ignore[misc]  # verl's Multi
         from evr1_train.engine.config import plain
 
         files = [parquet_files] if isinstance(parquet_files, str) else [str(f) for f in parquet_files]
-        base = os.path.dirname(os.path.abspath(files[0]))
-        self.evr1 = DataOptions.from_mapping(plain(config.get("evr1", None)), base_dir=base)
+        self.evr1 = DataOptions.from_mapping(plain(config.get("evr1", None)), base_dir=data_folder(files))
         self.response_key = str(config.get("response_key", None) or self.evr1.offline_output_key)
         super().__init__(files, tokenizer, config, processor=processor, max_samples=max_samples)
 

@@ -36,7 +36,7 @@ from evr1_cache.tools import (
     tool_schemas,
 )
 from evr1_rewards import AgentShaping
-from evr1_train.engine.batch import EncodedPrompt, collate_vision, video_kwargs, vision_tensors
+from evr1_train.engine.batch import EncodedPrompt, collate_vision, pad_responses, video_kwargs, vision_tensors
 from evr1_train.engine.policy import Runtime, generate
 
 if TYPE_CHECKING:  # a type only: importing the data package loads verl, whose plugin scan imports this module
@@ -382,9 +382,5 @@ def episode_logprobs(
         runtime=runtime,
         response_types=types if len(types) == len(episodes) else None,
     )
-    width = logp.shape[1]
-    mask = torch.zeros((len(episodes), width), dtype=torch.long)
-    for i, e in enumerate(episodes):
-        m = e.loss_mask[:width]
-        mask[i, : len(m)] = torch.tensor(m, dtype=torch.long)
+    mask, _ = pad_responses([e.loss_mask for e in episodes], 0, logp.shape[1])  # 0-padded, cut to the width
     return logp, mask.to(logp.device)

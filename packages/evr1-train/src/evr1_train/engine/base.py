@@ -96,7 +96,7 @@ class BaseTrainer:
         from evr1_rewards import RewardRouter
         from evr1_rewards.errors import one_of
         from evr1_rewards.router import THINK_POLICIES
-        from evr1_train.data import DataOptions
+        from evr1_train.data.options import DataOptions, data_folder
         from evr1_train.hybrid import HybridConfig
 
         self.cfg = cfg
@@ -107,8 +107,7 @@ class BaseTrainer:
 
             return_freed_memory()
         self.runtime: Runtime = pick_runtime(cfg.device, cfg.dtype)
-        base_dir = os.path.dirname(os.path.abspath(cfg.train_files[0]))
-        self.data_opts = DataOptions.from_mapping(plain(cfg.data_evr1_node), base_dir=base_dir)
+        self.data_opts = DataOptions.from_mapping(plain(cfg.data_evr1_node), base_dir=data_folder(cfg.train_files))
         hybrid = HybridConfig.from_mapping(plain(cfg.hybrid_node))
         if hybrid.enable:
             hybrid = dataclasses.replace(hybrid, base_loss_mode=cfg.loss_mode)
@@ -209,9 +208,8 @@ class BaseTrainer:
         """Rows over data.max_prompt_length: refused or filtered before step one (evr1.plan.on_over_limit)."""
         from evr1_train.data.plan_check import check_prompt_lengths
 
-        keep = check_prompt_lengths(
-            rows, self.data_opts, self.processor, self.family, self.cfg.max_prompt_length, split
-        )
+        limit = self.cfg.max_prompt_length
+        keep = check_prompt_lengths(rows, self.data_opts, self.processor, self.family, limit, split)
         return [rows[i] for i in keep]
 
     def _usable(self, rows: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:

@@ -117,16 +117,13 @@ def verl_training_protocol(cfg: Any) -> TrainSettings:
     """
     from omegaconf import OmegaConf
 
-    from evr1_train.data.options import DataOptions
+    from evr1_train.data.options import DataOptions, data_folder
     from evr1_train.engine.config import plain
 
     def node(key: str, default: Any = None) -> Any:
         return plain(OmegaConf.select(cfg, key, default=default))
 
-    files = node("data.train_files")
-    first = files[0] if isinstance(files, list) and files else files
-    base_dir = os.path.dirname(os.path.abspath(str(first))) if first else None
-    data_opts = DataOptions.from_mapping(node("data.evr1"), base_dir=base_dir)
+    data_opts = DataOptions.from_mapping(node("data.evr1"), base_dir=data_folder(node("data.train_files")))
     path = resolve_model_path(str(node("actor_rollout_ref.model.path")))
     processor, eos, pad_id = _verl_tokenizer(path, bool(node("actor_rollout_ref.model.trust_remote_code", False)))
     rollout = node("actor_rollout_ref.rollout", {}) or {}

@@ -39,7 +39,7 @@ def vision_zero_term(model: Any, kind: str = "image") -> torch.Tensor:
     param = next(visual.parameters())
     pixels = torch.zeros((t * side * side, patch_dim), dtype=param.dtype, device=param.device)
     grid = torch.tensor([[t, side, side]], dtype=torch.long, device=param.device)
-    return sum((0.0 * t.float().mean() for t in _tensors(visual(pixels, grid_thw=grid))), param.new_zeros(()))
+    return sum((0.0 * x.float().mean() for x in _tensors(visual(pixels, grid_thw=grid))), param.new_zeros(()))
 
 
 def _tensors(out: Any) -> list[torch.Tensor]:

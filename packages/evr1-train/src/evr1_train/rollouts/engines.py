@@ -163,12 +163,10 @@ def _verl_writer(trainer: Any, step: int) -> RolloutDumpWriter | None:
     try:
         config = dump_config(trainer.config)
         if config.enable:
-            from evr1_train.data import DataOptions
+            from evr1_train.data.options import DataOptions, data_folder
             from evr1_train.engine.config import _get, plain
 
-            files = plain(_get(trainer.config, "data.train_files"))
-            first = files if isinstance(files, str) else next(iter(files or [None]))
-            base = os.path.dirname(os.path.abspath(first)) if first else None
+            base = data_folder(plain(_get(trainer.config, "data.train_files")))
             opts = DataOptions.from_mapping(plain(_get(trainer.config, "data.evr1")), base_dir=base)
             out = Path(str(_get(trainer.config, "trainer.default_local_dir", "checkpoints"))) / "rollouts"
             writer = _writer(config, out, opts, "verl")
