@@ -80,10 +80,6 @@ def _config_dirs(argv: Sequence[str]) -> list[Path]:
     return dirs
 
 
-def _config_roots(extra: Sequence[Path] = ()) -> list[Path]:
-    return [Path(str(resources.files("evr1_train.conf"))), verl_config_dir(), *extra]
-
-
 def _is_group(key: str, package: str | None, roots: Sequence[Path]) -> bool:
     """A config-group override (`+experiment=NAME`, `engine=verl`, `data@data=...`), not a value."""
     return package is not None or any((root / key).is_dir() for root in roots)
@@ -112,10 +108,6 @@ def _exists(cfg: Any, key: str) -> bool:
             return False
         node = node._get_node(part)
     return True
-
-
-def _extension(key: str) -> str | None:
-    return next((p for p in EXTENSION_POINTS if key == p or key.startswith(p + ".")), None)
 
 
 def _target_keys(cfg: Any, key: str) -> list[str]:
@@ -210,7 +202,7 @@ def check_overrides(argv: Sequence[str], config_name: str = "evr1_trainer") -> N
     except HydraException as exc:
         raise ConfigError(str(exc).strip()) from None
     extra = _config_dirs(argv)
-    roots = _config_roots(extra)
+    roots = [Path(str(resources.files("evr1_train.conf"))), verl_config_dir(), *extra]
     groups: list[Override] = []
     values: list[Override] = []
     for ov in parsed:
@@ -247,7 +239,8 @@ def _missing_option(ov: Override, roots: Sequence[Path]) -> str | None:
 
 def _problem(ov: Override, base: Any, known: Sequence[str]) -> str | None:
     key, line = ov.key_or_group, ov.input_line
-    exists, point = _exists(base, key), _extension(key)
+    exists = _exists(base, key)
+    point = next((p for p in EXTENSION_POINTS if key == p or key.startswith(p + ".")), None)  # the one it is under
     if ov.is_add() or ov.is_force_add():
         fields = _target_keys(base, key)
         if exists or point or key in fields:  # `+` on an existing key: Hydra's own message says to drop the `+`

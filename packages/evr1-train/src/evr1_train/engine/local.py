@@ -124,15 +124,6 @@ def _first_reaching(history: list[dict[str, float]], thresholds: tuple[float, ..
     }
 
 
-def _set(cfg: Any, dotted: str, value: Any) -> None:
-    """`cfg.a.b = value` for OmegaConf nodes (struct mode included) and plain dicts."""
-    *parents, last = dotted.split(".")
-    node = cfg
-    for part in parents:
-        node = node[part]
-    node[last] = value
-
-
 def name_output_dir(cfg: Any, overrides: Sequence[str]) -> str:
     """The run folder: `engine.output_dir` as given, or — for a variant of a preset (run-changing overrides on the
     command line, no `engine.output_dir=` among them) — the preset's folder plus the variant's name."""
@@ -143,7 +134,7 @@ def name_output_dir(cfg: Any, overrides: Sequence[str]) -> str:
     variant = "" if explicit else variant_name(overrides)
     if variant:
         base = f"{base.rstrip('/')}-{variant}"
-        _set(cfg, "engine.output_dir", base)
+        cfg["engine"]["output_dir"] = base  # item access: OmegaConf nodes (struct mode included) and plain dicts
     return base
 
 
