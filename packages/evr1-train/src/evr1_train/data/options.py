@@ -101,8 +101,7 @@ class DataOptions:
         if video.get("nframes") is not None and "fps" not in video:  # a fixed frame count replaces the default fps
             video["fps"] = None
         object.__setattr__(self, "video", {**_defaults(DEFAULT_VIDEO, video), **video})
-        image = dict(self.image)
-        object.__setattr__(self, "image", {**_defaults(DEFAULT_IMAGE, image), **image})
+        object.__setattr__(self, "image", {**_defaults(DEFAULT_IMAGE, self.image), **self.image})
 
     def media_paths(self) -> MediaPaths:
         """The rule media read from disk follow: inside `media_root` (else the working folder) unless opted out."""

@@ -174,8 +174,7 @@ class Evr1AgentLoop(Evr1HybridAgentLoop):
 
         parts = await self._answer_scores(final, kwargs)
         stats = session.stats if session is not None else None
-        calls = stats.calls if stats else 0
-        invalid = (stats.invalid + stats.malformed) if stats else 0
+        calls, invalid = (stats.calls, stats.invalid + stats.malformed) if stats else (0, 0)
         answer = RewardResult(
             overall=parts["score"], accuracy=parts["accuracy"], format=parts["format"], problem_type=""
         )
