@@ -182,15 +182,10 @@ def usage() -> str:
         f"  {'+experiment':<{width}}{experiments[0]}",
         *(f"  {'':<{width}}{line}" for line in experiments[1:]),
     ]
-    for group, label in (
-        ("engine", "engine"),
-        ("evr1_model", "+evr1_model"),
-        ("evr1_algo", "+evr1_algo"),
-        ("evr1_hybrid", "+evr1_hybrid"),
-        ("evr1_lora", "+evr1_lora"),
-    ):
-        if groups[group]:
-            lines.append(f"  {label:<{width}}{', '.join(groups[group])}")
+    for group, names in groups.items():
+        label = group if group == "engine" else f"+{group}"  # a preset group is added with `+`
+        if names:
+            lines.append(f"  {label:<{width}}{', '.join(names)}")
     lines += [
         "",
         "Keys you will change most (verl's own names): data.train_files, data.val_files, data.evr1.cache_dir,",

@@ -99,8 +99,7 @@ def _usable_rows(rows: list[dict[str, Any]], opts: DataOptions, settings: Mappin
     from evr1_train.engine.rows import check_row, usable_rows
 
     weights = _unflatten(settings, "engine.reward.weights.") or None
-    think = settings.get("engine.reward.think", "optional")
-    router = RewardRouter(weights, think=think)
+    router = RewardRouter(weights, think=settings.get("engine.reward.think", "optional"))
     return usable_rows(rows, opts, "held-out", lambda row, index: check_row(row, index, opts, router))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evr1_cache.registry import did_you_mean
@@ -91,13 +91,10 @@ def _count(n: int) -> str:
 
 def _unique(params: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """(name, parameter) once per tensor (tied weights appear under two names)."""
-    seen: set[int] = set()
-    out = []
+    first: dict[int, tuple[str, Any]] = {}
     for name, p in params:
-        if id(p) not in seen:
-            seen.add(id(p))
-            out.append((name, p))
-    return out
+        first.setdefault(id(p), (name, p))
+    return list(first.values())
 
 
 def freeze_modules(model: Any, specs: Sequence[str]) -> FreezeReport:
@@ -116,10 +113,7 @@ def freeze_modules(model: Any, specs: Sequence[str]) -> FreezeReport:
         for _, p in hits:
             p.requires_grad_(False)
         by_spec[spec] = sum(p.numel() for _, p in _unique(hits))
-    unique = _unique(named)
-    total = sum(p.numel() for _, p in unique)
-    trainable = sum(p.numel() for _, p in unique if p.requires_grad)
-    return FreezeReport(frozen=total - trainable, total=total, trainable=trainable, by_spec=by_spec)
+    return replace(trainable_report(model), by_spec=by_spec)
 
 
 def trainable_report(model: Any) -> FreezeReport:
@@ -132,6 +126,4 @@ def trainable_report(model: Any) -> FreezeReport:
 
 def exclude_regex(specs: Sequence[str]) -> str | None:
     """One regex (peft's / verl's `exclude_modules` string form, full match) for the union of `specs`."""
-    if not specs:
-        return None
-    return "|".join(f"(?:{pattern_of(s).pattern})" for s in specs)
+    return "|".join(f"(?:{pattern_of(s).pattern})" for s in specs) or None

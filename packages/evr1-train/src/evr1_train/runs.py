@@ -78,10 +78,7 @@ def variant_name(overrides: Sequence[str]) -> str:
         key, sep, value = override.partition("=")
         if not sep or is_neutral(key):
             continue
-        if key.startswith("~"):
-            items.append((key[1:], "deleted"))
-        else:
-            items.append((key.lstrip("+"), value))
+        items.append((key[1:], "deleted") if key.startswith("~") else (key.lstrip("+"), value))
     if not items:
         return ""
     lasts = [k.rsplit(".", 1)[-1] for k, _ in items]

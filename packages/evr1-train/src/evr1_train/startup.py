@@ -80,10 +80,6 @@ def _config_dirs(argv: Sequence[str]) -> list[Path]:
     return dirs
 
 
-def _config_roots(extra: Sequence[Path] = ()) -> list[Path]:
-    return [Path(str(resources.files("evr1_train.conf"))), verl_config_dir(), *extra]
-
-
 def _is_group(key: str, package: str | None, roots: Sequence[Path]) -> bool:
     """A config-group override (`+experiment=NAME`, `engine=verl`, `data@data=...`), not a value."""
     return package is not None or any((root / key).is_dir() for root in roots)
@@ -112,10 +108,6 @@ def _exists(cfg: Any, key: str) -> bool:
             return False
         node = node._get_node(part)
     return True
-
-
-def _extension(key: str) -> str | None:
-    return next((p for p in EXTENSION_POINTS if key == p or key.startswith(p + ".")), None)
 
 
 def _target_keys(cfg: Any, key: str) -> list[str]:
@@ -210,7 +202,7 @@ def check_overrides(argv: Sequence[str], config_name: str = "evr1_trainer") -> N
     except HydraException as exc:
         raise ConfigError(str(exc).strip()) from None
     extra = _config_dirs(argv)
-    roots = _config_roots(extra)
+    roots = [Path(str(resources.files("evr1_train.conf"))), verl_config_dir(), *extra]
     groups: list[Override] = []
     values: list[Override] = []
     for ov in parsed:
@@ -223,9 +215,8 @@ def check_overrides(argv: Sequence[str], config_name: str = "evr1_trainer") -> N
     missing = [p for p in (_missing_option(ov, roots) for ov in groups) if p]
     if missing:
         raise ConfigError("\n  ".join(["unknown preset(s); nothing was started:", *missing]))
-    base = _compose(
-        [ov.input_line for ov in groups], config_name, extra
-    )  # a preset typo fails here, listing the presets
+    # a preset typo fails here, listing the presets
+    base = _compose([ov.input_line for ov in groups], config_name, extra)
     known = sorted(config_keys(base))
     problems = [p for p in (_problem(ov, base, known) for ov in values) if p]
     if problems:
@@ -248,7 +239,8 @@ def _missing_option(ov: Override, roots: Sequence[Path]) -> str | None:
 
 def _problem(ov: Override, base: Any, known: Sequence[str]) -> str | None:
     key, line = ov.key_or_group, ov.input_line
-    exists, point = _exists(base, key), _extension(key)
+    exists = _exists(base, key)
+    point = next((p for p in EXTENSION_POINTS if key == p or key.startswith(p + ".")), None)  # the one it is under
     if ov.is_add() or ov.is_force_add():
         fields = _target_keys(base, key)
         if exists or point or key in fields:  # `+` on an existing key: Hydra's own message says to drop the `+`
@@ -296,42 +288,36 @@ def _registered(tree: ast.Module, decorator: str, enum: dict[str, str]) -> set[s
     return names
 
 
-@lru_cache(maxsize=1)
-def verl_adv_estimators() -> tuple[str, ...]:
-    """The names in verl's `ADV_ESTIMATOR_REGISTRY`, read from `verl/trainer/ppo/core_algos.py` without importing it.
-
-    The registry is filled by `@register_adv_est(...)` decorators on that module's functions; a test checks that this
-    reading equals the imported registry. Should verl's source ever be unreadable this way, the registry is imported.
-    """
+def _core_algos_registry(decorator: str, enum: str, registry: str) -> set[str]:
+    """The names `@decorator(...)` registers in `verl/trainer/ppo/core_algos.py` (`enum`: the class whose members
+    may name them), read from the source; should it ever be unreadable this way, the imported `registry` itself."""
     source = verl_config_dir().parent / "ppo" / "core_algos.py"
     try:
         tree = ast.parse(source.read_text(encoding="utf-8"))
-        names = _registered(tree, "register_adv_est", _enum_values(tree, "AdvantageEstimator"))
+        names = _registered(tree, decorator, _enum_values(tree, enum))
     except (OSError, SyntaxError):
         names = set()
     if not names:  # pragma: no cover - a verl whose source is not laid out as 0.9.x: ask the registry itself
-        from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+        from verl.trainer.ppo import core_algos
 
-        names = set(ADV_ESTIMATOR_REGISTRY)
-    return tuple(sorted(names))
+        names = set(vars(core_algos)[registry])
+    return names
+
+
+@lru_cache(maxsize=1)
+def verl_adv_estimators() -> tuple[str, ...]:
+    """The names in verl's `ADV_ESTIMATOR_REGISTRY` (filled by `@register_adv_est(...)` decorators), read without
+    importing verl; a test checks that this reading equals the imported registry."""
+    return tuple(sorted(_core_algos_registry("register_adv_est", "AdvantageEstimator", "ADV_ESTIMATOR_REGISTRY")))
 
 
 @lru_cache(maxsize=1)
 def verl_policy_losses() -> tuple[str, ...]:
-    """The names in verl's `POLICY_LOSS_REGISTRY` (`@register_policy_loss("name")` in core_algos.py, read as
-    `verl_adv_estimators` reads its registry), plus the loss evr1 registers there (`evr1_hybrid`)."""
+    """The names in verl's `POLICY_LOSS_REGISTRY` (`@register_policy_loss("name")`), plus the loss evr1 registers
+    there (`evr1_hybrid`)."""
     from evr1_train.hybrid.config import LOSS_NAME
 
-    source = verl_config_dir().parent / "ppo" / "core_algos.py"
-    try:
-        names = _registered(ast.parse(source.read_text(encoding="utf-8")), "register_policy_loss", {})
-    except (OSError, SyntaxError):
-        names = set()
-    if not names:  # pragma: no cover - a verl laid out otherwise: ask the registry itself
-        from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
-
-        names = set(POLICY_LOSS_REGISTRY)
-    return tuple(sorted({*names, LOSS_NAME}))
+    return tuple(sorted({*_core_algos_registry("register_policy_loss", "", "POLICY_LOSS_REGISTRY"), LOSS_NAME}))
 
 
 def _one_of(key: str, value: str, valid: Sequence[str]) -> None:

@@ -80,8 +80,7 @@ def prepare_verl_config(cfg: Any, check_paths: bool = True) -> Any:
             cfg.data.evr1.video_source = "decode"
     DataOptions.from_mapping(_node(cfg, "data.evr1"))
     hybrid = HybridConfig.from_mapping(_node(cfg, "evr1.hybrid"))
-    n = int(_node(cfg, "actor_rollout_ref.rollout.n") or 1)
-    hybrid.check_group_size(n) if hybrid.enable else None
+    hybrid.check_group_size(int(_node(cfg, "actor_rollout_ref.rollout.n") or 1))  # a no-op when hybrid is off
     use_v1 = bool(_node(cfg, "trainer.use_v1"))
     loss_mode = str(_node(cfg, "actor_rollout_ref.actor.policy_loss.loss_mode") or "vanilla")
     with open_dict(cfg):

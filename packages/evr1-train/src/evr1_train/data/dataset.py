@@ -19,7 +19,7 @@ import torch
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from evr1_cache import MediaError, row_id
-from evr1_train.data.options import DataOptions
+from evr1_train.data.options import DataOptions, data_folder
 from evr1_train.data.row import (
     check_model_family,
     ground_truth_of,
@@ -37,11 +37,7 @@ logger = logging.getLogger(__name__)
 
 def _options(config: Any, data_files: Any = None) -> DataOptions:
     node = config.get("evr1", None) if hasattr(config, "get") else None
-    base = None
-    if data_files:
-        first = data_files if isinstance(data_files, str) else next(iter(data_files))
-        base = os.path.dirname(os.path.abspath(os.fspath(first)))
-    return DataOptions.from_mapping(node, base_dir=base)
+    return DataOptions.from_mapping(node, base_dir=data_folder(data_files))
 
 
 class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl's RLHFDataset is Any to mypy (verl.*: follow_imports=skip, not installed for typecheck)
@@ -72,9 +68,7 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl's RLHFDataset is A
         from evr1_train.data.plan_check import check_prompt_lengths
 
         limit = getattr(self, "max_prompt_length", None)
-        keep = check_prompt_lengths(
-            list(frame), self.evr1, self.processor or self.tokenizer, self.family, limit, self.evr1.on_over_limit
-        )
+        keep = check_prompt_lengths(list(frame), self.evr1, self.processor or self.tokenizer, self.family, limit)
         return frame.select(keep) if len(keep) != len(frame) else frame
 
     def _drop_rows_with_missing_media(self, frame: Any) -> Any:

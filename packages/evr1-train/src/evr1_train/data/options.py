@@ -4,13 +4,13 @@ Why its own frozen dataclass: the verl dataset class, its classmethod called ins
 the local engine all read the same `data.evr1` YAML node; validating it once gives the same behaviour everywhere.
 
 Names (stable): DataOptions, DataOptions.from_mapping(node, base_dir=None), DataOptions.video_spec(),
-DataOptions.image_spec(), VIDEO_SOURCES.
+DataOptions.image_spec(), VIDEO_SOURCES, data_folder(files).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -101,8 +101,7 @@ class DataOptions:
         if video.get("nframes") is not None and "fps" not in video:  # a fixed frame count replaces the default fps
             video["fps"] = None
         object.__setattr__(self, "video", {**_defaults(DEFAULT_VIDEO, video), **video})
-        image = dict(self.image)
-        object.__setattr__(self, "image", {**_defaults(DEFAULT_IMAGE, image), **image})
+        object.__setattr__(self, "image", {**_defaults(DEFAULT_IMAGE, self.image), **self.image})
 
     def media_paths(self) -> MediaPaths:
         """The rule media read from disk follow: inside `media_root` (else the working folder) unless opted out."""
@@ -136,6 +135,14 @@ class DataOptions:
         if data.get("media_root") is None and base_dir is not None:
             data["media_root"] = base_dir
         return cls(**data)
+
+
+def data_folder(files: str | os.PathLike[str] | Iterable[Any] | None) -> str | None:
+    """The folder of the first data file (one path or several): where relative media paths resolve by default."""
+    if not files:
+        return None
+    first = files if isinstance(files, str | os.PathLike) else next(iter(files))
+    return os.path.dirname(os.path.abspath(os.fspath(first)))
 
 
 def _defaults(defaults: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:

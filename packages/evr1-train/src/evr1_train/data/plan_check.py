@@ -13,7 +13,7 @@ Rows that `evr1-cache build --plan --on-over-limit resample` shrank carry their 
 measured under it, and `check_row_specs` first makes sure every such override is well formed and that its frames are
 in the cache under it (a malformed or tampered override is an error naming the row, never a silent skip).
 
-Names (stable): ON_OVER_LIMIT, PromptTooLong, check_prompt_lengths(rows, opts, processor, family, limit, mode),
+Names (stable): PromptTooLong, check_prompt_lengths(rows, opts, processor, family, limit, split),
 check_row_specs(rows, opts, split).
 """
 
@@ -27,7 +27,6 @@ from evr1_train.data.options import DataOptions
 
 logger = logging.getLogger(__name__)
 
-ON_OVER_LIMIT = ("error", "filter")
 SHOW = 10
 
 
@@ -77,20 +76,14 @@ def check_prompt_lengths(
     processor: Any,
     family: Any,
     max_prompt_length: int | None,
-    on_over_limit: str = "error",
     split: str = "train",
 ) -> list[int]:
-    """Indices of the rows to keep. Raises `PromptTooLong` naming the rows over the limit when `on_over_limit` is
-    "error"; with "filter" they are left out and logged. Nothing is checked without a limit or a model family."""
-    if on_over_limit not in ON_OVER_LIMIT:
-        raise ValueError(f"evr1.plan.on_over_limit must be one of {list(ON_OVER_LIMIT)}, got {on_over_limit!r}")
+    """Indices of the rows to keep. Raises `PromptTooLong` naming the rows over the limit when `opts.on_over_limit`
+    is "error"; with "filter" they are left out and logged. Nothing is checked without a limit or a model family."""
     if not max_prompt_length or family is None or processor is None:
         return list(range(len(rows)))
     from evr1_cache.plan import HFTextCounter, has_row_spec, over_limit, plan_rows
     from evr1_train.data.row import row_messages
-
-    def messages(row: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return row_messages(row, opts)
 
     plans = plan_rows(
         rows,
@@ -98,7 +91,7 @@ def check_prompt_lengths(
         opts.video_spec(),
         opts.image_spec(),
         counter=HFTextCounter(processor),
-        messages=messages,
+        messages=lambda row: row_messages(row, opts),
         media_root=opts.media_root,
         allow_outside_media=opts.allow_outside_media,
         allow_remote_media=opts.allow_remote_media,
@@ -114,7 +107,7 @@ def check_prompt_lengths(
         for p in bad[:SHOW]
     )
     more = f" and {len(bad) - SHOW} more" if len(bad) > SHOW else ""
-    if on_over_limit == "error":
+    if opts.on_over_limit == "error":
         raise PromptTooLong(
             f"{len(bad)} {split} row(s) have a prompt longer than max_prompt_length={max_prompt_length}: {names}{more}. "
             "Fix: raise data.max_prompt_length, lower the video budget (data.evr1.video max_frames / max_pixels) and "

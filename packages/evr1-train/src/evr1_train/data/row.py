@@ -204,11 +204,8 @@ def ground_truth_of(row: Mapping[str, Any], opts: DataOptions) -> Any:
         raise ValueError(
             f"row has no {opts.answer_key!r} column and no reward_model.ground_truth; set data.evr1.answer_key"
         )
-    if isinstance(gt, str):
-        m = _ANSWER_TAG.match(gt)
-        if m:
-            gt = m.group(1).strip()
-    return gt
+    m = _ANSWER_TAG.match(gt) if isinstance(gt, str) else None
+    return m.group(1).strip() if m else gt
 
 
 def row_extra_info(row: Mapping[str, Any], opts: DataOptions, index: int) -> dict[str, Any]:

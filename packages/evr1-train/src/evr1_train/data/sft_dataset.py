@@ -17,7 +17,6 @@ Names (stable): Evr1SFTDataset, sft_conversation(row, opts, response_key)
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 
-from evr1_train.data.options import DataOptions
+from evr1_train.data.options import DataOptions, data_folder
 from evr1_train.data.row import row_to_inputs
 
 logger = logging.getLogger(__name__)
@@ -59,8 +58,7 @@ class Evr1SFTDataset(MultiTurnSFTDataset):  # type: ignore[misc]  # verl's Multi
         from evr1_train.engine.config import plain
 
         files = [parquet_files] if isinstance(parquet_files, str) else [str(f) for f in parquet_files]
-        base = os.path.dirname(os.path.abspath(files[0]))
-        self.evr1 = DataOptions.from_mapping(plain(config.get("evr1", None)), base_dir=base)
+        self.evr1 = DataOptions.from_mapping(plain(config.get("evr1", None)), base_dir=data_folder(files))
         self.response_key = str(config.get("response_key", None) or self.evr1.offline_output_key)
         super().__init__(files, tokenizer, config, processor=processor, max_samples=max_samples)
 
@@ -88,7 +86,7 @@ class Evr1SFTDataset(MultiTurnSFTDataset):  # type: ignore[misc]  # verl's Multi
 
     def _encode(self, row: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """(input_ids, loss_mask, vision inputs) of the whole conversation, pixels from the cache."""
-        from evr1_train.engine.batch import VISION_KEYS, video_kwargs
+        from evr1_train.engine.batch import video_kwargs, vision_tensors
 
         inputs = row_to_inputs(row, self.evr1, 0, None)
         conversation = sft_conversation(row, self.evr1, self.response_key)
@@ -108,7 +106,7 @@ class Evr1SFTDataset(MultiTurnSFTDataset):  # type: ignore[misc]  # verl's Multi
         n_prompt = int(prompt["input_ids"].shape[1])
         if not torch.equal(ids[:n_prompt], prompt["input_ids"][0]):
             raise ValueError("the prompt's tokens are not a prefix of the conversation's tokens")
-        vision = {k: full[k] for k in VISION_KEYS if k in full and full[k] is not None}
+        vision = vision_tensors(full)
         return ids, (torch.arange(len(ids)) >= n_prompt).long(), vision
 
     def __getitem__(self, item: int) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from evr1_cache.tools import (
     tool_schemas,
 )
 from evr1_rewards import AgentShaping
-from evr1_train.engine.batch import EncodedPrompt, collate_vision, video_kwargs
+from evr1_train.engine.batch import EncodedPrompt, collate_vision, pad_responses, video_kwargs, vision_tensors
 from evr1_train.engine.policy import Runtime, generate
 
 if TYPE_CHECKING:  # a type only: importing the data package loads verl, whose plugin scan imports this module
@@ -96,14 +96,8 @@ class AgentSettings:
     def record(self) -> dict[str, Any]:
         """What an evaluator needs to give a trained agent the same tools (the protocol record's `agent`; the
         shaping is training-only): JSON-ready."""
-        return {
-            "tools": list(self.tools),
-            "max_turns": self.max_turns,
-            "max_turn_tokens": self.max_turn_tokens,
-            "max_response_tokens": self.max_response_tokens,
-            "budget": dataclasses.asdict(self.budget),
-            "tool_config": dataclasses.asdict(self.tool_config),
-        }
+        record = {k: v for k, v in dataclasses.asdict(self).items() if k != "shaping"}
+        return {**record, "tools": list(self.tools)}
 
 
 @dataclass(frozen=True)
@@ -298,11 +292,8 @@ def encode_tool_turn(processor: Any, family: Any, results: Sequence[ToolResult],
     if family is not None:
         kwargs.update(family.hf_kwargs([m for _, m in videos], images=bool(images)))
     out = processor(text=[text], return_tensors="pt", **kwargs)
-    from evr1_train.engine.batch import VISION_KEYS
-
-    vision = {k: out[k] for k in VISION_KEYS if k in out and out[k] is not None}
     types = out.get("mm_token_type_ids")
-    return Segment(out["input_ids"][0], None if types is None else types[0], vision, trained=False)
+    return Segment(out["input_ids"][0], None if types is None else types[0], vision_tensors(out), trained=False)
 
 
 def run_episode(
@@ -347,9 +338,8 @@ def run_episodes(
         for i, ids in zip(active, outs, strict=True):
             ids = ids[: rooms[i]]
             episode = episodes[i]
-            episode.segments.append(
-                Segment(torch.tensor(ids, dtype=torch.long), _text_types(ids, episode.prompt), {}, True)
-            )
+            types = None if episode.prompt.token_types is None else torch.zeros(len(ids), dtype=torch.long)
+            episode.segments.append(Segment(torch.tensor(ids, dtype=torch.long), types, {}, True))
             used[i] += len(ids)
             text = tokenizer.decode(ids, skip_special_tokens=True)
             if episode.session is None:  # no tools: the first turn is the answer
@@ -369,10 +359,6 @@ def run_episodes(
             still.append(i)
         active = still
     return episodes
-
-
-def _text_types(ids: Sequence[int], prompt: EncodedPrompt) -> torch.Tensor | None:
-    return None if prompt.token_types is None else torch.zeros(len(ids), dtype=torch.long)
 
 
 def episode_logprobs(
@@ -396,9 +382,5 @@ def episode_logprobs(
         runtime=runtime,
         response_types=types if len(types) == len(episodes) else None,
     )
-    width = logp.shape[1]
-    mask = torch.zeros((len(episodes), width), dtype=torch.long)
-    for i, e in enumerate(episodes):
-        m = e.loss_mask[:width]
-        mask[i, : len(m)] = torch.tensor(m, dtype=torch.long)
+    mask, _ = pad_responses([e.loss_mask for e in episodes], 0, logp.shape[1])  # 0-padded, cut to the width
     return logp, mask.to(logp.device)

@@ -32,6 +32,7 @@ from evr1_train.engine.agent import (
     tool_session,
 )
 from evr1_train.engine.base import Prompt, Rollout, StepTimer
+from evr1_train.engine.batch import pad_responses
 from evr1_train.engine.config import LocalConfig, plain
 from evr1_train.engine.trainer import LocalTrainer
 from evr1_train.errors import ConfigError
@@ -145,11 +146,8 @@ class AgentTrainer(LocalTrainer):
 
     def _response_mask(self, seqs: list[Rollout], width: int) -> torch.Tensor:
         """1 on the model's tokens only: the tools' text and vision tokens are context, never trained."""
-        mask = torch.zeros((len(seqs), width), dtype=torch.float32)
-        for i, seq in enumerate(seqs):
-            m = seq.episode.loss_mask if seq.episode is not None else [1] * len(seq.response)
-            mask[i, : min(width, len(m))] = torch.tensor(m[:width], dtype=torch.float32)
-        return mask.to(self.runtime.device)
+        masks = [s.episode.loss_mask if s.episode is not None else [1] * len(s.response) for s in seqs]
+        return pad_responses(masks, 0, width)[0].float().to(self.runtime.device)
 
     # -- metrics -----------------------------------------------------------------------------------------------
     def _answer_metrics(self, seqs: Sequence[Rollout], prefix: str) -> dict[str, float]:

@@ -96,7 +96,7 @@ class BaseTrainer:
         from evr1_rewards import RewardRouter
         from evr1_rewards.errors import one_of
         from evr1_rewards.router import THINK_POLICIES
-        from evr1_train.data import DataOptions
+        from evr1_train.data.options import DataOptions, data_folder
         from evr1_train.hybrid import HybridConfig
 
         self.cfg = cfg
@@ -107,10 +107,9 @@ class BaseTrainer:
 
             return_freed_memory()
         self.runtime: Runtime = pick_runtime(cfg.device, cfg.dtype)
-        base_dir = os.path.dirname(os.path.abspath(cfg.train_files[0]))
-        self.data_opts = DataOptions.from_mapping(plain(cfg.data_evr1_node), base_dir=base_dir)
+        self.data_opts = DataOptions.from_mapping(plain(cfg.data_evr1_node), base_dir=data_folder(cfg.train_files))
         hybrid = HybridConfig.from_mapping(plain(cfg.hybrid_node))
-        if hybrid.enable and "base_loss_mode" in {f.name for f in dataclasses.fields(hybrid)}:
+        if hybrid.enable:
             hybrid = dataclasses.replace(hybrid, base_loss_mode=cfg.loss_mode)
         hybrid.check_group_size(cfg.n)
         self.hybrid = hybrid
@@ -209,18 +208,14 @@ class BaseTrainer:
         """Rows over data.max_prompt_length: refused or filtered before step one (evr1.plan.on_over_limit)."""
         from evr1_train.data.plan_check import check_prompt_lengths
 
-        limit, mode = self.cfg.max_prompt_length, self.data_opts.on_over_limit
-        keep = check_prompt_lengths(rows, self.data_opts, self.processor, self.family, limit, mode, split)
+        limit = self.cfg.max_prompt_length
+        keep = check_prompt_lengths(rows, self.data_opts, self.processor, self.family, limit, split)
         return [rows[i] for i in keep]
 
     def _usable(self, rows: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
         """Drop rows whose prompt cannot be built, whose media file is missing, or whose answer cannot be scored
-        (`engine.rows.usable_rows`, with this trainer's `_check_row`)."""
-        return usable_rows(rows, self.data_opts, split, self._check_row)
-
-    def _check_row(self, row: dict[str, Any], index: int) -> None:
-        """Raise when `row` cannot be prompted (messages, media files) or scored (an answer the scorer reads)."""
-        check_row(row, index, self.data_opts, self.router)
+        (`engine.rows.usable_rows` with `engine.rows.check_row`)."""
+        return usable_rows(rows, self.data_opts, split, lambda row, i: check_row(row, i, self.data_opts, self.router))
 
     def _next_rows(self) -> list[tuple[int, dict[str, Any]]]:
         st, n, bs = self.state, len(self.train_rows), self.cfg.train_batch_size
@@ -302,9 +297,6 @@ class BaseTrainer:
             suppress=self.vision_ids, top_p=cfg.top_p, top_k=cfg.top_k,
         )  # fmt: skip
 
-    def _generate(self, prompts: Sequence[EncodedPrompt], do_sample: bool = True) -> list[list[int]]:
-        return self._policy(do_sample)(range(len(prompts)), prompts, self.cfg.max_response_length)
-
     def _reward(self, prompt: Prompt, text: str) -> RewardResult:
         """The router's `RewardResult` for `text` as the answer to `prompt`."""
         from evr1_rewards import RewardInput
@@ -342,7 +334,7 @@ class BaseTrainer:
     def _sample(self, prompts: Sequence[Prompt], index: Sequence[int], do_sample: bool = True) -> list[Rollout]:
         """One unscored rollout per prompt (`index`: each one's position in its batch): a single generated turn
         (an agent trainer samples whole episodes)."""
-        outs = self._generate([q.encoded for q in prompts], do_sample)
+        outs = self._policy(do_sample)(range(len(prompts)), [q.encoded for q in prompts], self.cfg.max_response_length)
         return [Rollout(i, resp, False) for i, resp in zip(index, outs, strict=True)]
 
     def _answer(self, prompts: list[Prompt], do_sample: bool) -> list[Rollout]:
@@ -430,15 +422,12 @@ class BaseTrainer:
                 raise ValueError(f"checkpoint adapter does not fit this model's LoRA settings: {bad[:5]}")
             return
         missing, unexpected = self.model.load_state_dict(dict(weights), strict=False)
-        if unexpected or [k for k in missing if k not in self._tied_keys()]:
+        tied = set(getattr(self.model, "_tied_weights_keys", None) or ())  # names in a list or a mapping's keys
+        if unexpected or [k for k in missing if k not in tied]:
             raise ValueError(
                 f"checkpoint weights do not fit this model: missing {missing[:5]}, unexpected {unexpected[:5]}; "
                 "resume with the model the checkpoint was made from (actor_rollout_ref.model.path)"
             )
-
-    def _tied_keys(self) -> set[str]:
-        tied = getattr(self.model, "_tied_weights_keys", None) or []
-        return set(tied if not isinstance(tied, Mapping) else tied.keys())
 
     def _write_actor(self, folder: Path) -> None:
         """The model's own folder (Hugging Face format), loadable by transformers, vLLM and evr1-eval."""
@@ -485,17 +474,23 @@ class BaseTrainer:
     def checkpoint_files(self) -> dict[str, Any]:
         """JSON files written into every checkpoint beside the weights (and into the run folder)."""
         from evr1_cache import TRAIN_SETTINGS_FILE
-        from evr1_train.engine.protocol import training_protocol
+        from evr1_train.engine.protocol import protocol_record
 
-        record = training_protocol(
-            cfg=self.cfg,
+        cfg = self.cfg
+        record = protocol_record(
+            engine="local",
+            mode=self.mode,
+            base_model=cfg.model_path,
+            adapter=self._adapter_description(),
             data_opts=self.data_opts,
             processor=self.processor,
+            answer={"think": cfg.reward_think, "reward_weights": dict(cfg.reward_weights)},
             eos_ids=self.eos,
             pad_id=self.pad_id,
             suppressed_ids=self.vision_ids,
-            mode=self.mode,
-            adapter=self._adapter_description(),
+            max_new_tokens=cfg.max_response_length,
+            train_sampler={"temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k},
+            validation={"do_sample": cfg.val_do_sample},
             agent=self._agent_record(),
         )
         return {TRAIN_SETTINGS_FILE: record.with_step(self.state.step).to_json()}

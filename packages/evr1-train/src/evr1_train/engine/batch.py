@@ -47,13 +47,13 @@ def encode_prompt(
     if family is not None:
         kwargs.update(family.hf_kwargs([_hf_meta(m) for _, m in videos], images=bool(images)))
     out = processor(text=[text], return_tensors="pt", **kwargs)
-    vision: dict[str, torch.Tensor] = {}
-    for key in VISION_KEYS:
-        if key in out and out[key] is not None:
-            value = out[key]
-            vision[key] = value if isinstance(value, torch.Tensor) else torch.tensor(value)
     types = out.get("mm_token_type_ids")
-    return EncodedPrompt(input_ids=out["input_ids"][0], vision=vision, token_types=None if types is None else types[0])
+    return EncodedPrompt(out["input_ids"][0], vision_tensors(out), None if types is None else types[0])
+
+
+def vision_tensors(out: Any) -> dict[str, torch.Tensor]:
+    """The per-image / per-video outputs (`VISION_KEYS`) of a processor call, as tensors."""
+    return {k: torch.as_tensor(out[k]) for k in VISION_KEYS if out.get(k) is not None}
 
 
 def video_kwargs(videos: Sequence[Any]) -> dict[str, Any]:

@@ -61,9 +61,7 @@ def control_config(cfg: Any, out: Path) -> Any:
     """`cfg` resolved, then: no tools, its own folder, the first run's inputs as they are (no quickstart set-up)."""
     from omegaconf import OmegaConf
 
-    node = plain(cfg)
-    node = OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else node
-    control = OmegaConf.create(node)
+    control = OmegaConf.create(plain(cfg))  # `plain` resolves the interpolations
     control.engine.output_dir = f"{str(out).rstrip('/')}-no-tools"
     control.engine.quickstart.enable = False
     control.engine.quickstart.compare_without_tools = False

@@ -40,14 +40,9 @@ def _get(node: Any, dotted: str, default: Any = None) -> Any:
 
 def plain(value: Any) -> Any:
     """OmegaConf containers -> plain dict/list (resolved); other values unchanged."""
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
+    from omegaconf import OmegaConf
 
-        if isinstance(value, DictConfig | ListConfig):
-            return OmegaConf.to_container(value, resolve=True)
-    except ImportError:  # pragma: no cover - hydra-core (a dependency) brings omegaconf
-        pass
-    return value
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
 @dataclass(frozen=True)
@@ -231,10 +226,6 @@ def _default(f: Any) -> Any:
     return ()  # train_files / val_files: "not given"
 
 
-def _files(value: Any) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(str(x) for x in value)
-
-
 def _strings(value: Any) -> tuple[str, ...]:
     return (str(value),) if isinstance(value, str) else tuple(str(x) for x in value)
 
@@ -283,8 +274,8 @@ _R = "actor_rollout_ref.rollout."
 
 #: The one table of (field, keys): verl's own keys for everything verl has, `engine.*` for the rest.
 SOURCES: tuple[Source, ...] = (
-    Source("train_files", ("data.train_files",), _files),
-    Source("val_files", ("data.val_files",), _files),
+    Source("train_files", ("data.train_files",), _strings),
+    Source("val_files", ("data.val_files",), _strings),
     Source("train_batch_size", ("data.train_batch_size",), int),
     Source("val_batch_size", ("engine.val_batch_size",), int),
     Source("max_response_length", ("data.max_response_length",), int),

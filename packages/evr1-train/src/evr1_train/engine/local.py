@@ -117,29 +117,11 @@ def prepare_inputs(cfg: Any) -> None:
     print(f"[evr1] quickstart inputs ready in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
-def write_protocol(folder: Path, files: dict[str, Any]) -> None:
-    """The run folder gets the same self-description files as every checkpoint in it."""
-    from evr1_cache.atomic import atomic_json
-
-    for name, data in files.items():
-        atomic_json(folder / name, data)
-
-
 def _first_reaching(history: list[dict[str, float]], thresholds: tuple[float, ...]) -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
-    for thr in thresholds:
-        hit = next((int(h["step"]) for h in history if h.get("val/accuracy", -1) >= thr), None)
-        out[f"{thr:.0%}"] = hit
-    return out
-
-
-def _set(cfg: Any, dotted: str, value: Any) -> None:
-    """`cfg.a.b = value` for OmegaConf nodes (struct mode included) and plain dicts."""
-    *parents, last = dotted.split(".")
-    node = cfg
-    for part in parents:
-        node = node[part]
-    node[last] = value
+    return {
+        f"{thr:.0%}": next((int(h["step"]) for h in history if h.get("val/accuracy", -1) >= thr), None)
+        for thr in thresholds
+    }
 
 
 def name_output_dir(cfg: Any, overrides: Sequence[str]) -> str:
@@ -152,7 +134,7 @@ def name_output_dir(cfg: Any, overrides: Sequence[str]) -> str:
     variant = "" if explicit else variant_name(overrides)
     if variant:
         base = f"{base.rstrip('/')}-{variant}"
-        _set(cfg, "engine.output_dir", base)
+        cfg["engine"]["output_dir"] = base  # item access: OmegaConf nodes (struct mode included) and plain dicts
     return base
 
 
@@ -181,6 +163,7 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
 
     `overrides`: the command line's Hydra overrides (the CLI passes them); a preset variant gets its own folder.
     """
+    from evr1_cache.atomic import atomic_json
     from evr1_train.engine.tracking import Tracker
     from evr1_train.quiet import quiet_third_party
 
@@ -195,7 +178,8 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
     trainer = make_trainer(lc)
     print(f"[evr1] {trainer.describe()}", flush=True)
     print(f"[evr1] {trainer.parameters_line()}", flush=True)
-    write_protocol(out, trainer.checkpoint_files())
+    for name, data in trainer.checkpoint_files().items():  # the run folder describes itself like its checkpoints
+        atomic_json(out / name, data)
     if resume_from is not None:
         trainer.load(resume_from)
         print(f"[evr1] resumed from {resume_from} (step {trainer.state.step})", flush=True)

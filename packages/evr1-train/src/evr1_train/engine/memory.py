@@ -120,10 +120,8 @@ def state_bytes(model: Any, optimizer: Any = None) -> dict[str, int]:
 
     weights = sum(size(p) for p in model.parameters()) + sum(size(b) for b in model.buffers())
     grads = sum(size(p.grad) for p in model.parameters() if p.grad is not None)
-    moments = 0
-    if optimizer is not None:
-        for state in optimizer.state.values():
-            moments += sum(size(v) for v in state.values() if isinstance(v, torch.Tensor) and v.dim() > 0)
+    states = optimizer.state.values() if optimizer is not None else ()
+    moments = sum(size(v) for s in states for v in s.values() if isinstance(v, torch.Tensor) and v.dim() > 0)
     return {"weights": weights, "grads": grads, "optimizer": moments}
 
 

@@ -90,12 +90,9 @@ VISION_SPECIAL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "
 
 def vision_token_ids(tokenizer: Any, family: Any = None) -> list[int]:
     """Ids of the vision special tokens (the model family's, `evr1_cache.families`; Qwen's without one)."""
-    ids = []
-    for tok in family.vision_tokens if family is not None else VISION_SPECIAL_TOKENS:
-        i = tokenizer.convert_tokens_to_ids(tok)
-        if isinstance(i, int) and i != tokenizer.unk_token_id and i >= 0:
-            ids.append(int(i))
-    return ids
+    tokens = family.vision_tokens if family is not None else VISION_SPECIAL_TOKENS
+    ids = [tokenizer.convert_tokens_to_ids(t) for t in tokens]
+    return [int(i) for i in ids if isinstance(i, int) and i != tokenizer.unk_token_id and i >= 0]
 
 
 def eos_ids(model: Any, tokenizer: Any) -> list[int]:

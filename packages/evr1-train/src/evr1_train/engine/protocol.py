@@ -6,7 +6,7 @@ stops (its EOS ids). The file sits in the run folder and in every checkpoint (lo
 `global_step_N/`), so a checkpoint describes itself; docs/train.md documents every field. The file's schema is
 `evr1_cache.TrainSettings`, the one evr1-eval reads it with.
 
-Names (stable): protocol_record(...), training_protocol(...) (local engine),
+Names (stable): protocol_record(...) (both engines; the local engine's `BaseTrainer.checkpoint_files` calls it),
 verl_training_protocol(cfg), write_checkpoint_protocol(checkpoint, settings, step) (verl); each returns TrainSettings
 """
 
@@ -16,18 +16,18 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from evr1_cache import TRAIN_SETTINGS_FILE, GenerationSettings, PromptSettings, TrainSettings, spec_record
+from evr1_cache import (
+    TRAIN_SETTINGS_FILE,
+    GenerationSettings,
+    PromptSettings,
+    TrainSettings,
+    resolve_model_path,
+    spec_record,
+)
 
 
 def _tokens(tokenizer: Any, ids: Sequence[int]) -> list[str]:
     return [str(tokenizer.convert_ids_to_tokens(int(i))) for i in ids]
-
-
-def _base_model(path: str) -> str:
-    from evr1_cache import resolve_model_path
-
-    base = resolve_model_path(path)
-    return os.path.abspath(base) if os.path.isdir(base) else base
 
 
 def protocol_record(
@@ -54,10 +54,11 @@ def protocol_record(
     video, image = data_opts.video_spec(), data_opts.image_spec()
     template = getattr(processor, "chat_template", None) or getattr(tokenizer, "chat_template", None)
     where = "evr1-train's prompt description"
+    base = resolve_model_path(base_model)
     return TrainSettings(
         engine=engine,
         mode=mode,
-        base_model=_base_model(base_model),
+        base_model=os.path.abspath(base) if os.path.isdir(base) else base,
         adapter=adapter,
         prompt=PromptSettings.from_json(describe_prompts(data_opts), where),
         answer={"tag": "answer", **answer, "scorer": "evr1_rewards.RewardRouter (by problem_type)"},
@@ -76,38 +77,6 @@ def protocol_record(
             train={"do_sample": True, **train_sampler},
             validation=validation,
         ),
-        agent=agent,
-    )
-
-
-def training_protocol(
-    *,
-    cfg: Any,
-    data_opts: Any,
-    processor: Any,
-    eos_ids: Sequence[int],
-    pad_id: int,
-    suppressed_ids: Sequence[int],
-    mode: str,
-    adapter: dict[str, Any] | None = None,
-    agent: dict[str, Any] | None = None,
-) -> TrainSettings:
-    """The protocol record of a local-engine run (`cfg`: LocalConfig, `data_opts`: DataOptions; `agent`: a tool-using
-    run's tools and budgets)."""
-    return protocol_record(
-        engine="local",
-        mode=mode,
-        base_model=cfg.model_path,
-        adapter=adapter,
-        data_opts=data_opts,
-        processor=processor,
-        answer={"think": cfg.reward_think, "reward_weights": dict(cfg.reward_weights)},
-        eos_ids=eos_ids,
-        pad_id=pad_id,
-        suppressed_ids=suppressed_ids,
-        max_new_tokens=cfg.max_response_length,
-        train_sampler={"temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k},
-        validation={"do_sample": cfg.val_do_sample},
         agent=agent,
     )
 
@@ -148,17 +117,13 @@ def verl_training_protocol(cfg: Any) -> TrainSettings:
     """
     from omegaconf import OmegaConf
 
-    from evr1_cache import resolve_model_path
-    from evr1_train.data.options import DataOptions
+    from evr1_train.data.options import DataOptions, data_folder
+    from evr1_train.engine.config import plain
 
     def node(key: str, default: Any = None) -> Any:
-        value = OmegaConf.select(cfg, key, default=default)
-        return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+        return plain(OmegaConf.select(cfg, key, default=default))
 
-    files = node("data.train_files")
-    first = files[0] if isinstance(files, list) and files else files
-    base_dir = os.path.dirname(os.path.abspath(str(first))) if first else None
-    data_opts = DataOptions.from_mapping(node("data.evr1"), base_dir=base_dir)
+    data_opts = DataOptions.from_mapping(node("data.evr1"), base_dir=data_folder(node("data.train_files")))
     path = resolve_model_path(str(node("actor_rollout_ref.model.path")))
     processor, eos, pad_id = _verl_tokenizer(path, bool(node("actor_rollout_ref.model.trust_remote_code", False)))
     rollout = node("actor_rollout_ref.rollout", {}) or {}

@@ -56,18 +56,14 @@ def rng_key(device_index: int) -> str:
 
 def device_index(key: str) -> int | None:
     """The CUDA device index a key names (`cuda.10` -> 10), None for other keys."""
-    if not key.startswith(_CUDA_PREFIX):
-        return None
-    return int(key[len(_CUDA_PREFIX) :])
+    return int(key[len(_CUDA_PREFIX) :]) if key.startswith(_CUDA_PREFIX) else None
 
 
 def capture_rng(cuda_states: list[torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
     """CPU generator state plus each CUDA device's state keyed by its index (`cuda_states[i]` is device i)."""
     if cuda_states is None:
         cuda_states = list(torch.cuda.get_rng_state_all()) if torch.cuda.is_available() else []
-    states = {CPU_KEY: torch.random.get_rng_state()}
-    states.update({rng_key(i): st for i, st in enumerate(cuda_states)})
-    return states
+    return {CPU_KEY: torch.random.get_rng_state(), **{rng_key(i): st for i, st in enumerate(cuda_states)}}
 
 
 def restore_rng(

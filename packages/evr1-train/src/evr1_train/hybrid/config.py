@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from evr1_cache.registry import check_fields
 
@@ -25,10 +25,6 @@ Overlong = Literal["truncate", "skip"]
 #: The policy-loss name evr1's hybrid loss is registered under in verl (`actor.policy_loss.loss_mode`); here, in a
 #: torch-free module, so the start-up check (evr1_train.startup) knows it without importing the loss.
 LOSS_NAME = "evr1_hybrid"
-_MODES = ("always", "below_accuracy")
-_HANDLING = ("on_policy", "off_policy")
-_METHODS = ("shaping", "importance")
-_OVERLONG = ("truncate", "skip")
 
 
 @dataclass(frozen=True)
@@ -64,10 +60,10 @@ class HybridConfig:
     flag_key: str = "has_offline_trajectory"
 
     def __post_init__(self) -> None:
-        _choice("mode", self.mode, _MODES)
-        _choice("offline_handling", self.offline_handling, _HANDLING)
-        _choice("off_policy_method", self.off_policy_method, _METHODS)
-        _choice("overlong", self.overlong, _OVERLONG)
+        _choice("mode", self.mode, get_args(Mode))
+        _choice("offline_handling", self.offline_handling, get_args(Handling))
+        _choice("off_policy_method", self.off_policy_method, get_args(OffPolicyMethod))
+        _choice("overlong", self.overlong, get_args(Overlong))
         if type(self.k) is not int or self.k < 1:  # YAML may hand over a float or a bool
             raise ValueError(f"evr1.hybrid.k must be an integer >= 1, got {self.k!r}")
         if self.mode == "below_accuracy":

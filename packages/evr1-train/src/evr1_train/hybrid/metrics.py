@@ -52,10 +52,7 @@ def hybrid_metrics_from_extra_fields(extra_fields: Sequence[object], prefix: str
     """Metrics from verl's per-sample `extra_fields` (our agent loop's marker + the reward loop's `reward_extra_info`)."""
     rows = [r if isinstance(r, dict) else {} for r in extra_fields]
     is_off = [bool(r.get("evr1_offline", 0)) for r in rows]
-    infos: list[dict[str, Any]] = []
-    for r in rows:
-        info = r.get("reward_extra_info")
-        infos.append(info if isinstance(info, dict) else {})
+    infos: list[dict[str, Any]] = [i if isinstance(i := r.get("reward_extra_info"), dict) else {} for r in rows]
     scores = [float(i.get("score", float("nan"))) for i in infos]
     accs = [float(i.get("accuracy", float("nan"))) for i in infos]
     out = hybrid_metrics(is_off, scores, accs, prefix=prefix)

@@ -107,12 +107,7 @@ def fit_offline_response(
         ids.append(int(eos_id))
     if len(ids) <= max_len:
         return OfflineResponse(tuple(ids))
+    why = f"stored trajectory has {len(ids)} tokens > response limit {max_len}; "
     if cfg.overlong == "skip":
-        return OfflineResponse(
-            (), skipped=True, reason=f"stored trajectory has {len(ids)} tokens > response limit {max_len}; skipped"
-        )
-    return OfflineResponse(
-        tuple(ids[:max_len]),
-        truncated=True,
-        reason=f"stored trajectory has {len(ids)} tokens > response limit {max_len}; truncated",
-    )
+        return OfflineResponse((), skipped=True, reason=why + "skipped")
+    return OfflineResponse(tuple(ids[:max_len]), truncated=True, reason=why + "truncated")

@@ -26,31 +26,20 @@ def _visual(model: Any) -> Any:
     raise AttributeError(f"{type(model).__name__} has no vision tower (`.visual`); is it a Qwen-VL model?")
 
 
-def _vision_config(model: Any) -> Any:
-    cfg = getattr(model, "config", None)
-    vc = getattr(cfg, "vision_config", None)
-    if vc is None:
-        raise AttributeError(f"{type(model).__name__}.config has no vision_config")
-    return vc
-
-
 def vision_zero_term(model: Any, kind: str = "image") -> torch.Tensor:
     """0 * (mean of the vision tower's outputs on a 4x4-patch zero input [2 frames for "video"])."""
     visual = _visual(model)
-    vc = _vision_config(model)
+    vc = getattr(getattr(model, "config", None), "vision_config", None)
+    if vc is None:
+        raise AttributeError(f"{type(model).__name__}.config has no vision_config")
     in_ch = getattr(vc, "in_channels", getattr(vc, "in_chans", 3))
     patch_dim = in_ch * vc.temporal_patch_size * vc.patch_size**2
     t = 2 if kind == "video" else 1
-    merge = getattr(vc, "spatial_merge_size", 2)
-    side = 2 * merge
+    side = 2 * getattr(vc, "spatial_merge_size", 2)
     param = next(visual.parameters())
     pixels = torch.zeros((t * side * side, patch_dim), dtype=param.dtype, device=param.device)
     grid = torch.tensor([[t, side, side]], dtype=torch.long, device=param.device)
-    out = visual(pixels, grid_thw=grid)
-    term = param.new_zeros(())
-    for tensor in _tensors(out):
-        term = term + 0.0 * tensor.float().mean()
-    return term
+    return sum((0.0 * x.float().mean() for x in _tensors(visual(pixels, grid_thw=grid))), param.new_zeros(()))
 
 
 def _tensors(out: Any) -> list[torch.Tensor]:

@@ -35,8 +35,7 @@ def offline_mask_from(data: Any) -> torch.Tensor | None:
 def _as_list(value: Any) -> list[Any]:
     if hasattr(value, "tolist"):
         return list(value.tolist())
-    data = getattr(value, "data", value)
-    return list(data)
+    return list(getattr(value, "data", value))
 
 
 def evr1_ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None, *, hybrid: HybridConfig) -> Any:

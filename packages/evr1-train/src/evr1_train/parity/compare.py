@@ -170,10 +170,7 @@ def table(results: Sequence[SampleComparison]) -> str:
     head = f"{'sample':<14}{'sides':<12}" + "".join(f"{c:<9}" for c in cols) + "details"
     lines = [head, "-" * len(head)]
     for r in results:
-        marks = []
-        for c in cols:
-            check = r.check(c)
-            marks.append("-" if check is None else ("ok" if check.ok else "FAIL"))
+        marks = ["-" if (check := r.check(c)) is None else ("ok" if check.ok else "FAIL") for c in cols]
         bad = [f"{c.name}: {c.detail}" for c in r.checks if not c.ok]
         lp = r.check("logprobs")
         detail = "; ".join(bad) if bad else (lp.detail if lp else (r.check("tokens") or Check("", True)).detail)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +44,11 @@ class SideRecord:
     info: dict[str, str] = field(default_factory=dict)
 
     def header(self) -> dict[str, Any]:
+        """Every field but the tensors' values (pixels by name; log-probs are stored as a tensor), JSON-ready."""
         return {
-            "sample": self.sample,
-            "side": self.side,
-            "family": self.family,
-            "prompt_ids": list(self.prompt_ids),
-            "placeholder_ids": list(self.placeholder_ids),
-            "grids": self.grids,
-            "timing": self.timing,
-            "pixels": sorted(self.pixels),
-            "response_ids": list(self.response_ids),
-            "info": self.info,
+            f.name: sorted(self.pixels) if f.name == "pixels" else getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "logprobs"
         }
 
 
@@ -99,18 +93,8 @@ def read_dump(path: str | os.PathLike[str]) -> list[SideRecord]:
                 pixels = {name: fh.get_tensor(f"{i}/{name}") for name in head.pop("pixels")}
                 lp_key = f"{i}/_logprobs"
                 logprobs = tuple(float(v) for v in fh.get_tensor(lp_key)) if lp_key in stored else ()
-                records.append(
-                    SideRecord(
-                        **{
-                            **head,
-                            "prompt_ids": tuple(head["prompt_ids"]),
-                            "placeholder_ids": tuple(head["placeholder_ids"]),
-                            "response_ids": tuple(head["response_ids"]),
-                            "logprobs": logprobs,
-                            "pixels": pixels,
-                        }
-                    )
-                )
+                ids = {k: tuple(head[k]) for k in ("prompt_ids", "placeholder_ids", "response_ids")}
+                records.append(SideRecord(**{**head, **ids, "logprobs": logprobs, "pixels": pixels}))
     except (OSError, KeyError, json.JSONDecodeError, TypeError) as exc:
         raise ValueError(f"{p}: unreadable parity dump ({type(exc).__name__}: {exc}); re-run that side") from exc
     return records

@@ -76,11 +76,7 @@ def load_parity_data(data_file: str | os.PathLike[str], cache_dir: str | os.Path
                     specs[kind] = _entry_spec(reader, ref, kind)
     if "video" not in specs and "image" not in specs:
         raise ValueError(f"--data {path}: no row has cached media (was it written by `evr1-cache build`?)")
-    node: dict[str, Any] = {"cache_dir": str(cache_dir), "video_source": "cache_only"}
-    if "video" in specs:
-        node["video"] = specs["video"]
-    if "image" in specs:
-        node["image"] = specs["image"]
+    node: dict[str, Any] = {"cache_dir": str(cache_dir), "video_source": "cache_only", **specs}
     opts = DataOptions.from_mapping(node, base_dir=str(path.parent.resolve()))
     usable = [r for r in rows if not r.get("cache_errors")]
     return ParityData(path, opts, tuple(usable[:n]))
@@ -135,10 +131,6 @@ def _timing(family: Any, metas: Sequence[dict[str, Any]], got: Any) -> dict[str,
     return timing
 
 
-def _placeholder_ids(family: Any, tokenizer: Any) -> tuple[int, ...]:
-    return tuple(sorted({int(tokenizer.convert_tokens_to_ids(t)) for t in family.feature_tokens}))
-
-
 def record_from_processor(
     side: str, sample: str, family: Any, tokenizer: Any, out: Any, metas: Sequence[dict[str, Any]], info: dict[str, str]
 ) -> SideRecord:
@@ -152,7 +144,7 @@ def record_from_processor(
         side=side,
         family=family.name,
         prompt_ids=tuple(int(i) for i in (ids.tolist() if hasattr(ids, "tolist") else ids)),
-        placeholder_ids=_placeholder_ids(family, tokenizer),
+        placeholder_ids=tuple(sorted({int(tokenizer.convert_tokens_to_ids(t)) for t in family.feature_tokens})),
         grids=grids,
         timing=_timing(family, metas, out.get("second_per_grid_ts") if hasattr(out, "get") else None),
         pixels=pixels,

@@ -80,12 +80,6 @@ def _expert_call() -> str:
 EXPERT_CALL = _expert_call()
 
 
-def _prompt(scene: Scene) -> str:
-    """The question with its media placeholder; evr1_train.data adds the lead-in, the options and the answer format."""
-    tag = "<video>" if scene.modality == "video" else "<image>"
-    return f"{tag}{scene.question}"
-
-
 def write_video(path: Path, scene: Scene) -> None:
     """Encode the scene's frames as H.264 (yuv420p), atomically, with evr1-cache's one (reproducible) encoder."""
     from evr1_cache import write_video as encode
@@ -111,12 +105,13 @@ def iter_scenes(spec: QuickstartDataSpec, split: str) -> Iterator[tuple[str, Sce
 
 
 def make_row(row_id: str, scene: Scene, media: str, offline: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {
+    return {
         "problem_id": row_id,
         "data_source": f"evr1-quickstart/{scene.kind}",
         "data_type": scene.modality,
         "problem_type": scene.problem_type,
-        "problem": _prompt(scene),
+        # the question with its media placeholder; evr1_train.data adds the lead-in, the options and the answer format
+        "problem": ("<video>" if scene.modality == "video" else "<image>") + scene.question,
         "options": list(scene.options),
         "answer": ground_truth(scene),
         "videos": [media] if scene.modality == "video" else [],
@@ -125,7 +120,6 @@ def make_row(row_id: str, scene: Scene, media: str, offline: bool) -> dict[str, 
         "offline_output": answer_text(scene) if offline else "",
         "kind": scene.kind,
     }
-    return row
 
 
 def generate_quickstart_data(

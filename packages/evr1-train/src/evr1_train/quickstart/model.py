@@ -66,11 +66,7 @@ class TinyVLMSpec:
 
 def _mrope_sections(head_dim: int, interleaved: bool) -> list[int]:
     half = head_dim // 2  # sections (t, h, w) sum to head_dim / 2
-    if interleaved:  # Qwen3-VL: temporal gets the largest share
-        t = half // 2
-        h = (half - t) // 2
-        return [t, h, half - t - h]
-    t = half // 4
+    t = half // 2 if interleaved else half // 4  # Qwen3-VL (interleaved): temporal gets the largest share
     h = (half - t) // 2
     return [t, h, half - t - h]
 

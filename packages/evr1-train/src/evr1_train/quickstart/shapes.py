@@ -132,62 +132,38 @@ def make_scene(kind: str, rng: random.Random, size: int = 112, fps: float = 8.0)
         y = rng.uniform(lo + (travel if dy < 0 else 0), hi - (travel if dy > 0 else 0)) if dy else rng.uniform(lo, hi)
         return Shape(colour, (x, y), (dx * speed, dy * speed), sq, visible)
 
+    def scene(
+        duration: float, shapes: tuple[Shape, ...], question: str, options: tuple[str, ...] = (), answer: str = ""
+    ) -> Scene:
+        return Scene(kind, size, size, fps, duration, shapes, question, options, answer)
+
+    def colour_choice(c: str) -> tuple[tuple[str, ...], str]:
+        """The colours as lettered options, and the letter of `c`."""
+        return _mc(colours), LETTERS[colours.index(c)]
+
     if kind == "colour":
         c = rng.choice(colours)
-        return Scene(
-            kind,
-            size,
-            size,
-            fps,
-            2.0,
-            (moving(c, 2.0),),
-            "What colour is the moving square?",
-            _mc(colours),
-            LETTERS[colours.index(c)],
-        )
+        return scene(2.0, (moving(c, 2.0),), "What colour is the moving square?", *colour_choice(c))
     if kind == "direction":
-        c = rng.choice(colours)
-        shape = moving(c, 2.0)
+        shape = moving(rng.choice(colours), 2.0)
         vx, vy = shape.velocity
-        d = next(
-            n
-            for n, (dx, dy) in DIRECTIONS.items()
-            if (dx, dy) == (int(vx > 0) - int(vx < 0), int(vy > 0) - int(vy < 0))
-        )
-        return Scene(
-            kind, size, size, fps, 2.0, (shape,), "Which way does the square move?", _mc(dirs), LETTERS[dirs.index(d)]
-        )
+        d = next(n for n, step in DIRECTIONS.items() if step == (int(vx > 0) - int(vx < 0), int(vy > 0) - int(vy < 0)))
+        return scene(2.0, (shape,), "Which way does the square move?", _mc(dirs), LETTERS[dirs.index(d)])
     if kind == "count":
         k = rng.randint(1, 3)
         # static squares in distinct quadrants (the 2x2 grid of merged vision tokens): count = coloured quadrants
         cells = rng.sample(range(4), k)
         cell = size // 2
         side = min(sq, round(cell * 0.8))
+        pad = (cell - side) / 2
         shapes = tuple(
-            Shape(
-                rng.choice(colours),
-                ((c % 2) * cell + (cell - side) / 2, (c // 2) * cell + (cell - side) / 2),
-                (0.0, 0.0),
-                side,
-            )
-            for c in cells
+            Shape(rng.choice(colours), ((c % 2) * cell + pad, (c // 2) * cell + pad), (0.0, 0.0), side) for c in cells
         )
-        return Scene(kind, size, size, fps, 2.0, shapes, "How many squares are there?", (), str(k))
+        return scene(2.0, shapes, "How many squares are there?", (), str(k))
     if kind == "when":
         start = rng.choice([0, 1, 2])
-        c = rng.choice(colours)
-        shape = moving(c, 4.0, visible=(float(start), float(start + 2)))
-        return Scene(
-            kind,
-            size,
-            size,
-            fps,
-            4.0,
-            (shape,),
-            "When is the square visible?",
-            (),
-            f"{start}-{start + 2}",
-        )
+        shape = moving(rng.choice(colours), 4.0, visible=(float(start), float(start + 2)))
+        return scene(4.0, (shape,), "When is the square visible?", (), f"{start}-{start + 2}")
     if kind == "flash":
         c = rng.choice(colours)
         steps = int((FLASH_WINDOW[1] - FLASH_WINDOW[0] - FLASH_SECONDS) / 0.25)
@@ -195,31 +171,11 @@ def make_scene(kind: str, rng: random.Random, size: int = 112, fps: float = 8.0)
         side = round(size * FLASH_FRACTION)
         x, y = rng.uniform(0, size - side), rng.uniform(0, size - side)
         flash = Shape(c, (x, y), (0.0, 0.0), side, visible=(shown, shown + FLASH_SECONDS))
-        return Scene(
-            kind,
-            size,
-            size,
-            fps,
-            FLASH_CLIP,
-            (flash,),
-            "A square flashes briefly. What colour is it?",
-            _mc(colours),
-            LETTERS[colours.index(c)],
-        )
+        return scene(FLASH_CLIP, (flash,), "A square flashes briefly. What colour is it?", *colour_choice(c))
     # image_colour
     c = rng.choice(colours)
     x, y = rng.uniform(0, size - sq), rng.uniform(0, size - sq)
-    return Scene(
-        kind,
-        size,
-        size,
-        fps,
-        0.0,
-        (Shape(c, (x, y), (0.0, 0.0), sq),),
-        "What colour is the square?",
-        _mc(colours),
-        LETTERS[colours.index(c)],
-    )
+    return scene(0.0, (Shape(c, (x, y), (0.0, 0.0), sq),), "What colour is the square?", *colour_choice(c))
 
 
 def sample_kinds(n: int, rng: random.Random, mix: dict[str, float] | None = None) -> list[str]:

@@ -44,7 +44,7 @@ class LocalDumpHook:
         self.writer = writer
 
     def __call__(self, step: int, prompts: Any, seqs: Any, adv: Any, resp_mask: Any) -> None:
-        if not self.writer.due(step):
+        if not self.writer.config.due(step):
             return
         try:
             self.writer.write_step(step, self.groups(prompts, seqs, adv, resp_mask))
@@ -163,12 +163,10 @@ def _verl_writer(trainer: Any, step: int) -> RolloutDumpWriter | None:
     try:
         config = dump_config(trainer.config)
         if config.enable:
-            from evr1_train.data import DataOptions
+            from evr1_train.data.options import DataOptions, data_folder
             from evr1_train.engine.config import _get, plain
 
-            files = plain(_get(trainer.config, "data.train_files"))
-            first = files if isinstance(files, str) else next(iter(files or [None]))
-            base = os.path.dirname(os.path.abspath(first)) if first else None
+            base = data_folder(plain(_get(trainer.config, "data.train_files")))
             opts = DataOptions.from_mapping(plain(_get(trainer.config, "data.evr1")), base_dir=base)
             out = Path(str(_get(trainer.config, "trainer.default_local_dir", "checkpoints"))) / "rollouts"
             writer = _writer(config, out, opts, "verl")
@@ -184,7 +182,7 @@ def _verl_writer(trainer: Any, step: int) -> RolloutDumpWriter | None:
 def maybe_dump_verl(trainer: Any, batch: Any, step: int) -> None:
     """Dump `batch` (a TransferQueue `KVBatchMeta` of the V1 trainer) when `step` is due; never raises."""
     writer = _verl_writer(trainer, step)
-    if writer is None or not writer.due(step):
+    if writer is None or not writer.config.due(step):
         return
     try:
         import transfer_queue as tq
@@ -212,13 +210,10 @@ def verl_groups(data: Any, tokenizer: Any, writer: RolloutDumpWriter) -> list[di
     """verl per-sample fields -> one record per prompt group (uid), responses in slot order."""
     uids = [str(u) for u in _column(data, "uid", 0)]
     n = len(uids)
-    responses = _column(data, "responses", n)
-    advantages = _column(data, "advantages", n)
-    extra_fields = _column(data, "extra_fields", n)
-    prompts = _column(data, "raw_prompt", n)
-    reward_model = _column(data, "reward_model", n)
-    sources = _column(data, "data_source", n)
-    infos = _column(data, "extra_info", n)
+    # every field after "uid", in `_FIELDS` order (a field the backend did not return: None per sample)
+    responses, advantages, extra_fields, prompts, reward_model, sources, infos = (
+        _column(data, name, n) for name in _FIELDS[1:]
+    )
     opts = writer.opts
     if opts is None:
         raise ValueError("rollout dump: the writer has no data options (the verl hook sets them when it starts it)")

@@ -95,22 +95,16 @@ def step_path(folder: Path, step: int) -> Path:
 
 
 def dumped_steps(folder: Path) -> dict[int, Path]:
-    out: dict[int, Path] = {}
-    if folder.is_dir():
-        for p in folder.iterdir():
-            m = STEP_FILE.match(p.name)
-            if m:
-                out[int(m.group(1))] = p
-    return dict(sorted(out.items()))
+    found = [(m, p) for p in (folder.iterdir() if folder.is_dir() else ()) if (m := STEP_FILE.match(p.name))]
+    return dict(sorted((int(m.group(1)), p) for m, p in found))
 
 
 def cut(text: str | None, limit: int) -> tuple[str | None, int]:
     """(text cut to `limit` characters, how many were cut)."""
     if text is None or len(text) <= limit:
         return text, 0
-    return text[:limit] + f"\n[... {len(text) - limit} characters cut by evr1.rollout_dump.max_chars]", len(
-        text
-    ) - limit
+    n = len(text) - limit
+    return text[:limit] + f"\n[... {n} characters cut by evr1.rollout_dump.max_chars]", n
 
 
 def _finite(value: Any) -> float | None:
@@ -180,9 +174,6 @@ class RolloutDumpWriter:
         if dropped:
             logger.info("rollout dump: resuming at step %d, dropped dumps of steps %s", first_step, dropped)
         return dropped
-
-    def due(self, step: int) -> bool:
-        return self.config.due(step)
 
     def write_step(self, step: int, groups: Sequence[Mapping[str, Any]]) -> Path | None:
         """Write one step's records (already built with `group_record`); None when the cap or a limit skipped it."""
@@ -259,6 +250,7 @@ def media_records(
     (`frames_from: "decoded"`) with the same spec.
     """
     from evr1_cache import MediaLoader
+    from evr1_cache.viewer import entry_frames
     from evr1_train.data.row import item_spec, media_items
 
     out = []
@@ -276,7 +268,8 @@ def media_records(
             if rel is not None and cache is not None:
                 record.update(cache_file=rel, frames_from="cache")
                 if kind == "video":
-                    record.update(_entry_frames(Path(cache) / rel))
+                    indices, stamps = entry_frames(Path(cache) / rel)
+                    record.update(frame_indices=list(indices), timestamps=list(stamps))
         except (OSError, ValueError, KeyError) as exc:
             record["note"] = f"cache lookup failed: {type(exc).__name__}: {exc}"
         out.append(record)
@@ -310,13 +303,6 @@ def tool_media_records(
                     "note": f"{label}, turn {n}: {call.get('name')}({args}) returned {what}",
                 })  # fmt: skip
     return out
-
-
-def _entry_frames(path: Path) -> dict[str, Any]:
-    from evr1_cache.viewer import entry_frames
-
-    indices, stamps = entry_frames(path)
-    return {"frame_indices": list(indices), "timestamps": list(stamps)}
 
 
 def extracted_answer(text: str, ground_truth: Any, problem_type: str, extras: Mapping[str, Any]) -> str | None:

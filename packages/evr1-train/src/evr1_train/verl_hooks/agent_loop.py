@@ -51,10 +51,9 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl's 
         text = kwargs.pop(OFFLINE_TEXT_FIELD, "") or ""
         if not self.hybrid.enable or not text or n < 2 or slot not in offline_slots(n, self.hybrid):
             out = await self._sample(sampling_params, **kwargs)
-            reason = "sampled"
             if self.hybrid.enable and text and self.hybrid.mode == "below_accuracy":
                 await BOARD.post_accuracy(uid, await self._accuracy(out, kwargs))
-            return self._mark(out, offline=False, reason=reason)
+            return self._mark(out, offline=False, reason="sampled")
 
         if self.hybrid.mode == "below_accuracy":
             accs = await BOARD.wait_accuracies(uid, n - self.hybrid.k, GATE_TIMEOUT_S)
@@ -106,13 +105,17 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl's 
             metrics=AgentLoopMetrics(),
             extra_fields={"turn_scores": [], "tool_rewards": []},
         )
-        step = kwargs.get("global_steps")
-        if step is not None:  # V1 staleness tags: a stored trajectory is as fresh as the step that uses it
-            out.extra_fields.update(min_global_steps=step, max_global_steps=step)
-        return self._mark(out, offline=True, reason=fitted.reason or reason, truncated=fitted.truncated)
+        reason = fitted.reason or reason
+        return self._mark(out, offline=True, reason=reason, truncated=fitted.truncated, step=kwargs.get("global_steps"))
 
     @staticmethod
-    def _mark(out: AgentLoopOutput, offline: bool, reason: str, truncated: bool = False) -> AgentLoopOutput:
+    def _mark(
+        out: AgentLoopOutput, offline: bool, reason: str, truncated: bool = False, step: int | None = None
+    ) -> AgentLoopOutput:
+        """Tag `out` offline/online with the reason; `step`: a stored trajectory's step (V1 staleness tags: it is as
+        fresh as the step that uses it)."""
+        if step is not None:
+            out.extra_fields.update(min_global_steps=step, max_global_steps=step)
         out.extra_fields[OFFLINE_FIELD] = int(offline)
         out.extra_fields["evr1_offline_truncated"] = int(truncated)
         out.extra_fields["evr1_hybrid_reason"] = reason
@@ -139,9 +142,7 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl's 
             result = await fn(**call)
         else:  # rule rewards can be CPU-heavy (code, math): keep the event loop free
             result = await self.loop.run_in_executor(None, lambda: fn(**call))
-        if not isinstance(result, dict):
-            value = float(result)
-            return {"score": value, "accuracy": value, "format": 0.0}
+        result = result if isinstance(result, dict) else {"score": float(result)}  # a bare score is also the accuracy
         score = float(result.get("score", 0.0))
         return {
             "score": score,

@@ -85,10 +85,7 @@ class Evr1AgentLoop(Evr1HybridAgentLoop):
             return tokens, [0.0] * len(tokens)  # behaviour prob 1, as every stored trajectory (LUFFY assumption)
 
         out = await self._episode(replayed, **kwargs)
-        step = kwargs.get("global_steps")
-        if step is not None:
-            out.extra_fields.update(min_global_steps=step, max_global_steps=step)
-        return self._mark(out, offline=True, reason=reason)
+        return self._mark(out, offline=True, reason=reason, step=kwargs.get("global_steps"))
 
     def _session_format(self) -> Any:
         from evr1_cache.tools import call_format
@@ -177,8 +174,7 @@ class Evr1AgentLoop(Evr1HybridAgentLoop):
 
         parts = await self._answer_scores(final, kwargs)
         stats = session.stats if session is not None else None
-        calls = stats.calls if stats else 0
-        invalid = (stats.invalid + stats.malformed) if stats else 0
+        calls, invalid = (stats.calls, stats.invalid + stats.malformed) if stats else (0, 0)
         answer = RewardResult(
             overall=parts["score"], accuracy=parts["accuracy"], format=parts["format"], problem_type=""
         )

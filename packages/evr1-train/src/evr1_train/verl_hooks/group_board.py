@@ -36,11 +36,7 @@ class GroupBoard:
 
     def _condition(self) -> asyncio.Condition:
         """One condition per event loop (a worker runs one loop; tests and restarts may run several)."""
-        loop = asyncio.get_running_loop()
-        cond = self._conds.get(loop)
-        if cond is None:
-            cond = self._conds[loop] = asyncio.Condition()
-        return cond
+        return self._conds.setdefault(asyncio.get_running_loop(), asyncio.Condition())
 
     async def post_accuracy(self, uid: str, accuracy: float) -> None:
         cond = self._condition()
