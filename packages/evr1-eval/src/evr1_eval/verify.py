@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 WRITTEN = (RESULTS_GLOB, "run*.json", "summary.json", "load_errors*.json")
 #: Stored and re-computed scores closer than this are equal (scores are JSON floats: exact, but keep a margin).
 TOLERANCE = 1e-9
-#: Problems listed per benchmark before the rest are only counted.
-SHOWN = 50
 #: Manifest fields compared with run.json's fingerprint: what `check_settings` refuses to mix on a resume.
 _SETTINGS = ("sampling", "generation", "system_prompt", "judge", "prompt_version", "protocol", "answer_tags",
              "reasoning_tags")  # fmt: skip
