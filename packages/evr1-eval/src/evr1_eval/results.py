@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,19 +114,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 def _complete_length(path: Path) -> int:
     """Byte length of the file up to and including its last newline (what survives a torn write)."""
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        pos = size
-        while pos > 0:
-            step = min(65536, pos)
-            fh.seek(pos - step)
-            chunk = fh.read(step)
-            idx = chunk.rfind(b"\n")
-            if idx >= 0:
-                return pos - step + idx + 1
-            pos -= step
-        return 0
+    return path.read_bytes().rfind(b"\n") + 1
 
 
 def iter_rows(path: Path) -> Iterator[ScoredSample]:
@@ -223,13 +211,7 @@ def write_summary(path: Path, summary: BenchmarkSummary, extra: Mapping[str, Any
 
 def dedupe_ids(ids: Iterable[str]) -> list[str]:
     """Ids that occur more than once (a benchmark file with duplicate ids cannot be resumed safely)."""
-    seen: set[str] = set()
-    dups: list[str] = []
-    for i in ids:
-        if i in seen:
-            dups.append(i)
-        seen.add(i)
-    return dups
+    return [i for i, n in Counter(ids).items() if n > 1]
 
 
 @dataclass(frozen=True, slots=True)
