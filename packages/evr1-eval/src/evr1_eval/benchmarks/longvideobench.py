@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evr1_eval.api.adapters import official_mc
-from evr1_eval.api.aggregation import Result, by_group, group_names
+from evr1_eval.api.aggregation import Result, breakdown, rounded_pct
 from evr1_eval.api.base import Benchmark
 from evr1_eval.api.extractors import ScanEnd, capped, first_letter_after_prefixes, random_choice
 from evr1_eval.api.loading import LETTERS, RowView
@@ -77,16 +77,10 @@ def rule(sample: Sample, response: str) -> Outcome:
     )
 
 
-def _acc(rows: Sequence[ScoredSample]) -> float:
-    """`evaluate_longvideobench`'s accuracy, as a percentage of the 5-decimal fraction the reference prints."""
-    return 100.0 * round(sum(r.score for r in rows) / len(rows), 5) if rows else float("nan")
-
-
 def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
-    metrics = {"accuracy": _acc(rows)}
-    for name in group_names(bench):
-        for value, members in by_group(rows, name).items():
-            metrics[f"{name}/{value}"] = _acc(members)
+    """`evaluate_longvideobench`'s accuracy, overall and per group."""
+    metrics = {"accuracy": rounded_pct(rows)}
+    breakdown(bench, rows, metrics, rounded_pct)
     return "accuracy", metrics, []
 
 
