@@ -10,13 +10,13 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from evr1_cache import ImageSpec, SamplingSpec
 
 from evr1_cache.registry import check_fields
-from evr1_eval.types import PROTOCOLS, ProtocolName
+from evr1_eval.types import ProtocolName
 
 ANNOTATION_SUFFIXES = (".json", ".jsonl")
 
@@ -190,14 +190,6 @@ class RunSettings:
         return lines
 
 
-def _protocol_name(protocol: str) -> ProtocolName:
-    """`protocol` as one of `PROTOCOLS` (an unknown name is refused by name)."""
-    for name in PROTOCOLS:
-        if protocol == name:
-            return name
-    raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-
-
 def resolve_settings(
     *,
     protocol: str | None = "official",
@@ -239,7 +231,8 @@ def resolve_settings(
     if system is None and protocol == "evr1":
         system = evr1.system_prompt
     return RunSettings(
-        protocol=ProtocolSettings(protocol=_protocol_name(protocol), prompt_variant=variant, evr1=evr1),
+        # the cast is checked: ProtocolSettings refuses an unknown protocol by name
+        protocol=ProtocolSettings(protocol=cast(ProtocolName, protocol), prompt_variant=variant, evr1=evr1),
         preset=chosen,
         response_filter=response_filter or (chosen.response_filter if chosen else "none"),
         system_prompt=system,

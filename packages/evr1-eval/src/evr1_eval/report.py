@@ -69,7 +69,7 @@ def _is_bench_summary(path: Path) -> bool:
     return isinstance(data, dict) and "benchmark" in data and "metrics" in data
 
 
-def _bench_dirs(run_dir: Path) -> list[Path]:
+def bench_dirs(run_dir: Path) -> list[Path]:
     """`run_dir` itself when it holds results (a benchmark folder), else its benchmark sub-folders."""
     if any(run_dir.glob("results*.jsonl")):
         return [run_dir]
@@ -104,14 +104,9 @@ def run_annotations(bench: Benchmark, bench_dir: Path, given: Sources | None = N
     selected (manifest.json's limit and world size), or why they cannot be loaded."""
     from evr1_eval import manifest
     from evr1_eval.jobs import file_digest, load_job
-    from evr1_eval.results import Sources, recorded_sources, select
+    from evr1_eval.results import Sources, read_run_settings, recorded_sources, select
 
-    settings: dict[str, Any] = {}
-    for run_json in sorted(bench_dir.glob("run*.json")):
-        with contextlib.suppress(OSError, ValueError):
-            loaded = json.loads(run_json.read_text("utf-8"))
-            settings = loaded if isinstance(loaded, dict) else {}
-        break
+    settings = read_run_settings(bench_dir)
     recorded = recorded_sources(settings)
     record = manifest.read(bench_dir) or {}
     given = given or Sources()
@@ -148,7 +143,7 @@ def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
     (evr1_eval.verify) against the annotations the run recorded (or `given`)."""
     from evr1_eval import manifest
     from evr1_eval.benchmarks import get_benchmark
-    from evr1_eval.results import load_rows
+    from evr1_eval.results import load_rows, read_run_settings
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -158,7 +153,7 @@ def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
     manifests: dict[str, Mapping[str, Any] | None] = {}
     verifications: dict[str, Verification] = {}
     problems: list[str] = []
-    for bench_dir in _bench_dirs(run_dir):
+    for bench_dir in bench_dirs(run_dir):
         rows = load_rows(bench_dir) if any(bench_dir.glob("results*.jsonl")) else []
         name = _benchmark_of(bench_dir, rows)
         try:
@@ -174,12 +169,9 @@ def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
         found = verify_benchmark(bench_dir, bench, run_annotations(bench, bench_dir, given))
         verifications[bench.name] = found
         problems += [f"{bench.name}: {p}" for p in found.problems]
-        for run_json in sorted(bench_dir.glob("run*.json")):
-            try:
-                settings[bench.name] = json.loads(run_json.read_text("utf-8"))
-            except json.JSONDecodeError:
-                problems.append(f"{run_json}: not valid JSON")
-            break
+        recorded = read_run_settings(bench_dir, problems)
+        if recorded:
+            settings[bench.name] = recorded
     if not summaries:
         problems.append(f"{run_dir}: no benchmark results found (expected <benchmark>/results.jsonl)")
     name = run_dir.name or str(run_dir)

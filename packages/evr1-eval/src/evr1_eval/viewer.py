@@ -72,16 +72,10 @@ def write_html(runs: Sequence[RunRecord], out_dir: Path, *, title: str = "evr1-e
     return write_site(runs, out_dir, title=title)
 
 
-def _bench_dirs(run_dir: Path) -> list[Path]:
-    if any(run_dir.glob("results*.jsonl")):
-        return [run_dir]
-    return sorted(p for p in run_dir.iterdir() if p.is_dir() and any(p.glob("results*.jsonl")))
-
-
 def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | None = None) -> RunRecord:
     """One run folder (or one benchmark folder) as viewer records; never raises for what a run folder holds."""
     from evr1_cache.viewer import RunRecord
-    from evr1_eval.report import collect_run, primary_value
+    from evr1_eval.report import bench_dirs, collect_run, primary_value
     from evr1_eval.results import load_rows
 
     given = given or Sources()
@@ -89,7 +83,7 @@ def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | 
     report = collect_run(run_dir)
     problems = list(report.problems)
     samples: list[SampleRecord] = []
-    for bench_dir in _bench_dirs(run_dir):
+    for bench_dir in bench_dirs(run_dir):  # a folder with only summary.json has no rows
         try:
             rows = load_rows(bench_dir)
         except ValueError as exc:
