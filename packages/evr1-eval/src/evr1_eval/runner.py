@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -346,12 +346,6 @@ class Runner:
         return found.problems
 
     # -- one sample ---------------------------------------------------------------------------------------------
-    async def _score(self, bench: BenchmarkLike, sample: Sample, text: str) -> ScoredSample:
-        reading = self.config.reading
-        if self.judge is not None:
-            return await bench.score_with_judge(sample, text, self.judge, reading=reading)
-        return bench.score(sample, text, reading=reading)
-
     async def _one(self, st: _State, sample: Sample, pool: ThreadPoolExecutor, bar: Progress) -> None:
         bench = st.job.benchmark
         loop = asyncio.get_running_loop()
@@ -399,7 +393,8 @@ class Runner:
                 tokens = gen.completion_tokens
                 try:
                     scored = apply_response_filter(gen.text, self.config.response_filter)
-                    row = await self._score(bench, sample, scored)
+                    # without a judge, `score_with_judge` is `score`
+                    row = await bench.score_with_judge(sample, scored, self.judge, reading=self.config.reading)
                     if scored != gen.text:
                         row = dataclasses.replace(row, response=gen.text)
                 except Exception as exc:  # a scorer must never crash on adversarial output; record it if it does
@@ -436,16 +431,11 @@ class Runner:
             if error is not None:
                 failure.append(error)
 
-        def stream() -> Iterator[tuple[_State, Sample]]:
-            for st in states:
-                for sample in st.pending:
-                    yield st, sample
-
         pool = ThreadPoolExecutor(max_workers=self.config.media_workers, thread_name_prefix="evr1-media")
         try:
             for st in states:
                 st.store.open()
-            for st, sample in stream():
+            for st, sample in ((state, sample) for state in states for sample in state.pending):
                 await slots.acquire()  # the bound: a slot is taken before the sample's frames are loaded
                 if failure:
                     slots.release()
