@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache import add_media_path_args
-from evr1_eval.commands.score import add_reading_args, reading_of
+from evr1_eval.commands.score import add_reading_args, reading_of, report_load_errors
 
 EXAMPLE = """examples:
   evr1-eval run --model Qwen/Qwen3-VL-8B-Instruct --benchmarks videomme,mvbench \\
@@ -249,14 +249,6 @@ def load_jobs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
             report_load_errors(bench.name, len(job.samples), [e.reason for e in job.load_errors])
         jobs.append(job)
     return jobs, overrides
-
-
-def report_load_errors(name: str, loaded: int, reasons: list[str]) -> None:
-    """The count and the first reasons on screen (a run with load errors exits non-zero at the end)."""
-    print(f"{name}: {len(reasons)} annotation row(s) could not be loaded ({loaded} loaded); first reasons:",
-          file=sys.stderr)  # fmt: skip
-    for reason in reasons[:5]:
-        print(f"  {reason}", file=sys.stderr)
 
 
 async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[str, Any]) -> list[Any]:
