@@ -252,10 +252,7 @@ def _items(record: Any, key: str) -> list[Mapping[str, Any]]:
 def _media(sample: Sample, spec: Any, reader: Any, without_video: bool) -> tuple[MediaRef, ...]:
     from evr1_cache.viewer import MediaRef
 
-    refs: list[MediaRef] = []
-    if not without_video:
-        for video in sample.videos:
-            refs.append(_video_ref(video, spec, reader))
+    refs = [] if without_video else [_video_ref(video, spec, reader) for video in sample.videos]
     if sample.images and reader is not None:
         from evr1_eval.jobs import image_spec_for
 

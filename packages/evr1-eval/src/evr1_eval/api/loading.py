@@ -423,11 +423,7 @@ def load_samples(
         label = position if file == annotations else f"{file.stem}:{position}"
         try:
             sample = _one_row(bench, raw, label, media, protocol)
-        except MediaError as exc:  # a media path refused: name the row by its 1-based line
-            where = f"line {position + 1}" if file.suffix == ".jsonl" else f"entry {position + 1}"
-            errors.append(LoadError(position, row_id, f"{file.name} {where}: {exc}"))
-            continue
-        except (ValueError, TypeError, KeyError, RecursionError, RewardError) as exc:
+        except (ValueError, TypeError, KeyError, RecursionError, RewardError, MediaError) as exc:  # MediaError: refused
             reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             errors.append(LoadError(number, row_id, f"{where}: {reason}", unit=unit))
             continue
