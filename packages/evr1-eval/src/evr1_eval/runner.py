@@ -52,19 +52,17 @@ from evr1_eval.types import (
     Sample,
     ScoredSample,
 )
-from evr1_eval.verify import Annotations, Verification, record_writing, record_written, verify_benchmark
+from evr1_eval.verify import Annotations, Rescorer, Verification, record_writing, record_written, verify_benchmark
 
 log = logging.getLogger(__name__)
 #: Problems a resume check logs one by one (all of them are in the run's result).
 SHOWN_PROBLEMS = 20
 
 
-class BenchmarkLike(Protocol):
+class BenchmarkLike(Rescorer, Protocol):
     """What the runner needs from a benchmark; `evr1_eval.api.base.Benchmark` is one (a test double can be
-    another): scoring with and without a judge, the error row of a failed sample, the official aggregation."""
-
-    @property
-    def name(self) -> str: ...
+    another): what verifying needs (name, scorer, optionally judged types), scoring with a judge, the error row of
+    a failed sample, the official aggregation."""
 
     @property
     def prompt_version(self) -> str: ...
@@ -74,11 +72,6 @@ class BenchmarkLike(Protocol):
 
     @property
     def reference(self) -> Reference | None: ...
-
-    @property
-    def judge_optional_types(self) -> frozenset[str]: ...
-
-    def score(self, sample: Sample, response: str | None, *, reading: Reading = OFFICIAL_READING) -> ScoredSample: ...
 
     async def score_with_judge(
         self, sample: Sample, response: str, judge: Judge | None, *, reading: Reading = OFFICIAL_READING

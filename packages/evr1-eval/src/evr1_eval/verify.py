@@ -41,7 +41,7 @@ _SETTINGS = ("sampling", "generation", "system_prompt", "judge", "prompt_version
 
 class Rescorer(Protocol):
     """What verifying needs from a benchmark: its name, its scorer, the types it may judge. `evr1_eval.api.base.
-    Benchmark` is one, and so is the runner's `BenchmarkLike` (a test double included)."""
+    Benchmark` is one, and the runner's `BenchmarkLike` extends it (a test double included)."""
 
     @property
     def name(self) -> str: ...
