@@ -490,7 +490,6 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = markdown_table(runs)
     notes = [
         f"- {md_text(name)} / {md_text(b)}: {md_text(n)}"
         for name, run in zip(_unique_names(runs), runs, strict=True)
@@ -498,24 +497,17 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
         for n in s.notes
     ]
     md = "# evr1-eval report\n\n" + verification_markdown(runs)
-    warnings = settings_warnings(runs)
+    warnings = "".join(f"- {md_text(w)}\n" for w in settings_warnings(runs))
     if warnings:
-        md += "**Warning: the compared runs used different settings**\n\n" + "\n".join(
-            f"- {md_text(w)}" for w in warnings
-        )
-        md += "\n\n"
+        md += f"**Warning: the compared runs used different settings**\n\n{warnings}\n"
     md += (
         "Cells: the official protocol's primary metric (the benchmark's own scoring, headline) · evr1: evr1-rewards' "
-        "accuracy of the same answers. Metrics are percentages.\n\n" + table
+        "accuracy of the same answers. Metrics are percentages.\n\n" + markdown_table(runs)
     )
     md += "\n" + manifests_markdown(runs)
     refs = sorted({(b, s.reference) for run in runs for b, s in run.summaries.items() if s.reference})
     if refs:
-        md += (
-            "\n## Official references\n\n"
-            + "\n".join(f"- {md_text(b)}: {_md_reference(ref)}" for b, ref in refs)
-            + "\n"
-        )
+        md += "\n## Official references\n\n" + "".join(f"- {md_text(b)}: {_md_reference(ref)}\n" for b, ref in refs)
     md += "\n## Notes\n\n" + "\n".join(notes) + "\n" if notes else ""
     delta = delta_knowledge(runs)
     if delta:
