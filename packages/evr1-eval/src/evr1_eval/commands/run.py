@@ -271,14 +271,11 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
     params = GenerationParams(**settings.generation({k: v for k, v in explicit.items() if v is not None}))
     for line in settings.announcements():
         print(f"note: {line}", file=sys.stderr)
-    first = sampling_for(jobs[0].benchmark, {**jobs[0].sampling_overrides, **overrides})
-    image_spec = image_spec_for(first, settings.image_sampling())
+    shown = {job.benchmark.name: sampling_for(job.benchmark, {**job.sampling_overrides, **overrides}) for job in jobs}
+    image_spec = image_spec_for(shown[jobs[0].benchmark.name], settings.image_sampling())
     if settings.trained is not None:
         from evr1_eval.train_protocol import differences
 
-        shown = {
-            job.benchmark.name: sampling_for(job.benchmark, {**job.sampling_overrides, **overrides}) for job in jobs
-        }
         warn_differences(
             settings.trained,
             differences(
