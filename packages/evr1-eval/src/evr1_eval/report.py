@@ -54,6 +54,8 @@ class RunReport:
     manifests: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
     #: benchmark -> its stored rows re-scored and checked against the annotations and the run's record.
     verifications: Mapping[str, Verification] = field(default_factory=dict)
+    #: benchmark -> the annotations its rows were checked against (the viewer shows them), or why none loaded.
+    annotations: Mapping[str, Annotations | str] = field(default_factory=dict)
 
     @property
     def verified(self) -> bool:
@@ -152,6 +154,7 @@ def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
     settings: dict[str, Any] = {}
     manifests: dict[str, Mapping[str, Any] | None] = {}
     verifications: dict[str, Verification] = {}
+    annotations: dict[str, Annotations | str] = {}
     problems: list[str] = []
     for bench_dir in bench_dirs(run_dir):
         rows = load_rows(bench_dir) if any(bench_dir.glob("results*.jsonl")) else []
@@ -166,7 +169,8 @@ def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
         else:
             summaries[bench.name] = _summary_from_json(json.loads((bench_dir / "summary.json").read_text("utf-8")))
         manifests[bench.name] = manifest.read(bench_dir)
-        found = verify_benchmark(bench_dir, bench, run_annotations(bench, bench_dir, given))
+        annotations[bench.name] = run_annotations(bench, bench_dir, given)
+        found = verify_benchmark(bench_dir, bench, annotations[bench.name])
         verifications[bench.name] = found
         problems += [f"{bench.name}: {p}" for p in found.problems]
         recorded = read_run_settings(bench_dir, problems)
@@ -175,7 +179,7 @@ def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
     if not summaries:
         problems.append(f"{run_dir}: no benchmark results found (expected <benchmark>/results.jsonl)")
     name = run_dir.name or str(run_dir)
-    return RunReport(name, str(run_dir), summaries, settings, tuple(problems), manifests, verifications)
+    return RunReport(name, str(run_dir), summaries, settings, tuple(problems), manifests, verifications, annotations)
 
 
 #: Characters with a meaning in Markdown (an underscore only outside a word), backslash-escaped in `md_text` (`<`, `>` and `&` become HTML entities).

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evr1_eval.results import Sources, read_run_settings, recorded_sources
+from evr1_eval.verify import Annotations
 
 if TYPE_CHECKING:
     from evr1_cache.spec import SamplingSpec
@@ -80,7 +81,7 @@ def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | 
 
     given = given or Sources()
     run_dir = Path(run_dir)
-    report = collect_run(run_dir)
+    report = collect_run(run_dir, given)  # its problems name annotations that did not load or changed since the run
     problems = list(report.problems)
     samples: list[SampleRecord] = []
     for bench_dir in bench_dirs(run_dir):  # a folder with only summary.json has no rows
@@ -90,7 +91,7 @@ def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | 
             problems.append(str(exc))
             continue
         if rows:
-            samples += _bench_samples(bench_dir, rows, given, problems)
+            samples += _bench_samples(bench_dir, rows, given, report.annotations.get(rows[0].benchmark), problems)
     summary: dict[str, float | int | str] = {}
     for bench, s in report.summaries.items():
         value = primary_value(s)
@@ -106,22 +107,18 @@ def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | 
 
 
 def _bench_samples(
-    bench_dir: Path, rows: Sequence[ScoredSample], given: Sources, problems: list[str]
+    bench_dir: Path,
+    rows: Sequence[ScoredSample],
+    given: Sources,
+    annotations: Annotations | str | None,
+    problems: list[str],
 ) -> list[SampleRecord]:
     settings = read_run_settings(bench_dir, problems)
     fingerprint = settings.get("fingerprint") or {}
-    recorded = recorded_sources(settings)
-    sources = Sources(
-        given.annotations_dir or recorded.annotations_dir,
-        given.media_root or recorded.media_root,
-        given.cache_dir or recorded.cache_dir,
-        recorded.allow_outside_media,
-        recorded.allow_remote_media,
-    )
     bench_name = rows[0].benchmark
-    by_id = _load_samples(bench_name, sources, fingerprint, problems)
+    by_id = dict(annotations.samples) if isinstance(annotations, Annotations) else {}
     spec = _spec(fingerprint, problems, bench_name)
-    reader = _reader(sources.cache_dir, problems)
+    reader = _reader(given.cache_dir or recorded_sources(settings).cache_dir, problems)
     without_video = bool(fingerprint.get("without_video"))
     system = fingerprint.get("system_prompt")
     tools = _tool_streams(fingerprint.get("agent"), problems, bench_name)
@@ -139,36 +136,6 @@ def _bench_samples(
         if missing:
             problems.append(f"{bench_name}: {missing} result rows have no sample in the annotations (ids changed?)")
     return out
-
-
-def _load_samples(
-    bench_name: str, sources: Sources, fingerprint: Mapping[str, Any], problems: list[str]
-) -> dict[str, Sample]:
-    if sources.annotations_dir is None:
-        problems.append(
-            f"{bench_name}: no annotations recorded or given: prompts, ground truths and frames are not shown "
-            "(pass --annotations-dir)"
-        )
-        return {}
-    from evr1_eval.benchmarks import get_benchmark
-    from evr1_eval.jobs import load_job
-
-    try:
-        job = load_job(
-            get_benchmark(bench_name), sources.annotations_dir, sources.media_root,
-            allow_outside_media=sources.allow_outside_media, allow_remote_media=sources.allow_remote_media,
-        )  # fmt: skip
-    except (OSError, KeyError, ValueError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        problems.append(f"{bench_name}: annotations not loaded ({message}); prompts and frames are not shown")
-        return {}
-    recorded = fingerprint.get("annotations")
-    if recorded and job.source and recorded != job.source:
-        problems.append(
-            f"{bench_name}: the annotation file changed since the run ({recorded[:19]}... recorded, "
-            f"{str(job.source)[:19]}... now): prompts and ground truths shown are today's"
-        )
-    return {s.id: s for s in job.samples}
 
 
 def _spec(fingerprint: Mapping[str, Any], problems: list[str], bench: str) -> Any:
