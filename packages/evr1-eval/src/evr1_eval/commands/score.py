@@ -168,19 +168,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {line}", file=sys.stderr)
     if len(problems) > 20:
         print(f"warning: ... {len(problems) - 20} more in {args.out / 'summary.json'}", file=sys.stderr)
-    print(
-        json.dumps(
-            {
-                "benchmark": summary.benchmark,
-                "primary": summary.primary,
-                "metrics": dict(summary.metrics),
-                "evr1_metrics": dict(summary.evr1_metrics),
-                "reference": summary.reference,
-                "counts": dict(summary.counts),
-                "notes": list(summary.notes),
-            },
-            indent=2,
-        )
-    )
+    print(json.dumps(dataclasses.asdict(summary), indent=2))
     print(found.line(), file=sys.stderr)
     return 1 if loaded.errors or extra_ids or preds.problems or not found.ok else 0
