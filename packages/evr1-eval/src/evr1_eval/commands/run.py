@@ -161,36 +161,18 @@ def add_parser(subparsers: Any) -> None:
 
 
 def backend_config(args: argparse.Namespace, settings: Any = None) -> Any:
+    """The engine flags (each named as its `BackendConfig` field), the model, the chat template of the evr1 settings
+    and, with tools, room for the clips and crops they add."""
     from evr1_eval.backends import BackendConfig
 
-    extra: dict[str, Any] = {}
-    if args.limit_mm_per_prompt is not None:
-        extra["limit_mm_per_prompt"] = args.limit_mm_per_prompt
-    elif hasattr(args, "tools") and (agent := _agent(args)) is not None:
+    names = {f.name for f in dataclasses.fields(BackendConfig)}
+    given = {k: v for k, v in vars(args).items() if k in names and v is not None}  # an unset flag: the default
+    given.update(model=model_of(args, settings), chat_template=settings.chat_template() if settings else None)
+    if args.limit_mm_per_prompt is None and hasattr(args, "tools") and (agent := _agent(args)) is not None:
         from evr1_eval.agent import media_limit  # each tool call may add a clip or a crop to the conversation
 
-        extra["limit_mm_per_prompt"] = media_limit(agent.budget)
-    template = settings.chat_template() if settings is not None else None
-    return BackendConfig(
-        model=model_of(args, settings),
-        chat_template=template,
-        dtype=args.dtype,
-        max_model_len=args.max_model_len,
-        mm_processor_kwargs=args.mm_processor_kwargs or {},
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        enable_chunked_prefill=args.enable_chunked_prefill,
-        tensor_parallel_size=args.tensor_parallel_size,
-        data_parallel_size=args.data_parallel_size,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        enforce_eager=args.enforce_eager,
-        engine_kwargs=args.engine_kwargs or {},
-        base_url=args.base_url,
-        api_key_env=args.api_key_env,
-        device=args.device,
-        threads=args.threads,
-        **extra,
-    )
+        given["limit_mm_per_prompt"] = media_limit(agent.budget)
+    return BackendConfig(**given)
 
 
 def model_of(args: argparse.Namespace, settings: Any = None) -> str:
