@@ -193,15 +193,8 @@ def _settings(args: argparse.Namespace) -> Any:
     cached = getattr(args, "_resolved_settings", None)
     if cached is not None:
         return cached
-    settings = resolve_settings(
-        protocol=getattr(args, "protocol", None),
-        preset=getattr(args, "preset", None),
-        prompt_variant=getattr(args, "prompt_variant", None),
-        evr1_settings=getattr(args, "evr1_settings", None),
-        response_filter=getattr(args, "response_filter", None),
-        system_prompt=getattr(args, "system_prompt", None),
-        from_train=getattr(args, "from_train", None),
-    )
+    names = ("protocol", "preset", "prompt_variant", "evr1_settings", "response_filter", "system_prompt", "from_train")
+    settings = resolve_settings(**{name: getattr(args, name, None) for name in names})  # the flags' own names
     args._resolved_settings = settings
     return settings
 
