@@ -235,14 +235,7 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
     from evr1_eval.runner import RunConfig, run_async, sampling_for
 
     settings = _settings(args)
-    explicit = {
-        "max_tokens": args.max_tokens,
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "top_k": args.top_k,
-        "seed": args.seed,
-        "stop": tuple(args.stop) if args.stop else None,
-    }
+    explicit = {k: getattr(args, k) for k in ("max_tokens", "temperature", "top_p", "top_k", "seed", "stop")}
     params = GenerationParams(**settings.generation({k: v for k, v in explicit.items() if v is not None}))
     for line in settings.announcements():
         print(f"note: {line}", file=sys.stderr)
