@@ -81,12 +81,8 @@ def file_sha256(path: Path) -> str:
 
 def written_files(bench_dir: Path) -> dict[str, dict[str, Any]]:
     """{file name: {"sha256", "bytes"}} of the files a run writes, as they are now."""
-    out: dict[str, dict[str, Any]] = {}
-    for pattern in WRITTEN:
-        for path in sorted(Path(bench_dir).glob(pattern)):
-            if path.is_file():
-                out[path.name] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
-    return out
+    paths = (path for pattern in WRITTEN for path in sorted(Path(bench_dir).glob(pattern)) if path.is_file())
+    return {path.name: {"sha256": file_sha256(path), "bytes": path.stat().st_size} for path in paths}
 
 
 def record_writing(bench_dir: Path, names: Sequence[str]) -> None:
