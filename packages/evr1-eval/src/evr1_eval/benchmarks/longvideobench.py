@@ -10,6 +10,7 @@ the same per `duration_group` and `question_category`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -57,12 +58,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def choices_of(doc: Mapping[str, Any]) -> list[str]:
-    out = []
-    for i in range(5):
-        if doc[f"option{i}"] == "N/A":
-            break
-        out.append(LETTERS[i])
-    return out
+    return [LETTERS[i] for i in itertools.takewhile(lambda i: doc[f"option{i}"] != "N/A", range(5))]
 
 
 def rule(sample: Sample, response: str) -> Outcome:
