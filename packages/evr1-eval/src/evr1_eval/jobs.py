@@ -168,9 +168,7 @@ class RunSettings:
         out: dict[str, Any] = {}
         if evr1 is not None:
             out.update(evr1.generation)
-            for name in ("stop", "stop_token_ids", "suppress_token_ids"):
-                if getattr(evr1, name):
-                    out[name] = tuple(getattr(evr1, name))
+            out.update({k: v for k in ("stop", "stop_token_ids", "suppress_token_ids") if (v := getattr(evr1, k))})
         if self.preset is not None:
             out.update(self.preset.generation)
         out.update(explicit)
