@@ -418,11 +418,8 @@ def write_chart_matplotlib(runs: Sequence[RunReport], path: Path) -> None:
             if v is None:
                 bar.set_visible(False)
             ax.annotate(bar_label(v), (x, (v or 0.0) + 1), ha="center", va="bottom", fontsize="x-small", rotation=90)
-    ax.set_xticks(range(len(benches)))
-    ax.set_xticklabels(benches, rotation=35, ha="right")
-    ax.set_xlabel("benchmark")
-    ax.set_ylabel("official primary metric (%)")
-    ax.set_ylim(0, 110)
+    ax.set_xticks(range(len(benches)), benches, rotation=35, ha="right")
+    ax.set(xlabel="benchmark", ylabel="official primary metric (%)", ylim=(0, 110))
     ax.legend(fontsize="small")
     fig.tight_layout()
     with atomic_path(path, keep_suffix=True) as tmp:
