@@ -111,9 +111,8 @@ def load_job(
     allow_outside_media: bool = False,
     allow_remote_media: Iterable[str] = (),
 ) -> Any:
-    """Load every sample of one benchmark into a runner `Job` (bad rows are kept as load errors, not dropped), with
-    prompts for `protocol` (a `ProtocolSettings`; default: the official protocol); media paths outside `media_root`
-    (default: the annotations' folder) are load errors unless `allow_outside_media`; URLs unless their scheme is in `allow_remote_media`."""
+    """Load every sample of one benchmark into a runner `Job` (bad rows kept as load errors), with prompts for
+    `protocol` (a `ProtocolSettings`; default: the official protocol); the media rules are `Benchmark.load`'s."""
     from evr1_eval.protocol import ProtocolSettings
     from evr1_eval.runner import Job
 

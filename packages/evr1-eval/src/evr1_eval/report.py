@@ -212,9 +212,7 @@ def _unique_names(runs: Sequence[RunReport]) -> list[str]:
 
 
 def primary_value(summary: BenchmarkSummary | None) -> float | None:
-    if summary is None:
-        return None
-    value = summary.metrics.get(summary.primary)
+    value = None if summary is None else summary.metrics.get(summary.primary)
     return None if value is None or math.isnan(value) else float(value)
 
 

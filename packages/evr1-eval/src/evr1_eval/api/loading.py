@@ -401,9 +401,8 @@ def load_samples(
     allow_outside_media: bool = False,
     allow_remote_media: Iterable[str] = (),
 ) -> LoadResult:
-    """Every row of `annotations` as a Sample (bad rows as LoadErrors). Relative media paths join `media_root` (default:
-    the annotations' folder) and must resolve inside it unless `allow_outside_media`; URLs are read only for the
-    `allow_remote_media` schemes, downloaded once (evr1_cache.MediaPaths)."""
+    """`Benchmark.load`: every row of `annotations` as a Sample (bad rows as LoadErrors), media paths through
+    evr1_cache.MediaPaths (relative ones join `media_root`; URLs are downloaded once)."""
     protocol = protocol or ProtocolSettings()
     folder = media_root if media_root is not None else annotations if annotations.is_dir() else annotations.parent
     media = MediaPaths.for_folder(folder, allow_outside=allow_outside_media, allow_remote=allow_remote_media)
