@@ -156,10 +156,7 @@ class Evr1Settings:
             ) from None
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        for key in ("stop", "stop_token_ids", "suppress_token_ids"):
-            data[key] = list(data[key])
-        return data
+        return dataclasses.asdict(self)  # recorded as JSON, where a tuple is a list
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evr1Settings:
