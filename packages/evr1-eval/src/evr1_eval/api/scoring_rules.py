@@ -96,21 +96,19 @@ def doc_of(sample: Sample) -> Mapping[str, Any]:
     return doc
 
 
-def letter_rule(extract: Callable[[Sample, str], str], name: str, *, answered_if: str = "letter") -> Rule:
+def letter_rule(extract: Callable[[Sample, str], str], name: str) -> Rule:
     """A multiple-choice rule from an official extractor: 1 when the extracted letter equals the ground truth.
-    `details["answered"]`: the extractor found a letter (`answered_if="letter"`) or the response is not empty
-    (`"response"`), for aggregations whose official denominator drops unanswered items. Non-MC rows of the same
-    benchmark fall back to evr1-rewards."""
+    `details["answered"]`: the extractor found a letter, for aggregations whose official denominator drops unanswered
+    items. Non-MC rows of the same benchmark fall back to evr1-rewards."""
 
     def rule(sample: Sample, response: str) -> Outcome:
         if sample.problem_type != "multiple_choice":
             return rewards_outcome(sample, response)
         letter = extract(sample, response)
-        answered = bool(letter) if answered_if == "letter" else bool(response.strip())
         return Outcome(
             score=float(bool(letter) and letter == sample.ground_truth),
             extracted=letter,
-            details={"scorer": name, "answered": answered},
+            details={"scorer": name, "answered": bool(letter)},
         )
 
     return rule
