@@ -195,8 +195,7 @@ class JobResult:
 
 
 def sampling_for(bench: BenchmarkLike, overrides: Mapping[str, Any]) -> SamplingSpec:
-    spec = bench.sampling
-    return dataclasses.replace(spec, **dict(overrides)) if overrides else spec
+    return dataclasses.replace(bench.sampling, **overrides) if overrides else bench.sampling
 
 
 def _boxed(load: Callable[[Sample, SamplingSpec], Media], sample: Sample, spec: SamplingSpec) -> list[Media]:
