@@ -6,7 +6,6 @@ Shared by `run` and `precompute` so both see the same samples and the same `Samp
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -45,16 +44,10 @@ def find_annotations(annotations_dir: Path, names: Sequence[str]) -> Path:
 def file_digest(path: Path) -> str:
     """sha256 of an annotation file, or of a folder's annotation files (names and contents, in name order)."""
     from evr1_eval.api.loading import annotation_files
+    from evr1_eval.results import file_sha256
 
-    h = hashlib.sha256()
     files = annotation_files(path)
-    for file in files:
-        if len(files) > 1 or file != path:
-            h.update(file.name.encode() + b"\0")
-        with open(file, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-    return f"sha256:{h.hexdigest()}"
+    return file_sha256(*files, names=len(files) > 1 or files[0] != path)
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, Any]:

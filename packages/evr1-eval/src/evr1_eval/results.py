@@ -14,6 +14,7 @@ the middle of a write) is dropped and the file is truncated back to the last com
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 from collections import Counter
@@ -103,6 +104,18 @@ def row_problem(row: ScoredSample) -> str | None:
         if not 0.0 <= float(score) <= 1.0:
             return f"{name} {score!r} is outside [0, 1]"
     return None
+
+
+def file_sha256(*files: Path, names: bool = False) -> str:
+    """`sha256:<hex>` of the files' contents in order (each preceded by its name when `names`), read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    for file in files:
+        if names:
+            h.update(file.name.encode() + b"\0")
+        with open(file, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    return f"sha256:{h.hexdigest()}"
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -16,14 +16,13 @@ of 7.5 or NaN, another benchmark's rows, a changed model name: each passed silen
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from evr1_eval.results import RESULTS_GLOB, read_run_settings, row_from_dict, row_problem
+from evr1_eval.results import RESULTS_GLOB, file_sha256, read_run_settings, row_from_dict, row_problem
 from evr1_eval.types import OFFICIAL_READING, Reading
 
 if TYPE_CHECKING:
@@ -69,14 +68,6 @@ class Verification:
         """One line for the terminal and report.md: "mvbench: verified 64/64" (and the problem count)."""
         tail = "" if not self.problems else f"; {len(self.problems)} problem(s), results NOT verified"
         return f"{self.benchmark}: verified {self.verified}/{self.total}{tail}"
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return f"sha256:{h.hexdigest()}"
 
 
 def written_files(bench_dir: Path) -> dict[str, dict[str, Any]]:
