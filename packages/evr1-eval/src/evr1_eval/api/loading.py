@@ -377,12 +377,6 @@ def build_sample(bench: Benchmark, view: RowView, protocol: ProtocolSettings) ->
 
 
 # -- a file -> samples + load errors ---------------------------------------------------------------------------------
-def _annotation_rows(bench: Benchmark, annotations: Path) -> Iterator[tuple[Path, str, int, Any, str | None]]:
-    for file in annotation_files(annotations):
-        for unit, number, raw, parse_error in read_rows(file, bench.flatten):
-            yield file, unit, number, raw, parse_error
-
-
 def _one_row(bench: Benchmark, raw: Any, label: int | str, media: MediaPaths, protocol: ProtocolSettings) -> Sample:
     row = raw
     if (not isinstance(row, Mapping) or "problem" not in row) and bench.adapter is not None:
@@ -410,7 +404,8 @@ def load_samples(
     errors: list[LoadError] = []
     warnings: list[LoadError] = []
     seen: dict[str, tuple[str, Any]] = {}
-    for file, unit, number, raw, parse_error in _annotation_rows(bench, annotations):
+    rows = ((file, *row) for file in annotation_files(annotations) for row in read_rows(file, bench.flatten))
+    for file, unit, number, raw, parse_error in rows:
         where = f"{file.name} {unit} {number}"
         if parse_error is not None:
             errors.append(LoadError(number, None, f"{where}: {parse_error}", unit=unit))
