@@ -25,7 +25,7 @@ from evr1_eval.verify import Annotations
 
 if TYPE_CHECKING:
     from evr1_cache.spec import SamplingSpec
-    from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord, SiteResult
+    from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord
     from evr1_eval.types import Sample, ScoredSample
 
 #: Group names tried in order for the "task" shown and filtered on (benchmarks name their task field differently).
@@ -49,10 +49,12 @@ def add_html_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_html(args: argparse.Namespace) -> int:
     """Write the viewer for `args.runs` into `args.html`; prints the page to open. Returns the number of problems."""
+    from evr1_cache.viewer import write_site
+
     given = Sources(args.annotations_dir, args.media_root, args.cache_dir)
     runs = [eval_run_record(Path(d), given) for d in args.runs]
     try:
-        result = write_html(runs, args.html)
+        result = write_site(runs, args.html, title="evr1-eval report")
     except ImportError as exc:  # the viewer extra is missing: a clear CLI error, not a traceback
         raise ValueError(str(exc)) from exc
     problems = sum(len(r.problems) for r in runs)
@@ -65,12 +67,6 @@ def run_html(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return problems
-
-
-def write_html(runs: Sequence[RunRecord], out_dir: Path, *, title: str = "evr1-eval report") -> SiteResult:
-    from evr1_cache.viewer import write_site
-
-    return write_site(runs, out_dir, title=title)
 
 
 def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | None = None) -> RunRecord:
