@@ -170,14 +170,13 @@ class RunSettings:
 
     def announcements(self) -> list[str]:
         """What a user must know about settings the backends cannot apply."""
-        lines = []
-        if self.preset is not None and self.preset.unapplied_generation:
-            shown = ", ".join(f"{k}={v}" for k, v in self.preset.unapplied_generation.items())
-            lines.append(
-                f"preset {self.preset.name} publishes {shown}, which evr1-eval's backends do not apply yet "
-                "(recorded in the manifest)"
-            )
-        return lines
+        if self.preset is None or not self.preset.unapplied_generation:
+            return []
+        shown = ", ".join(f"{k}={v}" for k, v in self.preset.unapplied_generation.items())
+        return [
+            f"preset {self.preset.name} publishes {shown}, which evr1-eval's backends do not apply yet "
+            "(recorded in the manifest)"
+        ]
 
 
 def resolve_settings(

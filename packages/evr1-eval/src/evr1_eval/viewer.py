@@ -260,10 +260,8 @@ def _video_ref(video: str, spec: Any, reader: Any) -> MediaRef:
 
 
 def _task(groups: Mapping[str, str]) -> str:
-    for key in TASK_GROUPS:
-        if groups.get(key):
-            return str(groups[key])
-    return str(next(iter(groups.values()), "")) if groups else ""
+    named = [str(groups[key]) for key in TASK_GROUPS if groups.get(key)]
+    return named[0] if named else str(next(iter(groups.values()), ""))
 
 
 def _scores(row: ScoredSample) -> dict[str, float]:
