@@ -48,8 +48,8 @@ class AgentEval:
     loader: MediaLoader
     max_turns: int = 4
     budget: ToolBudget = field(default_factory=ToolBudget)
+    #: the tools' settings; its `family` sizes their frames and picks the call format
     config: ToolConfig = field(default_factory=ToolConfig)
-    family: str | None = None
     #: tokens per model turn (a trained agent's `max_turn_tokens`); None: the run's --max-tokens alone
     max_turn_tokens: int | None = None
 
@@ -82,9 +82,8 @@ async def run_agent(
 ) -> AgentOutcome:
     """Up to `agent.max_turns` turns of `request` with tools over `video` (the sample's first video)."""
     session = ToolSession(
-        agent.loader.resolve(video), agent.loader, tools=agent.tools, config=agent.config, budget=agent.budget,
-        family=agent.family,
-    )  # fmt: skip
+        agent.loader.resolve(video), agent.loader, tools=agent.tools, config=agent.config, budget=agent.budget
+    )
     system = session.system_text() if not request.system else f"{request.system}\n\n{session.system_text()}"
     current = dataclasses.replace(request, system=system, history=())
     history: list[tuple[str, tuple[dict[str, Any], ...]]] = []

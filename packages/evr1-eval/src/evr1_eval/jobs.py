@@ -6,17 +6,16 @@ Shared by `run` and `precompute` so both see the same samples and the same `Samp
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from evr1_cache import ImageSpec, SamplingSpec
 
 from evr1_cache.registry import check_fields
-from evr1_eval.types import PROTOCOLS, ProtocolName
+from evr1_eval.types import ProtocolName
 
 ANNOTATION_SUFFIXES = (".json", ".jsonl")
 
@@ -45,16 +44,10 @@ def find_annotations(annotations_dir: Path, names: Sequence[str]) -> Path:
 def file_digest(path: Path) -> str:
     """sha256 of an annotation file, or of a folder's annotation files (names and contents, in name order)."""
     from evr1_eval.api.loading import annotation_files
+    from evr1_eval.results import file_sha256
 
-    h = hashlib.sha256()
     files = annotation_files(path)
-    for file in files:
-        if len(files) > 1 or file != path:
-            h.update(file.name.encode() + b"\0")
-        with open(file, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-    return f"sha256:{h.hexdigest()}"
+    return file_sha256(*files, names=len(files) > 1 or files[0] != path)
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
@@ -111,9 +104,8 @@ def load_job(
     allow_outside_media: bool = False,
     allow_remote_media: Iterable[str] = (),
 ) -> Any:
-    """Load every sample of one benchmark into a runner `Job` (bad rows are kept as load errors, not dropped), with
-    prompts for `protocol` (a `ProtocolSettings`; default: the official protocol); media paths outside `media_root`
-    (default: the annotations' folder) are load errors unless `allow_outside_media`; URLs unless their scheme is in `allow_remote_media`."""
+    """Load every sample of one benchmark into a runner `Job` (bad rows kept as load errors), with prompts for
+    `protocol` (a `ProtocolSettings`; default: the official protocol); the media rules are `Benchmark.load`'s."""
     from evr1_eval.protocol import ProtocolSettings
     from evr1_eval.runner import Job
 
@@ -168,9 +160,7 @@ class RunSettings:
         out: dict[str, Any] = {}
         if evr1 is not None:
             out.update(evr1.generation)
-            for name in ("stop", "stop_token_ids", "suppress_token_ids"):
-                if getattr(evr1, name):
-                    out[name] = tuple(getattr(evr1, name))
+            out.update({k: v for k in ("stop", "stop_token_ids", "suppress_token_ids") if (v := getattr(evr1, k))})
         if self.preset is not None:
             out.update(self.preset.generation)
         out.update(explicit)
@@ -180,22 +170,13 @@ class RunSettings:
 
     def announcements(self) -> list[str]:
         """What a user must know about settings the backends cannot apply."""
-        lines = []
-        if self.preset is not None and self.preset.unapplied_generation:
-            shown = ", ".join(f"{k}={v}" for k, v in self.preset.unapplied_generation.items())
-            lines.append(
-                f"preset {self.preset.name} publishes {shown}, which evr1-eval's backends do not apply yet "
-                "(recorded in the manifest)"
-            )
-        return lines
-
-
-def _protocol_name(protocol: str) -> ProtocolName:
-    """`protocol` as one of `PROTOCOLS` (an unknown name is refused by name)."""
-    for name in PROTOCOLS:
-        if protocol == name:
-            return name
-    raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+        if self.preset is None or not self.preset.unapplied_generation:
+            return []
+        shown = ", ".join(f"{k}={v}" for k, v in self.preset.unapplied_generation.items())
+        return [
+            f"preset {self.preset.name} publishes {shown}, which evr1-eval's backends do not apply yet "
+            "(recorded in the manifest)"
+        ]
 
 
 def resolve_settings(
@@ -239,7 +220,8 @@ def resolve_settings(
     if system is None and protocol == "evr1":
         system = evr1.system_prompt
     return RunSettings(
-        protocol=ProtocolSettings(protocol=_protocol_name(protocol), prompt_variant=variant, evr1=evr1),
+        # the cast is checked: ProtocolSettings refuses an unknown protocol by name
+        protocol=ProtocolSettings(protocol=cast(ProtocolName, protocol), prompt_variant=variant, evr1=evr1),
         preset=chosen,
         response_filter=response_filter or (chosen.response_filter if chosen else "none"),
         system_prompt=system,

@@ -92,9 +92,8 @@ def build(
 
 
 def read(bench_dir: Path) -> dict[str, Any] | None:
-    path = Path(bench_dir) / MANIFEST
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads((Path(bench_dir) / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
     return data if isinstance(data, dict) else None

@@ -107,9 +107,9 @@ class Evr1Settings:
         missing = sorted(set(LEADS) - set(self.leads))
         if missing:
             raise ValueError(f"evr1 settings: `leads` lacks {missing} (keys: {', '.join(LEADS)})")
-        object.__setattr__(self, "stop", tuple(str(s) for s in self.stop))
-        object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
-        object.__setattr__(self, "suppress_token_ids", tuple(int(t) for t in self.suppress_token_ids))
+        object.__setattr__(self, "stop", tuple(str(s) for s in self.stop or ()))  # a JSON list or null
+        object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids or ()))
+        object.__setattr__(self, "suppress_token_ids", tuple(int(t) for t in self.suppress_token_ids or ()))
 
     def answer_format(self, problem_type: str) -> str:
         """The `{format}` phrase: the recorded table's when there is one, else the type's scorer's (a type evr1-rewards does
@@ -156,21 +156,14 @@ class Evr1Settings:
             ) from None
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        for key in ("stop", "stop_token_ids", "suppress_token_ids"):
-            data[key] = list(data[key])
-        return data
+        return dataclasses.asdict(self)  # recorded as JSON, where a tuple is a list
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evr1Settings:
         """Build from a mapping (a JSON file, a training run's recorded settings); unknown keys are an error naming the
         valid ones, so a typo never silently falls back to a default."""
         check_fields("evr1 settings", data, cls)
-        kwargs = dict(data)
-        for key in ("stop", "stop_token_ids", "suppress_token_ids"):
-            if key in kwargs:
-                kwargs[key] = tuple(kwargs[key] or ())
-        return cls(**kwargs)
+        return cls(**data)
 
     @classmethod
     def from_file(cls, path: Path) -> Evr1Settings:

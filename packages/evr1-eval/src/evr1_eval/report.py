@@ -54,6 +54,8 @@ class RunReport:
     manifests: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
     #: benchmark -> its stored rows re-scored and checked against the annotations and the run's record.
     verifications: Mapping[str, Verification] = field(default_factory=dict)
+    #: benchmark -> the annotations its rows were checked against (the viewer shows them), or why none loaded.
+    annotations: Mapping[str, Annotations | str] = field(default_factory=dict)
 
     @property
     def verified(self) -> bool:
@@ -69,7 +71,7 @@ def _is_bench_summary(path: Path) -> bool:
     return isinstance(data, dict) and "benchmark" in data and "metrics" in data
 
 
-def _bench_dirs(run_dir: Path) -> list[Path]:
+def bench_dirs(run_dir: Path) -> list[Path]:
     """`run_dir` itself when it holds results (a benchmark folder), else its benchmark sub-folders."""
     if any(run_dir.glob("results*.jsonl")):
         return [run_dir]
@@ -104,14 +106,9 @@ def run_annotations(bench: Benchmark, bench_dir: Path, given: Sources | None = N
     selected (manifest.json's limit and world size), or why they cannot be loaded."""
     from evr1_eval import manifest
     from evr1_eval.jobs import file_digest, load_job
-    from evr1_eval.results import Sources, recorded_sources, select
+    from evr1_eval.results import Sources, read_run_settings, recorded_sources, select
 
-    settings: dict[str, Any] = {}
-    for run_json in sorted(bench_dir.glob("run*.json")):
-        with contextlib.suppress(OSError, ValueError):
-            loaded = json.loads(run_json.read_text("utf-8"))
-            settings = loaded if isinstance(loaded, dict) else {}
-        break
+    settings = read_run_settings(bench_dir)
     recorded = recorded_sources(settings)
     record = manifest.read(bench_dir) or {}
     given = given or Sources()
@@ -148,7 +145,7 @@ def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
     (evr1_eval.verify) against the annotations the run recorded (or `given`)."""
     from evr1_eval import manifest
     from evr1_eval.benchmarks import get_benchmark
-    from evr1_eval.results import load_rows
+    from evr1_eval.results import load_rows, read_run_settings
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -157,8 +154,9 @@ def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
     settings: dict[str, Any] = {}
     manifests: dict[str, Mapping[str, Any] | None] = {}
     verifications: dict[str, Verification] = {}
+    annotations: dict[str, Annotations | str] = {}
     problems: list[str] = []
-    for bench_dir in _bench_dirs(run_dir):
+    for bench_dir in bench_dirs(run_dir):
         rows = load_rows(bench_dir) if any(bench_dir.glob("results*.jsonl")) else []
         name = _benchmark_of(bench_dir, rows)
         try:
@@ -171,19 +169,17 @@ def collect_run(run_dir: Path, given: Sources | None = None) -> RunReport:
         else:
             summaries[bench.name] = _summary_from_json(json.loads((bench_dir / "summary.json").read_text("utf-8")))
         manifests[bench.name] = manifest.read(bench_dir)
-        found = verify_benchmark(bench_dir, bench, run_annotations(bench, bench_dir, given))
+        annotations[bench.name] = run_annotations(bench, bench_dir, given)
+        found = verify_benchmark(bench_dir, bench, annotations[bench.name])
         verifications[bench.name] = found
         problems += [f"{bench.name}: {p}" for p in found.problems]
-        for run_json in sorted(bench_dir.glob("run*.json")):
-            try:
-                settings[bench.name] = json.loads(run_json.read_text("utf-8"))
-            except json.JSONDecodeError:
-                problems.append(f"{run_json}: not valid JSON")
-            break
+        recorded = read_run_settings(bench_dir, problems)
+        if recorded:
+            settings[bench.name] = recorded
     if not summaries:
         problems.append(f"{run_dir}: no benchmark results found (expected <benchmark>/results.jsonl)")
     name = run_dir.name or str(run_dir)
-    return RunReport(name, str(run_dir), summaries, settings, tuple(problems), manifests, verifications)
+    return RunReport(name, str(run_dir), summaries, settings, tuple(problems), manifests, verifications, annotations)
 
 
 #: Characters with a meaning in Markdown (an underscore only outside a word), backslash-escaped in `md_text` (`<`, `>` and `&` become HTML entities).
@@ -216,9 +212,7 @@ def _unique_names(runs: Sequence[RunReport]) -> list[str]:
 
 
 def primary_value(summary: BenchmarkSummary | None) -> float | None:
-    if summary is None:
-        return None
-    value = summary.metrics.get(summary.primary)
+    value = None if summary is None else summary.metrics.get(summary.primary)
     return None if value is None or math.isnan(value) else float(value)
 
 
@@ -422,11 +416,8 @@ def write_chart_matplotlib(runs: Sequence[RunReport], path: Path) -> None:
             if v is None:
                 bar.set_visible(False)
             ax.annotate(bar_label(v), (x, (v or 0.0) + 1), ha="center", va="bottom", fontsize="x-small", rotation=90)
-    ax.set_xticks(range(len(benches)))
-    ax.set_xticklabels(benches, rotation=35, ha="right")
-    ax.set_xlabel("benchmark")
-    ax.set_ylabel("official primary metric (%)")
-    ax.set_ylim(0, 110)
+    ax.set_xticks(range(len(benches)), benches, rotation=35, ha="right")
+    ax.set(xlabel="benchmark", ylabel="official primary metric (%)", ylim=(0, 110))
     ax.legend(fontsize="small")
     fig.tight_layout()
     with atomic_path(path, keep_suffix=True) as tmp:
@@ -498,7 +489,6 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = markdown_table(runs)
     notes = [
         f"- {md_text(name)} / {md_text(b)}: {md_text(n)}"
         for name, run in zip(_unique_names(runs), runs, strict=True)
@@ -506,24 +496,17 @@ def write_report(runs: Sequence[RunReport], out_dir: Path, *, chart: str = "auto
         for n in s.notes
     ]
     md = "# evr1-eval report\n\n" + verification_markdown(runs)
-    warnings = settings_warnings(runs)
+    warnings = "".join(f"- {md_text(w)}\n" for w in settings_warnings(runs))
     if warnings:
-        md += "**Warning: the compared runs used different settings**\n\n" + "\n".join(
-            f"- {md_text(w)}" for w in warnings
-        )
-        md += "\n\n"
+        md += f"**Warning: the compared runs used different settings**\n\n{warnings}\n"
     md += (
         "Cells: the official protocol's primary metric (the benchmark's own scoring, headline) · evr1: evr1-rewards' "
-        "accuracy of the same answers. Metrics are percentages.\n\n" + table
+        "accuracy of the same answers. Metrics are percentages.\n\n" + markdown_table(runs)
     )
     md += "\n" + manifests_markdown(runs)
     refs = sorted({(b, s.reference) for run in runs for b, s in run.summaries.items() if s.reference})
     if refs:
-        md += (
-            "\n## Official references\n\n"
-            + "\n".join(f"- {md_text(b)}: {_md_reference(ref)}" for b, ref in refs)
-            + "\n"
-        )
+        md += "\n## Official references\n\n" + "".join(f"- {md_text(b)}: {_md_reference(ref)}\n" for b, ref in refs)
     md += "\n## Notes\n\n" + "\n".join(notes) + "\n" if notes else ""
     delta = delta_knowledge(runs)
     if delta:

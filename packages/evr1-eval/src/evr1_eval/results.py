@@ -14,9 +14,10 @@ the middle of a write) is dropped and the file is truncated back to the last com
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
-import os
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +106,18 @@ def row_problem(row: ScoredSample) -> str | None:
     return None
 
 
+def file_sha256(*files: Path, names: bool = False) -> str:
+    """`sha256:<hex>` of the files' contents in order (each preceded by its name when `names`), read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    for file in files:
+        if names:
+            h.update(file.name.encode() + b"\0")
+        with open(file, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    return f"sha256:{h.hexdigest()}"
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """evr1-eval's JSON layout (sorted keys, indent 2), written with the one atomic-write helper (evr1_cache.atomic)."""
     from evr1_cache.atomic import atomic_text
@@ -114,19 +127,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 def _complete_length(path: Path) -> int:
     """Byte length of the file up to and including its last newline (what survives a torn write)."""
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        pos = size
-        while pos > 0:
-            step = min(65536, pos)
-            fh.seek(pos - step)
-            chunk = fh.read(step)
-            idx = chunk.rfind(b"\n")
-            if idx >= 0:
-                return pos - step + idx + 1
-            pos -= step
-        return 0
+    return path.read_bytes().rfind(b"\n") + 1
 
 
 def iter_rows(path: Path) -> Iterator[ScoredSample]:
@@ -223,13 +224,7 @@ def write_summary(path: Path, summary: BenchmarkSummary, extra: Mapping[str, Any
 
 def dedupe_ids(ids: Iterable[str]) -> list[str]:
     """Ids that occur more than once (a benchmark file with duplicate ids cannot be resumed safely)."""
-    seen: set[str] = set()
-    dups: list[str] = []
-    for i in ids:
-        if i in seen:
-            dups.append(i)
-        seen.add(i)
-    return dups
+    return [i for i, n in Counter(ids).items() if n > 1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -52,19 +52,17 @@ from evr1_eval.types import (
     Sample,
     ScoredSample,
 )
-from evr1_eval.verify import Annotations, Verification, record_writing, record_written, verify_benchmark
+from evr1_eval.verify import Annotations, Rescorer, Verification, record_writing, record_written, verify_benchmark
 
 log = logging.getLogger(__name__)
 #: Problems a resume check logs one by one (all of them are in the run's result).
 SHOWN_PROBLEMS = 20
 
 
-class BenchmarkLike(Protocol):
+class BenchmarkLike(Rescorer, Protocol):
     """What the runner needs from a benchmark; `evr1_eval.api.base.Benchmark` is one (a test double can be
-    another): scoring with and without a judge, the error row of a failed sample, the official aggregation."""
-
-    @property
-    def name(self) -> str: ...
+    another): what verifying needs (name, scorer, optionally judged types), scoring with a judge, the error row of
+    a failed sample, the official aggregation."""
 
     @property
     def prompt_version(self) -> str: ...
@@ -74,11 +72,6 @@ class BenchmarkLike(Protocol):
 
     @property
     def reference(self) -> Reference | None: ...
-
-    @property
-    def judge_optional_types(self) -> frozenset[str]: ...
-
-    def score(self, sample: Sample, response: str | None, *, reading: Reading = OFFICIAL_READING) -> ScoredSample: ...
 
     async def score_with_judge(
         self, sample: Sample, response: str, judge: Judge | None, *, reading: Reading = OFFICIAL_READING
@@ -202,8 +195,7 @@ class JobResult:
 
 
 def sampling_for(bench: BenchmarkLike, overrides: Mapping[str, Any]) -> SamplingSpec:
-    spec = bench.sampling
-    return dataclasses.replace(spec, **dict(overrides)) if overrides else spec
+    return dataclasses.replace(bench.sampling, **overrides) if overrides else bench.sampling
 
 
 def _boxed(load: Callable[[Sample, SamplingSpec], Media], sample: Sample, spec: SamplingSpec) -> list[Media]:
@@ -346,12 +338,6 @@ class Runner:
         return found.problems
 
     # -- one sample ---------------------------------------------------------------------------------------------
-    async def _score(self, bench: BenchmarkLike, sample: Sample, text: str) -> ScoredSample:
-        reading = self.config.reading
-        if self.judge is not None:
-            return await bench.score_with_judge(sample, text, self.judge, reading=reading)
-        return bench.score(sample, text, reading=reading)
-
     async def _one(self, st: _State, sample: Sample, pool: ThreadPoolExecutor, bar: Progress) -> None:
         bench = st.job.benchmark
         loop = asyncio.get_running_loop()
@@ -399,7 +385,8 @@ class Runner:
                 tokens = gen.completion_tokens
                 try:
                     scored = apply_response_filter(gen.text, self.config.response_filter)
-                    row = await self._score(bench, sample, scored)
+                    # without a judge, `score_with_judge` is `score`
+                    row = await bench.score_with_judge(sample, scored, self.judge, reading=self.config.reading)
                     if scored != gen.text:
                         row = dataclasses.replace(row, response=gen.text)
                 except Exception as exc:  # a scorer must never crash on adversarial output; record it if it does
@@ -436,16 +423,11 @@ class Runner:
             if error is not None:
                 failure.append(error)
 
-        def stream() -> Iterator[tuple[_State, Sample]]:
-            for st in states:
-                for sample in st.pending:
-                    yield st, sample
-
         pool = ThreadPoolExecutor(max_workers=self.config.media_workers, thread_name_prefix="evr1-media")
         try:
             for st in states:
                 st.store.open()
-            for st, sample in stream():
+            for st, sample in ((state, sample) for state in states for sample in state.pending):
                 await slots.acquire()  # the bound: a slot is taken before the sample's frames are loaded
                 if failure:
                     slots.release()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evr1_eval.types import OFFICIAL_READING, BenchmarkSummary, Judge, Reading, Sample, ScoredSample
+from evr1_eval.types import OFFICIAL_READING, Judge, Reading, Sample, ScoredSample
 
 if TYPE_CHECKING:
     from evr1_eval.api.base import Benchmark
@@ -130,10 +130,6 @@ async def judge_rows(
 def unknown_ids(samples: Sequence[Sample], predictions: Mapping[str, Prediction]) -> list[str]:
     known = {s.id for s in samples}
     return sorted(i for i in predictions if i not in known)
-
-
-def summarize(bench: Benchmark, rows: Sequence[ScoredSample]) -> BenchmarkSummary:
-    return bench.aggregate(rows)
 
 
 @asynccontextmanager

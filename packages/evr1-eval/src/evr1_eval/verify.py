@@ -16,14 +16,13 @@ of 7.5 or NaN, another benchmark's rows, a changed model name: each passed silen
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from evr1_eval.results import RESULTS_GLOB, read_run_settings, row_from_dict, row_problem
+from evr1_eval.results import RESULTS_GLOB, file_sha256, read_run_settings, row_from_dict, row_problem
 from evr1_eval.types import OFFICIAL_READING, Reading
 
 if TYPE_CHECKING:
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
 WRITTEN = (RESULTS_GLOB, "run*.json", "summary.json", "load_errors*.json")
 #: Stored and re-computed scores closer than this are equal (scores are JSON floats: exact, but keep a margin).
 TOLERANCE = 1e-9
-#: Problems listed per benchmark before the rest are only counted.
-SHOWN = 50
 #: Manifest fields compared with run.json's fingerprint: what `check_settings` refuses to mix on a resume.
 _SETTINGS = ("sampling", "generation", "system_prompt", "judge", "prompt_version", "protocol", "answer_tags",
              "reasoning_tags")  # fmt: skip
@@ -43,7 +40,7 @@ _SETTINGS = ("sampling", "generation", "system_prompt", "judge", "prompt_version
 
 class Rescorer(Protocol):
     """What verifying needs from a benchmark: its name, its scorer, the types it may judge. `evr1_eval.api.base.
-    Benchmark` is one, and so is the runner's `BenchmarkLike` (a test double included)."""
+    Benchmark` is one, and the runner's `BenchmarkLike` extends it (a test double included)."""
 
     @property
     def name(self) -> str: ...
@@ -73,22 +70,10 @@ class Verification:
         return f"{self.benchmark}: verified {self.verified}/{self.total}{tail}"
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return f"sha256:{h.hexdigest()}"
-
-
 def written_files(bench_dir: Path) -> dict[str, dict[str, Any]]:
     """{file name: {"sha256", "bytes"}} of the files a run writes, as they are now."""
-    out: dict[str, dict[str, Any]] = {}
-    for pattern in WRITTEN:
-        for path in sorted(Path(bench_dir).glob(pattern)):
-            if path.is_file():
-                out[path.name] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
-    return out
+    paths = (path for pattern in WRITTEN for path in sorted(Path(bench_dir).glob(pattern)) if path.is_file())
+    return {path.name: {"sha256": file_sha256(path), "bytes": path.stat().st_size} for path in paths}
 
 
 def record_writing(bench_dir: Path, names: Sequence[str]) -> None:

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evr1_eval.results import Sources, read_run_settings, recorded_sources
+from evr1_eval.verify import Annotations
 
 if TYPE_CHECKING:
     from evr1_cache.spec import SamplingSpec
-    from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord, SiteResult
+    from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord
     from evr1_eval.types import Sample, ScoredSample
 
 #: Group names tried in order for the "task" shown and filtered on (benchmarks name their task field differently).
@@ -48,10 +49,12 @@ def add_html_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_html(args: argparse.Namespace) -> int:
     """Write the viewer for `args.runs` into `args.html`; prints the page to open. Returns the number of problems."""
+    from evr1_cache.viewer import write_site
+
     given = Sources(args.annotations_dir, args.media_root, args.cache_dir)
     runs = [eval_run_record(Path(d), given) for d in args.runs]
     try:
-        result = write_html(runs, args.html)
+        result = write_site(runs, args.html, title="evr1-eval report")
     except ImportError as exc:  # the viewer extra is missing: a clear CLI error, not a traceback
         raise ValueError(str(exc)) from exc
     problems = sum(len(r.problems) for r in runs)
@@ -66,37 +69,25 @@ def run_html(args: argparse.Namespace) -> int:
     return problems
 
 
-def write_html(runs: Sequence[RunRecord], out_dir: Path, *, title: str = "evr1-eval report") -> SiteResult:
-    from evr1_cache.viewer import write_site
-
-    return write_site(runs, out_dir, title=title)
-
-
-def _bench_dirs(run_dir: Path) -> list[Path]:
-    if any(run_dir.glob("results*.jsonl")):
-        return [run_dir]
-    return sorted(p for p in run_dir.iterdir() if p.is_dir() and any(p.glob("results*.jsonl")))
-
-
 def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | None = None) -> RunRecord:
     """One run folder (or one benchmark folder) as viewer records; never raises for what a run folder holds."""
     from evr1_cache.viewer import RunRecord
-    from evr1_eval.report import collect_run, primary_value
+    from evr1_eval.report import bench_dirs, collect_run, primary_value
     from evr1_eval.results import load_rows
 
     given = given or Sources()
     run_dir = Path(run_dir)
-    report = collect_run(run_dir)
+    report = collect_run(run_dir, given)  # its problems name annotations that did not load or changed since the run
     problems = list(report.problems)
     samples: list[SampleRecord] = []
-    for bench_dir in _bench_dirs(run_dir):
+    for bench_dir in bench_dirs(run_dir):  # a folder with only summary.json has no rows
         try:
             rows = load_rows(bench_dir)
         except ValueError as exc:
             problems.append(str(exc))
             continue
         if rows:
-            samples += _bench_samples(bench_dir, rows, given, problems)
+            samples += _bench_samples(bench_dir, rows, given, report.annotations.get(rows[0].benchmark), problems)
     summary: dict[str, float | int | str] = {}
     for bench, s in report.summaries.items():
         value = primary_value(s)
@@ -112,22 +103,18 @@ def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | 
 
 
 def _bench_samples(
-    bench_dir: Path, rows: Sequence[ScoredSample], given: Sources, problems: list[str]
+    bench_dir: Path,
+    rows: Sequence[ScoredSample],
+    given: Sources,
+    annotations: Annotations | str | None,
+    problems: list[str],
 ) -> list[SampleRecord]:
     settings = read_run_settings(bench_dir, problems)
     fingerprint = settings.get("fingerprint") or {}
-    recorded = recorded_sources(settings)
-    sources = Sources(
-        given.annotations_dir or recorded.annotations_dir,
-        given.media_root or recorded.media_root,
-        given.cache_dir or recorded.cache_dir,
-        recorded.allow_outside_media,
-        recorded.allow_remote_media,
-    )
     bench_name = rows[0].benchmark
-    by_id = _load_samples(bench_name, sources, fingerprint, problems)
+    by_id = dict(annotations.samples) if isinstance(annotations, Annotations) else {}
     spec = _spec(fingerprint, problems, bench_name)
-    reader = _reader(sources.cache_dir, problems)
+    reader = _reader(given.cache_dir or recorded_sources(settings).cache_dir, problems)
     without_video = bool(fingerprint.get("without_video"))
     system = fingerprint.get("system_prompt")
     tools = _tool_streams(fingerprint.get("agent"), problems, bench_name)
@@ -145,36 +132,6 @@ def _bench_samples(
         if missing:
             problems.append(f"{bench_name}: {missing} result rows have no sample in the annotations (ids changed?)")
     return out
-
-
-def _load_samples(
-    bench_name: str, sources: Sources, fingerprint: Mapping[str, Any], problems: list[str]
-) -> dict[str, Sample]:
-    if sources.annotations_dir is None:
-        problems.append(
-            f"{bench_name}: no annotations recorded or given: prompts, ground truths and frames are not shown "
-            "(pass --annotations-dir)"
-        )
-        return {}
-    from evr1_eval.benchmarks import get_benchmark
-    from evr1_eval.jobs import load_job
-
-    try:
-        job = load_job(
-            get_benchmark(bench_name), sources.annotations_dir, sources.media_root,
-            allow_outside_media=sources.allow_outside_media, allow_remote_media=sources.allow_remote_media,
-        )  # fmt: skip
-    except (OSError, KeyError, ValueError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        problems.append(f"{bench_name}: annotations not loaded ({message}); prompts and frames are not shown")
-        return {}
-    recorded = fingerprint.get("annotations")
-    if recorded and job.source and recorded != job.source:
-        problems.append(
-            f"{bench_name}: the annotation file changed since the run ({recorded[:19]}... recorded, "
-            f"{str(job.source)[:19]}... now): prompts and ground truths shown are today's"
-        )
-    return {s.id: s for s in job.samples}
 
 
 def _spec(fingerprint: Mapping[str, Any], problems: list[str], bench: str) -> Any:
@@ -258,10 +215,7 @@ def _items(record: Any, key: str) -> list[Mapping[str, Any]]:
 def _media(sample: Sample, spec: Any, reader: Any, without_video: bool) -> tuple[MediaRef, ...]:
     from evr1_cache.viewer import MediaRef
 
-    refs: list[MediaRef] = []
-    if not without_video:
-        for video in sample.videos:
-            refs.append(_video_ref(video, spec, reader))
+    refs = [] if without_video else [_video_ref(video, spec, reader) for video in sample.videos]
     if sample.images and reader is not None:
         from evr1_eval.jobs import image_spec_for
 
@@ -306,10 +260,8 @@ def _video_ref(video: str, spec: Any, reader: Any) -> MediaRef:
 
 
 def _task(groups: Mapping[str, str]) -> str:
-    for key in TASK_GROUPS:
-        if groups.get(key):
-            return str(groups[key])
-    return str(next(iter(groups.values()), "")) if groups else ""
+    named = [str(groups[key]) for key in TASK_GROUPS if groups.get(key)]
+    return named[0] if named else str(next(iter(groups.values()), ""))
 
 
 def _scores(row: ScoredSample) -> dict[str, float]:

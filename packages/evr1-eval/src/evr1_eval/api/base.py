@@ -159,10 +159,6 @@ class Benchmark:
             return self.official_prompt(doc)
         return generic_prompt(self, view, protocol)
 
-    def prompt(self, sample: Sample) -> str:
-        """The user text sent to the model: the template is applied at load time, so this is `sample.prompt`."""
-        return sample.prompt
-
     @property
     def sampling(self) -> SamplingSpec:
         """Default frame settings as the cache's SamplingSpec."""

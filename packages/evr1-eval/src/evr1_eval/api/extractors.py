@@ -160,11 +160,8 @@ def extract_mcq_answer(response: str, choices: Sequence[str] | None = None) -> s
         found = [(0, pos, ch) for ch in letters if (pos := text.rfind(ch)) != -1]
     if not found:
         return ""
-    best = found[0]
-    for cand in found[1:]:  # max by (priority, position); the first of equal keys wins, as in a stable reverse sort
-        if (cand[0], cand[1]) > (best[0], best[1]):
-            best = cand
-    return best[2]
+    # max by (priority, position): `max` keeps the first of equal keys, as the reference's stable reverse sort does
+    return max(found, key=lambda cand: cand[:2])[2]
 
 
 def first_letter_after_prefixes(response: str, prefixes: Sequence[str], letters: str) -> str | None:

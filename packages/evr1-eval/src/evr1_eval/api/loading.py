@@ -377,12 +377,6 @@ def build_sample(bench: Benchmark, view: RowView, protocol: ProtocolSettings) ->
 
 
 # -- a file -> samples + load errors ---------------------------------------------------------------------------------
-def _annotation_rows(bench: Benchmark, annotations: Path) -> Iterator[tuple[Path, str, int, Any, str | None]]:
-    for file in annotation_files(annotations):
-        for unit, number, raw, parse_error in read_rows(file, bench.flatten):
-            yield file, unit, number, raw, parse_error
-
-
 def _one_row(bench: Benchmark, raw: Any, label: int | str, media: MediaPaths, protocol: ProtocolSettings) -> Sample:
     row = raw
     if (not isinstance(row, Mapping) or "problem" not in row) and bench.adapter is not None:
@@ -401,9 +395,8 @@ def load_samples(
     allow_outside_media: bool = False,
     allow_remote_media: Iterable[str] = (),
 ) -> LoadResult:
-    """Every row of `annotations` as a Sample (bad rows as LoadErrors). Relative media paths join `media_root` (default:
-    the annotations' folder) and must resolve inside it unless `allow_outside_media`; URLs are read only for the
-    `allow_remote_media` schemes, downloaded once (evr1_cache.MediaPaths)."""
+    """`Benchmark.load`: every row of `annotations` as a Sample (bad rows as LoadErrors), media paths through
+    evr1_cache.MediaPaths (relative ones join `media_root`; URLs are downloaded once)."""
     protocol = protocol or ProtocolSettings()
     folder = media_root if media_root is not None else annotations if annotations.is_dir() else annotations.parent
     media = MediaPaths.for_folder(folder, allow_outside=allow_outside_media, allow_remote=allow_remote_media)
@@ -411,7 +404,8 @@ def load_samples(
     errors: list[LoadError] = []
     warnings: list[LoadError] = []
     seen: dict[str, tuple[str, Any]] = {}
-    for file, unit, number, raw, parse_error in _annotation_rows(bench, annotations):
+    rows = ((file, *row) for file in annotation_files(annotations) for row in read_rows(file, bench.flatten))
+    for file, unit, number, raw, parse_error in rows:
         where = f"{file.name} {unit} {number}"
         if parse_error is not None:
             errors.append(LoadError(number, None, f"{where}: {parse_error}", unit=unit))
@@ -423,11 +417,7 @@ def load_samples(
         label = position if file == annotations else f"{file.stem}:{position}"
         try:
             sample = _one_row(bench, raw, label, media, protocol)
-        except MediaError as exc:  # a media path refused: name the row by its 1-based line
-            where = f"line {position + 1}" if file.suffix == ".jsonl" else f"entry {position + 1}"
-            errors.append(LoadError(position, row_id, f"{file.name} {where}: {exc}"))
-            continue
-        except (ValueError, TypeError, KeyError, RecursionError, RewardError) as exc:
+        except (ValueError, TypeError, KeyError, RecursionError, RewardError, MediaError) as exc:  # MediaError: refused
             reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             errors.append(LoadError(number, row_id, f"{where}: {reason}", unit=unit))
             continue

@@ -48,7 +48,3 @@ MLVU_OWN = Reference(
     "evaluation/multiple_choice_evaluation/choice_bench.py",
     "fd060c10a43ea48a35100a22688a927b8e531199",
 )
-#: Qwen3-VL's own evaluation code (a preset's `qwen3_vl` prompt for Video-MME).
-QWEN3_VL_VIDEOMME = Reference(
-    "QwenLM/Qwen3-VL", "evaluation/VideoMME/dataset_utils.py", "96588727e44c78b25ba03ea03b8e12f7e64fd0da"
-)

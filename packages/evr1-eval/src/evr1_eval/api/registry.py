@@ -20,8 +20,7 @@ def register(bench: Benchmark) -> Benchmark:
         if key in _REGISTRY or key in _ALIASES:
             raise ValueError(f"benchmark name {key!r} is already registered")
     _REGISTRY[bench.name] = bench
-    for alias in bench.aliases:
-        _ALIASES[alias] = bench.name
+    _ALIASES.update(dict.fromkeys(bench.aliases, bench.name))
     return bench
 
 

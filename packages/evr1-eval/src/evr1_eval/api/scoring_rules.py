@@ -9,6 +9,7 @@ from typing import Any
 
 from evr1_eval.api.extractors import FEW_TAGS, LMMS_REASONING_TAGS, STRIP_SCAN, ScanEnd, capped, strip_reasoning
 from evr1_eval.types import AnswerTags, Outcome, Sample
+from evr1_rewards import Response, RewardResult, score
 
 #: An official per-sample rule: (sample, response) -> Outcome (`Benchmark.scorer`).
 Rule = Callable[[Sample, str], Outcome]
@@ -30,8 +31,6 @@ def jsonable(value: Any, depth: int = 0) -> Any:
 def rewards_outcome(sample: Sample, response: str) -> Outcome:
     """The evr1 protocol: the scorer the trainer's reward uses, in metric mode, `.accuracy` as the score.
     Only the options are passed: annotation fields never become scorer settings (tolerances, conventions) by accident."""
-    from evr1_rewards import score
-
     result = score(
         response,
         sample.ground_truth,
@@ -39,12 +38,17 @@ def rewards_outcome(sample: Sample, response: str) -> Outcome:
         options=list(sample.options) or None,
         mode="metric",
     )
+    return reward_outcome(result, "evr1-rewards")
+
+
+def reward_outcome(result: RewardResult, scorer: str) -> Outcome:
+    """An evr1-rewards result as an Outcome: `.accuracy` the score, its details kept small and JSON-safe."""
     details = dict(result.details or {})
     extracted = details.get("pred", details.get("extracted"))
     return Outcome(
         score=float(result.accuracy),
         extracted=None if extracted is None else str(extracted)[:500],
-        details={"scorer": "evr1-rewards", "format": float(result.format), "rewards": jsonable(details)},
+        details={"scorer": scorer, "format": float(result.format), "rewards": jsonable(details)},
     )
 
 
@@ -55,8 +59,6 @@ def answer_tag_input(response: str, answer_tags: AnswerTags) -> str | None:
     uses. None under "official", or when there is no such tag: the official extractor then reads the whole response."""
     if answer_tags != "read":
         return None
-    from evr1_rewards import Response
-
     return Response(capped(response)).answer_tag
 
 
@@ -94,21 +96,19 @@ def doc_of(sample: Sample) -> Mapping[str, Any]:
     return doc
 
 
-def letter_rule(extract: Callable[[Sample, str], str], name: str, *, answered_if: str = "letter") -> Rule:
+def letter_rule(extract: Callable[[Sample, str], str], name: str) -> Rule:
     """A multiple-choice rule from an official extractor: 1 when the extracted letter equals the ground truth.
-    `details["answered"]`: the extractor found a letter (`answered_if="letter"`) or the response is not empty
-    (`"response"`), for aggregations whose official denominator drops unanswered items. Non-MC rows of the same
-    benchmark fall back to evr1-rewards."""
+    `details["answered"]`: the extractor found a letter, for aggregations whose official denominator drops unanswered
+    items. Non-MC rows of the same benchmark fall back to evr1-rewards."""
 
     def rule(sample: Sample, response: str) -> Outcome:
         if sample.problem_type != "multiple_choice":
             return rewards_outcome(sample, response)
         letter = extract(sample, response)
-        answered = bool(letter) if answered_if == "letter" else bool(response.strip())
         return Outcome(
             score=float(bool(letter) and letter == sample.ground_truth),
             extracted=letter,
-            details={"scorer": name, "answered": answered},
+            details={"scorer": name, "answered": bool(letter)},
         )
 
     return rule

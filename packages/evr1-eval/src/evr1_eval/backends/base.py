@@ -216,14 +216,9 @@ def stop_token_ids_for(
     the tokenizer's EOS and the chat template's end-of-turn token (what the template writes right after an assistant
     turn, e.g. Qwen's `<|im_end|>`), in that order, without repeats. Models whose generation config names only
     `<|endoftext|>` then still stop at the end of their turn instead of running to `max_tokens`."""
-    ids: list[int] = [int(i) for i in extra]
-    ids += [int(i) for i in (eos if isinstance(eos, (list, tuple)) else [eos]) if i is not None]
-    if getattr(tokenizer, "eos_token_id", None) is not None:
-        ids.append(int(tokenizer.eos_token_id))
-    turn = end_of_turn_id(tokenizer, chat_template)
-    if turn is not None:
-        ids.append(turn)
-    return list(dict.fromkeys(ids))
+    eos_ids = eos if isinstance(eos, (list, tuple)) else [eos]
+    ids = [*extra, *eos_ids, getattr(tokenizer, "eos_token_id", None), end_of_turn_id(tokenizer, chat_template)]
+    return list(dict.fromkeys(int(i) for i in ids if i is not None))
 
 
 _SENTINEL = "evr1-answer-sentinel"

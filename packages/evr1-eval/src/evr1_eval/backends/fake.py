@@ -2,7 +2,7 @@
 
 It records what it saw (requests, peak concurrency) so tests can check scheduling, media plumbing and resume.
 Options come from `BackendConfig.engine_kwargs`: `response` (default "A"), `responses` ({request id: text}),
-`fail_ids` (ids that raise), `delay_s` (seconds per request), `tokens_per_char` (completion token count).
+`fail_ids` (ids that raise), `delay_s` (seconds per request); any other key is refused.
 """
 
 from __future__ import annotations

@@ -132,10 +132,8 @@ class OpenAIBackend:
             import httpx
         except ImportError as exc:
             raise BackendError(f"openai backend needs httpx: pip install 'evr1-eval[openai]' ({exc})") from exc
-        headers = {}
         key = os.environ.get(self.config.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.AsyncClient(
             base_url=self.base_url.rstrip("/"),
             headers=headers,

@@ -134,30 +134,22 @@ class VllmBackend:
             request.messages(), tokenize=False, add_generation_prompt=True, chat_template=self.config.chat_template
         )
         prompt: dict[str, Any] = {"prompt": text}
-        mm: dict[str, Any] = {}
-        uuids: dict[str, Any] = {}
+        mm: dict[str, list[Any]] = {}  # one item of a kind goes alone, several as a list
         if request.videos:
-            items = [video_item(v.frames, dict(v.metadata), self._family) for v in request.videos]
-            mm["video"] = items if len(items) > 1 else items[0]
-            if all(v.key for v in request.videos):
-                keys = [v.key for v in request.videos]
-                uuids["video"] = keys if len(keys) > 1 else keys[0]
+            mm["video"] = [video_item(v.frames, dict(v.metadata), self._family) for v in request.videos]
         if request.images:
             from PIL import Image
 
-            pics = [Image.fromarray(i.pixels) for i in request.images]
-            mm["image"] = pics if len(pics) > 1 else pics[0]
-            if all(i.key for i in request.images):
-                keys = [i.key for i in request.images]
-                uuids["image"] = keys if len(keys) > 1 else keys[0]
+            mm["image"] = [Image.fromarray(i.pixels) for i in request.images]
+        keys = {"video": [v.key for v in request.videos], "image": [i.key for i in request.images]}
         if mm:
-            prompt["multi_modal_data"] = mm
+            prompt["multi_modal_data"] = {kind: items if len(items) > 1 else items[0] for kind, items in mm.items()}
             if self._family is not None:  # the settings the HF backend and the trainer's rollouts use (no re-sizing)
                 kwargs = self._family.vllm_processor_kwargs()
                 if kwargs:
                     prompt["mm_processor_kwargs"] = kwargs
-        if uuids and set(uuids) == set(mm):
-            prompt["multi_modal_uuids"] = uuids
+        if mm and all(all(keys[kind]) for kind in mm):  # every item has its cache key
+            prompt["multi_modal_uuids"] = {kind: keys[kind] if len(keys[kind]) > 1 else keys[kind][0] for kind in mm}
         return prompt
 
     async def generate(self, request: Request, params: GenerationParams) -> Generation:

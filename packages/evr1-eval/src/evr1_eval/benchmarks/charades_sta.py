@@ -123,9 +123,7 @@ def dedupe(rows: Sequence[ScoredSample]) -> list[ScoredSample]:
 def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
     kept = dedupe(rows)
     ious = [r.score for r in kept]
-    metrics = {"miou": pct(ious)}
-    for m in (0.3, 0.5, 0.7):
-        metrics[f"r@{m}"] = pct(float(v >= m) for v in ious)
+    metrics = {"miou": pct(ious), **{f"r@{m}": pct(float(v >= m) for v in ious) for m in (0.3, 0.5, 0.7)}}
     repeated = len(rows) - len(kept)
     notes = [f"{repeated} rows repeat another row's (video, sentence, span): counted once"] if repeated else []
     return "miou", metrics, notes

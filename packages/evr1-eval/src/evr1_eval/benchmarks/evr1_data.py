@@ -15,6 +15,7 @@ prompt does not ask for `<answer>` tags.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,9 +24,10 @@ from evr1_eval.api.aggregation import micro
 from evr1_eval.api.base import Benchmark
 from evr1_eval.api.loading import RowView
 from evr1_eval.api.registry import register
-from evr1_eval.api.scoring_rules import doc_of, jsonable
+from evr1_eval.api.scoring_rules import doc_of, reward_outcome
 from evr1_eval.manifest import package_version
 from evr1_eval.types import Outcome, Reference, Sample
+from evr1_rewards import RewardInput, RewardRouter
 
 #: Row columns evr1-train never hands its reward (evr1-train `data/row.py`): media, prompt, answer, bookkeeping.
 _NOT_EXTRAS = BOOKKEEPING_COLUMNS | frozenset(
@@ -38,17 +40,12 @@ _NOT_EXTRAS = BOOKKEEPING_COLUMNS | frozenset(
         "reward_extras",
     }
 )
-_ROUTER: Any = None
 SCORER = "evr1-train validation (evr1-rewards, reward mode)"
 
 
-def _router() -> Any:
-    global _ROUTER
-    if _ROUTER is None:
-        from evr1_rewards import RewardRouter
-
-        _ROUTER = RewardRouter()  # reward mode, as the trainer's; weights and think change only `overall`/`format`
-    return _ROUTER
+@functools.cache
+def _router() -> RewardRouter:
+    return RewardRouter()  # reward mode, as the trainer's; weights and think change only `overall`/`format`
 
 
 def reward_extras(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -81,8 +78,6 @@ def official_doc(view: RowView) -> dict[str, Any]:
 
 def rule(sample: Sample, response: str) -> Outcome:
     """evr1-train's validation score of one answer (see the module docstring)."""
-    from evr1_rewards import RewardInput
-
     doc = doc_of(sample)
     result = _router().score(
         RewardInput(
@@ -93,13 +88,7 @@ def rule(sample: Sample, response: str) -> Outcome:
             sample_id=sample.id,
         )
     )
-    details = dict(result.details or {})
-    extracted = details.get("pred", details.get("extracted"))
-    return Outcome(
-        score=float(result.accuracy),
-        extracted=None if extracted is None else str(extracted)[:500],
-        details={"scorer": SCORER, "format": float(result.format), "rewards": jsonable(details)},
-    )
+    return reward_outcome(result, SCORER)
 
 
 BENCHMARK = register(

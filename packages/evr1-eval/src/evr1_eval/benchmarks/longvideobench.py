@@ -10,11 +10,12 @@ the same per `duration_group` and `question_category`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evr1_eval.api.adapters import official_mc
-from evr1_eval.api.aggregation import Result, by_group, group_names
+from evr1_eval.api.aggregation import Result, breakdown, rounded_pct
 from evr1_eval.api.base import Benchmark
 from evr1_eval.api.extractors import ScanEnd, capped, first_letter_after_prefixes, random_choice
 from evr1_eval.api.loading import LETTERS, RowView
@@ -57,12 +58,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def choices_of(doc: Mapping[str, Any]) -> list[str]:
-    out = []
-    for i in range(5):
-        if doc[f"option{i}"] == "N/A":
-            break
-        out.append(LETTERS[i])
-    return out
+    return [LETTERS[i] for i in itertools.takewhile(lambda i: doc[f"option{i}"] != "N/A", range(5))]
 
 
 def rule(sample: Sample, response: str) -> Outcome:
@@ -77,16 +73,10 @@ def rule(sample: Sample, response: str) -> Outcome:
     )
 
 
-def _acc(rows: Sequence[ScoredSample]) -> float:
-    """`evaluate_longvideobench`'s accuracy, as a percentage of the 5-decimal fraction the reference prints."""
-    return 100.0 * round(sum(r.score for r in rows) / len(rows), 5) if rows else float("nan")
-
-
 def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
-    metrics = {"accuracy": _acc(rows)}
-    for name in group_names(bench):
-        for value, members in by_group(rows, name).items():
-            metrics[f"{name}/{value}"] = _acc(members)
+    """`evaluate_longvideobench`'s accuracy, overall and per group."""
+    metrics = {"accuracy": rounded_pct(rows)}
+    breakdown(bench, rows, metrics, rounded_pct)
     return "accuracy", metrics, []
 
 

@@ -13,12 +13,11 @@ from typing import Any
 
 from evr1_eval.api.adapters import official_mc
 from evr1_eval.api.base import Benchmark
-from evr1_eval.api.extractors import capped, extract_mcq_answer
 from evr1_eval.api.loading import LETTERS, RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
 from evr1_eval.api.scoring_rules import letter_rule
-from evr1_eval.types import Sample
+from evr1_eval.benchmarks.mlvu import extract  # the same rule: `extract_mcq_answer` over A-D
 
 
 def official_doc(view: RowView) -> dict[str, Any]:
@@ -29,10 +28,6 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
     options = "\n".join(f"({LETTERS[i]}) {opt}" for i, opt in enumerate(doc["options"]))
     question = str(doc["question"]) + ("\n" + options if doc["options"] else "")
     return question + "\nAnswer the question with the option letter"
-
-
-def extract(sample: Sample, response: str) -> str:
-    return extract_mcq_answer(capped(response), ["A", "B", "C", "D"])
 
 
 BENCHMARK = register(

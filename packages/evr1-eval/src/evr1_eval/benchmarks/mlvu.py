@@ -54,6 +54,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def extract(sample: Sample, response: str) -> str:
+    """`extract_mcq_answer` over A-D only (LVBench's rule too)."""
     return extract_mcq_answer(capped(response), ["A", "B", "C", "D"])
 
 

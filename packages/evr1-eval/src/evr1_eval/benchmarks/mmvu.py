@@ -48,18 +48,7 @@ _OPEN_PROMPT = (
     "\nQuestion:{question}\nVisual Information: processed video\n"
     "Do not generate any intermediate reasoning process. Directly output the final answer.\n"
 )
-_SUPERSCRIPTS = {
-    "²": "^2",
-    "³": "^3",
-    "¹": "^1",
-    "⁰": "^0",
-    "⁴": "^4",
-    "⁵": "^5",
-    "⁶": "^6",
-    "⁷": "^7",
-    "⁸": "^8",
-    "⁹": "^9",
-}
+_SUPERSCRIPTS = str.maketrans({sup: f"^{digit}" for sup, digit in zip("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789", strict=True)})
 _FIRST_LETTER = re.compile(r"\b([A-E])\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+\.?\d*")
 _BIG_O = re.compile(r"O\s*\([^)]+\)", re.IGNORECASE)
@@ -84,9 +73,7 @@ def official_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def _math(text: str) -> str:
-    for sup, caret in _SUPERSCRIPTS.items():
-        text = text.replace(sup, caret)
-    return text
+    return text.translate(_SUPERSCRIPTS)
 
 
 def _words(text: str) -> list[str]:

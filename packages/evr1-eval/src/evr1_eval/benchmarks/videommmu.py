@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from evr1_eval.api.aggregation import Result, by_group, group_names
+from evr1_eval.api.aggregation import Result, breakdown, rounded_pct
 from evr1_eval.api.base import Benchmark
 from evr1_eval.api.extractors import capped, extract_mcq_answer
 from evr1_eval.api.loading import LETTERS, RowView
@@ -158,16 +158,10 @@ def rule(sample: Sample, response: str) -> Outcome:
     )
 
 
-def _acc(rows: Sequence[ScoredSample]) -> float:
-    return 100.0 * round(sum(r.score for r in rows) / len(rows), 5) if rows else float("nan")
-
-
 def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
     valid = [r for r in rows if not r.details.get("api_error")]
-    metrics = {"accuracy": _acc(valid)}
-    for name in group_names(bench):
-        for value, members in by_group(valid, name).items():
-            metrics[f"{name}/{value}"] = _acc(members)
+    metrics = {"accuracy": rounded_pct(valid)}
+    breakdown(bench, valid, metrics, rounded_pct)
     notes = []
     if len(valid) < len(rows):
         notes.append(f"{len(rows) - len(valid)} empty open answers are 'API Error' rows, outside the denominator")

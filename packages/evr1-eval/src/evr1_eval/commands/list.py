@@ -27,21 +27,18 @@ def add_parser(subparsers: Any) -> None:
 def _benchmarks() -> list[dict[str, Any]]:
     from evr1_eval.benchmarks import available_benchmarks, get_benchmark
 
-    rows = []
-    for name in available_benchmarks():
-        bench = get_benchmark(name)
-        rows.append(
-            {
-                "name": bench.name,
-                "title": bench.title,
-                "problem_types": list(bench.problem_types),
-                "needs_judge": sorted(bench.judged_types | bench.judge_fallback_types),
-                "reference": str(bench.reference) if bench.reference else None,
-                "aliases": list(bench.aliases),
-                "sampling": dict(bench.sampling_defaults),
-            }
-        )
-    return rows
+    return [
+        {
+            "name": bench.name,
+            "title": bench.title,
+            "problem_types": list(bench.problem_types),
+            "needs_judge": sorted(bench.judged_types | bench.judge_fallback_types),
+            "reference": str(bench.reference) if bench.reference else None,
+            "aliases": list(bench.aliases),
+            "sampling": dict(bench.sampling_defaults),
+        }
+        for bench in map(get_benchmark, available_benchmarks())
+    ]
 
 
 def _presets() -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache import add_media_path_args
+from evr1_eval.types import LoadError  # already loaded with the CLI (commands.score)
 
 EXAMPLE = """example:
   evr1-eval precompute videomme mvbench --annotations-dir data/eval --media-root data/videos \\
@@ -116,7 +117,6 @@ def run(args: argparse.Namespace) -> int:
 SHOWN = 10
 
 
-def _describe(err: Any) -> str:
+def _describe(err: LoadError) -> str:
     """One load error as a line: its id when it has one, then the reason (which names the file and 1-based line)."""
-    ident, reason = getattr(err, "id", None), getattr(err, "reason", err)
-    return f"{f'id {ident}: ' if ident else ''}{reason}"
+    return f"{f'id {err.id}: ' if err.id else ''}{err.reason}"

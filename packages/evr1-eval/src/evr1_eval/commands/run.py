@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache import add_media_path_args
-from evr1_eval.commands.score import add_reading_args, reading_of
+from evr1_eval.commands.score import add_reading_args, reading_of, report_load_errors
 
 EXAMPLE = """examples:
   evr1-eval run --model Qwen/Qwen3-VL-8B-Instruct --benchmarks videomme,mvbench \\
@@ -161,36 +161,18 @@ def add_parser(subparsers: Any) -> None:
 
 
 def backend_config(args: argparse.Namespace, settings: Any = None) -> Any:
+    """The engine flags (each named as its `BackendConfig` field), the model, the chat template of the evr1 settings
+    and, with tools, room for the clips and crops they add."""
     from evr1_eval.backends import BackendConfig
 
-    extra: dict[str, Any] = {}
-    if args.limit_mm_per_prompt is not None:
-        extra["limit_mm_per_prompt"] = args.limit_mm_per_prompt
-    elif hasattr(args, "tools") and (agent := _agent(args)) is not None:
+    names = {f.name for f in dataclasses.fields(BackendConfig)}
+    given = {k: v for k, v in vars(args).items() if k in names and v is not None}  # an unset flag: the default
+    given.update(model=model_of(args, settings), chat_template=settings.chat_template() if settings else None)
+    if args.limit_mm_per_prompt is None and hasattr(args, "tools") and (agent := _agent(args)) is not None:
         from evr1_eval.agent import media_limit  # each tool call may add a clip or a crop to the conversation
 
-        extra["limit_mm_per_prompt"] = media_limit(agent.budget)
-    template = settings.chat_template() if settings is not None else None
-    return BackendConfig(
-        model=model_of(args, settings),
-        chat_template=template,
-        dtype=args.dtype,
-        max_model_len=args.max_model_len,
-        mm_processor_kwargs=args.mm_processor_kwargs or {},
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        enable_chunked_prefill=args.enable_chunked_prefill,
-        tensor_parallel_size=args.tensor_parallel_size,
-        data_parallel_size=args.data_parallel_size,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        enforce_eager=args.enforce_eager,
-        engine_kwargs=args.engine_kwargs or {},
-        base_url=args.base_url,
-        api_key_env=args.api_key_env,
-        device=args.device,
-        threads=args.threads,
-        **extra,
-    )
+        given["limit_mm_per_prompt"] = media_limit(agent.budget)
+    return BackendConfig(**given)
 
 
 def model_of(args: argparse.Namespace, settings: Any = None) -> str:
@@ -211,15 +193,8 @@ def _settings(args: argparse.Namespace) -> Any:
     cached = getattr(args, "_resolved_settings", None)
     if cached is not None:
         return cached
-    settings = resolve_settings(
-        protocol=getattr(args, "protocol", None),
-        preset=getattr(args, "preset", None),
-        prompt_variant=getattr(args, "prompt_variant", None),
-        evr1_settings=getattr(args, "evr1_settings", None),
-        response_filter=getattr(args, "response_filter", None),
-        system_prompt=getattr(args, "system_prompt", None),
-        from_train=getattr(args, "from_train", None),
-    )
+    names = ("protocol", "preset", "prompt_variant", "evr1_settings", "response_filter", "system_prompt", "from_train")
+    settings = resolve_settings(**{name: getattr(args, name, None) for name in names})  # the flags' own names
     args._resolved_settings = settings
     return settings
 
@@ -251,14 +226,6 @@ def load_jobs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     return jobs, overrides
 
 
-def report_load_errors(name: str, loaded: int, reasons: list[str]) -> None:
-    """The count and the first reasons on screen (a run with load errors exits non-zero at the end)."""
-    print(f"{name}: {len(reasons)} annotation row(s) could not be loaded ({loaded} loaded); first reasons:",
-          file=sys.stderr)  # fmt: skip
-    for reason in reasons[:5]:
-        print(f"  {reason}", file=sys.stderr)
-
-
 async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[str, Any]) -> list[Any]:
     from contextlib import AsyncExitStack
 
@@ -268,25 +235,15 @@ async def _evaluate(args: argparse.Namespace, jobs: list[Any], overrides: dict[s
     from evr1_eval.runner import RunConfig, run_async, sampling_for
 
     settings = _settings(args)
-    explicit = {
-        "max_tokens": args.max_tokens,
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "top_k": args.top_k,
-        "seed": args.seed,
-        "stop": tuple(args.stop) if args.stop else None,
-    }
+    explicit = {k: getattr(args, k) for k in ("max_tokens", "temperature", "top_p", "top_k", "seed", "stop")}
     params = GenerationParams(**settings.generation({k: v for k, v in explicit.items() if v is not None}))
     for line in settings.announcements():
         print(f"note: {line}", file=sys.stderr)
-    first = sampling_for(jobs[0].benchmark, {**jobs[0].sampling_overrides, **overrides})
-    image_spec = image_spec_for(first, settings.image_sampling())
+    shown = {job.benchmark.name: sampling_for(job.benchmark, {**job.sampling_overrides, **overrides}) for job in jobs}
+    image_spec = image_spec_for(shown[jobs[0].benchmark.name], settings.image_sampling())
     if settings.trained is not None:
         from evr1_eval.train_protocol import differences
 
-        shown = {
-            job.benchmark.name: sampling_for(job.benchmark, {**job.sampling_overrides, **overrides}) for job in jobs
-        }
         warn_differences(
             settings.trained,
             differences(

@@ -75,6 +75,14 @@ def reading_of(args: argparse.Namespace) -> Reading:
     return Reading(answer_tags=args.answer_tags, reasoning_tags=args.reasoning_tags)
 
 
+def report_load_errors(name: str, loaded: int, reasons: list[str]) -> None:
+    """The count and the first reasons on screen (`run` and `score` then exit non-zero)."""
+    print(f"{name}: {len(reasons)} annotation row(s) could not be loaded ({loaded} loaded); first reasons:",
+          file=sys.stderr)  # fmt: skip
+    for reason in reasons[:5]:
+        print(f"  {reason}", file=sys.stderr)
+
+
 def _write_rows(path: Path, rows: list[Any]) -> None:
     from evr1_cache.atomic import atomic_open
     from evr1_eval.results import row_to_dict
@@ -96,10 +104,7 @@ def run(args: argparse.Namespace) -> int:
     bench = get_benchmark(args.benchmark)
     loaded = bench.load(args.annotations, args.media_root, allow_outside_media=True)  # scoring reads no media
     if loaded.errors:
-        print(f"evr1-eval score: {len(loaded.errors)} annotation row(s) could not be loaded "
-              f"({len(loaded.samples)} loaded); first reasons:", file=sys.stderr)  # fmt: skip
-        for error in loaded.errors[:5]:
-            print(f"  {error.reason}", file=sys.stderr)
+        report_load_errors("evr1-eval score", len(loaded.samples), [e.reason for e in loaded.errors])
     if not loaded.samples:
         print(f"evr1-eval score: no row of {args.annotations} could be loaded; nothing scored", file=sys.stderr)
         return 1
@@ -163,19 +168,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {line}", file=sys.stderr)
     if len(problems) > 20:
         print(f"warning: ... {len(problems) - 20} more in {args.out / 'summary.json'}", file=sys.stderr)
-    print(
-        json.dumps(
-            {
-                "benchmark": summary.benchmark,
-                "primary": summary.primary,
-                "metrics": dict(summary.metrics),
-                "evr1_metrics": dict(summary.evr1_metrics),
-                "reference": summary.reference,
-                "counts": dict(summary.counts),
-                "notes": list(summary.notes),
-            },
-            indent=2,
-        )
-    )
+    print(json.dumps(dataclasses.asdict(summary), indent=2))
     print(found.line(), file=sys.stderr)
     return 1 if loaded.errors or extra_ids or preds.problems or not found.ok else 0

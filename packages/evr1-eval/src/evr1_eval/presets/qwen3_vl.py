@@ -35,7 +35,6 @@ def _qwen3(
     name: str,
     description: str,
     generation: dict[str, float],
-    presence_penalty: float,
     response_filter: ResponseFilter = "none",
 ) -> Preset:
     """One Qwen3-VL preset: the reported frames and prompt, a model kind's decoding."""
@@ -50,9 +49,8 @@ def _qwen3(
             generation={
                 "max_tokens": 32768,
                 "top_k": 20,
-                **generation,
-                "presence_penalty": presence_penalty,
                 "repetition_penalty": 1.0,
+                **generation,
             },
             prompt_variant="qwen3_vl",
             response_filter=response_filter,
@@ -63,13 +61,11 @@ def _qwen3(
 INSTRUCT = _qwen3(
     "qwen3_vl_official",
     "Qwen3-VL Instruct as reported: 2 fps, <= 2,048 frames, 224K video tokens; the repo's decoding",
-    {"temperature": 0.7, "top_p": 0.8},
-    1.5,
+    {"temperature": 0.7, "top_p": 0.8, "presence_penalty": 1.5},
 )
 THINKING = _qwen3(
     "qwen3_vl_thinking_official",
     "Qwen3-VL Thinking as reported: the Instruct frames, thinking decoding, answer after </think>",
-    {"temperature": 0.6, "top_p": 0.95},
-    0.0,
+    {"temperature": 0.6, "top_p": 0.95, "presence_penalty": 0.0},
     response_filter="after_think",
 )
