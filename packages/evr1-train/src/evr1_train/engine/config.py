@@ -39,9 +39,12 @@ def _get(node: Any, dotted: str, default: Any = None) -> Any:
 
 
 def plain(value: Any) -> Any:
-    """OmegaConf containers -> plain dict/list (resolved); other values unchanged."""
-    from omegaconf import OmegaConf
-
+    """OmegaConf containers -> plain dict/list (resolved); other values unchanged. Works without omegaconf: the
+    parity sides run in evr1-eval's vLLM venv, which holds evr1-train without its dependencies (`nox -s eval_engines`)."""
+    try:
+        from omegaconf import OmegaConf
+    except ImportError:
+        return value  # no omegaconf, no OmegaConf container
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
