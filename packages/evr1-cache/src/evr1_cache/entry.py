@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from evr1_cache.spec import VideoMeta, _int
+from evr1_cache.spec import VideoMeta, check_int
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,7 +38,7 @@ class ImageMeta:
 
     def __post_init__(self) -> None:
         for name in ("height", "width"):
-            object.__setattr__(self, name, _int("ImageMeta", name, getattr(self, name), 1))
+            object.__setattr__(self, name, check_int("ImageMeta", name, getattr(self, name), 1))
 
     def to_json(self) -> str:
         return json.dumps({"height": self.height, "width": self.width}, sort_keys=True)

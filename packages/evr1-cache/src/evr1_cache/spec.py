@@ -35,6 +35,8 @@ __all__ = [
     "ResizeRule",
     "SamplingSpec",
     "VideoMeta",
+    "check_int",
+    "check_positive_float",
     "get_resize_rule",
     "install_family_lookup",
     "qwen_frame_indices",
@@ -77,8 +79,9 @@ TIMELINES: Final = ("reference", "presentation")
 # -- validation helpers ---------------------------------------------------------------------------------------------
 
 
-def _int(owner: str, name: str, value: object, minimum: int) -> int:
-    """An int field (integral floats from YAML/JSON accepted) that is at least `minimum`."""
+def check_int(owner: str, name: str, value: object, minimum: int) -> int:
+    """An int field (integral floats from YAML/JSON accepted) that is at least `minimum`; the spec's, the families' and
+    the tools' settings share it, so one wording names the bad value everywhere."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
@@ -88,7 +91,8 @@ def _int(owner: str, name: str, value: object, minimum: int) -> int:
     return value
 
 
-def _positive_float(owner: str, name: str, value: object) -> float:
+def check_positive_float(owner: str, name: str, value: object) -> float:
+    """A finite number > 0 (fps and the like), as a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{owner}.{name} must be a number, got {value!r}")
     if not math.isfinite(value) or value <= 0:
@@ -99,7 +103,7 @@ def _positive_float(owner: str, name: str, value: object) -> float:
 def _size_factor(owner: str, value: object, family: str | None = None) -> int:
     if family is not None:  # the model family names its own factors (e.g. InternVL's tile side)
         return _family(family).check_size_factor(owner, value)
-    factor = _int(owner, "size_factor", 28 if value is None else value, 1)
+    factor = check_int(owner, "size_factor", 28 if value is None else value, 1)
     if factor not in SIZE_FACTORS:
         raise ValueError(
             f"{owner}.size_factor must be 28 (Qwen2/2.5-VL: patch 14 x merge 2) or 32 (Qwen3-VL: patch 16 x merge 2), "
@@ -133,7 +137,7 @@ class ResizeRule:
     def __post_init__(self) -> None:
         if not self.name or not all(ch.isalnum() or ch in "-_." for ch in self.name):
             raise ValueError(f"ResizeRule.name must be a slug (letters, digits, '-', '_', '.'), got {self.name!r}")
-        _set(self, "version", _int("ResizeRule", "version", self.version, 1))
+        _set(self, "version", check_int("ResizeRule", "version", self.version, 1))
 
     @property
     def id(self) -> str:
@@ -240,8 +244,8 @@ def _pixel_budget(spec: Any, owner: str, min_tokens: int, max_tokens: int, kind:
         lo, hi = min_tokens * factor * factor, max_tokens * factor * factor
     if family is not None and _family(family).spec_rule:  # a Qwen family: the spec's own rule, filed without a name
         _set(spec, "family", None)
-    min_pixels = _int(owner, "min_pixels", lo if spec.min_pixels is None else spec.min_pixels, 1)
-    max_pixels = _int(owner, "max_pixels", hi if spec.max_pixels is None else spec.max_pixels, 1)
+    min_pixels = check_int(owner, "min_pixels", lo if spec.min_pixels is None else spec.min_pixels, 1)
+    max_pixels = check_int(owner, "max_pixels", hi if spec.max_pixels is None else spec.max_pixels, 1)
     if max_pixels < min_pixels:
         raise ValueError(f"{owner}: max_pixels ({max_pixels}) must be >= min_pixels ({min_pixels})")
     _set(spec, "min_pixels", min_pixels)
@@ -281,18 +285,18 @@ class SamplingSpec(_Settings):
                 "pass fps=None to sample a fixed number of frames"
             )
         if self.nframes is not None:
-            _set(self, "nframes", _int(owner, "nframes", self.nframes, FRAME_FACTOR))
+            _set(self, "nframes", check_int(owner, "nframes", self.nframes, FRAME_FACTOR))
         else:
-            _set(self, "fps", _positive_float(owner, "fps", 2.0 if self.fps is None else self.fps))
-        min_frames = _int(owner, "min_frames", self.min_frames, 1)
-        max_frames = _int(owner, "max_frames", self.max_frames, FRAME_FACTOR)
+            _set(self, "fps", check_positive_float(owner, "fps", 2.0 if self.fps is None else self.fps))
+        min_frames = check_int(owner, "min_frames", self.min_frames, 1)
+        max_frames = check_int(owner, "max_frames", self.max_frames, FRAME_FACTOR)
         if max_frames < min_frames:
             raise ValueError(f"{owner}: max_frames ({max_frames}) must be >= min_frames ({min_frames})")
         _set(self, "min_frames", min_frames)
         _set(self, "max_frames", max_frames)
         _pixel_budget(self, owner, VIDEO_MIN_TOKENS, VIDEO_MAX_TOKENS, "video")
         if self.total_pixels is not None:
-            _set(self, "total_pixels", _int(owner, "total_pixels", self.total_pixels, 1))
+            _set(self, "total_pixels", check_int(owner, "total_pixels", self.total_pixels, 1))
         if self.family is not None:  # settings the family's own rule cannot honour are refused here, by name
             _family(self.family).check_spec(self)
         get_resize_rule(self.resize)
@@ -329,7 +333,7 @@ def _frame_count(total_num_frames: int, native_fps: float, spec: SamplingSpec) -
         nframes = round(spec.nframes / FRAME_FACTOR) * FRAME_FACTOR  # Python round: half to even (3 -> 4, 5 -> 4)
     else:
         assert spec.fps is not None  # SamplingSpec guarantees one mode
-        fps = _positive_float("sample_frame_indices", "native_fps", native_fps)
+        fps = check_positive_float("sample_frame_indices", "native_fps", native_fps)
         min_frames = math.ceil(spec.min_frames / FRAME_FACTOR) * FRAME_FACTOR
         max_frames = math.floor(spec.max_frames / FRAME_FACTOR) * FRAME_FACTOR
         wanted = total_num_frames / fps * spec.fps
@@ -373,7 +377,7 @@ def sample_frame_indices(total_num_frames: int, native_fps: float, spec: Samplin
     `native_fps` is only used in fps mode. Raises ValueError when the video is too short for the spec.
     With `spec.family` set, that model family's own rule applies (`evr1_cache.families`).
     """
-    total = _int("sample_frame_indices", "total_num_frames", total_num_frames, 1)
+    total = check_int("sample_frame_indices", "total_num_frames", total_num_frames, 1)
     if total >= MAX_TOTAL_FRAMES:
         raise ValueError(f"a video of {total} frames is beyond float32 frame indexing (< {MAX_TOTAL_FRAMES}); split it")
     if spec.family is not None:
@@ -392,8 +396,8 @@ def qwen_frame_indices(total_num_frames: int, native_fps: float, spec: SamplingS
 
 def _smart_resize(height: int, width: int, factor: int, min_pixels: float, max_pixels: float) -> tuple[int, int]:
     """qwen-vl-utils' `smart_resize`, operation for operation, refusing a zero-sized result the library would return."""
-    h = _int("resize", "height", height, 1)
-    w = _int("resize", "width", width, 1)
+    h = check_int("resize", "height", height, 1)
+    w = check_int("resize", "width", width, 1)
     if max_pixels < min_pixels:
         raise ValueError(f"max_pixels ({max_pixels}) must be >= min_pixels ({min_pixels})")
     ratio = max(h, w) / min(h, w)
@@ -421,7 +425,7 @@ def _smart_resize(height: int, width: int, factor: int, min_pixels: float, max_p
 
 def _video_max_pixels(nframes: int, spec: SamplingSpec) -> float:
     """The per-frame pixel cap `fetch_video` applies to `nframes` frames (may be a float, as in the library)."""
-    n = _int("resized_hw", "nframes", nframes, 1)
+    n = check_int("resized_hw", "nframes", nframes, 1)
     factor = spec.size_factor
     assert factor is not None  # resolved in __post_init__
     assert spec.min_pixels is not None  # resolved in __post_init__
@@ -535,19 +539,19 @@ class VideoMeta:
                 f"{owner}: spec_version {self.spec_version!r} is not this evr1-cache's {SPEC_VERSION}; rebuild the "
                 "cache with this version (evr1-cache build) or install the evr1-cache that wrote it"
             )
-        total = _int(owner, "total_num_frames", self.total_num_frames, 1)
+        total = check_int(owner, "total_num_frames", self.total_num_frames, 1)
         _set(self, "total_num_frames", total)
-        _set(self, "fps", _positive_float(owner, "fps", self.fps))
+        _set(self, "fps", check_positive_float(owner, "fps", self.fps))
         duration: object = self.duration
         if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 <= duration < math.inf:
             raise ValueError(f"{owner}.duration must be a finite number >= 0, got {duration!r}")
         _set(self, "duration", float(duration))
         for name in ("width", "height", "resized_height", "resized_width"):
-            _set(self, name, _int(owner, name, getattr(self, name), 1))
+            _set(self, name, check_int(owner, name, getattr(self, name), 1))
         raw: object = self.frames_indices
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
             raise ValueError(f"{owner}.frames_indices must be a sequence of ints, got {raw!r}")
-        indices = tuple(_int(owner, "frames_indices[]", i, 0) for i in raw)
+        indices = tuple(check_int(owner, "frames_indices[]", i, 0) for i in raw)
         if not indices:
             raise ValueError(f"{owner}.frames_indices is empty: a cached video holds at least one frame")
         if indices[-1] >= total or any(b < a for a, b in itertools.pairwise(indices)):
@@ -564,7 +568,7 @@ class VideoMeta:
                 raise ValueError(f"{owner}.{name} must be a string or None, got {value!r}")
         for name in ("source_size", "source_mtime_ns"):
             if getattr(self, name) is not None:
-                _set(self, name, _int(owner, name, getattr(self, name), 0))
+                _set(self, name, check_int(owner, name, getattr(self, name), 0))
 
     @property
     def timestamps(self) -> tuple[float, ...]:

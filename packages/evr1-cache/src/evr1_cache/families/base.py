@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evr1_cache.spec import HF_FIELDS, ImageSpec, SamplingSpec, _int
+from evr1_cache.spec import HF_FIELDS, ImageSpec, SamplingSpec, check_int
 
 __all__ = ["ModelFamily", "VideoLike", "video_fields"]
 
@@ -102,7 +102,7 @@ class ModelFamily:
         """The spec's `size_factor`, validated for this family (None = the family's default)."""
         if value is None:
             return self.size_factor
-        factor = _int(owner, "size_factor", value, 1)
+        factor = check_int(owner, "size_factor", value, 1)
         if factor not in self.size_factors:
             allowed = " or ".join(str(f) for f in self.size_factors)
             raise ValueError(
@@ -158,8 +158,8 @@ class ModelFamily:
 
     # -- tokens --------------------------------------------------------------------------------------------------
     def _check_hw(self, height: int, width: int, factor: int) -> tuple[int, int]:
-        h = _int("frame", "height", height, 1)
-        w = _int("frame", "width", width, 1)
+        h = check_int("frame", "height", height, 1)
+        w = check_int("frame", "width", width, 1)
         if h % factor or w % factor:
             raise ValueError(
                 f"a {w}x{h} frame is not a multiple of {self.name}'s size factor {factor}: resize it with "
@@ -169,7 +169,7 @@ class ModelFamily:
 
     def video_grid(self, nframes: int, height: int, width: int) -> tuple[int, int, int]:
         """(t, h, w) patch grid of a video of `nframes` frames of `height` x `width` (`video_grid_thw`)."""
-        n = _int("video", "nframes", nframes, 1)
+        n = check_int("video", "nframes", nframes, 1)
         h, w = self._check_hw(height, width, self.patch_size * self.merge_size)
         t = -(-n // self.temporal_patch_size)  # the processor repeats the last frame to fill a temporal patch
         return t, h // self.patch_size, w // self.patch_size

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from evr1_cache.families.base import ModelFamily, VideoLike, video_fields
 from evr1_cache.families.registry import register
-from evr1_cache.spec import ImageSpec, SamplingSpec, _positive_float
+from evr1_cache.spec import ImageSpec, SamplingSpec, check_positive_float
 
 #: `Glm4vVideoProcessor.max_duration`: longer videos are sampled at a fixed count spread over the whole duration.
 MAX_DURATION = 300
@@ -101,7 +101,7 @@ class Glm4vFamily(ModelFamily):
 
     def sample_frame_indices(self, total_num_frames: int, native_fps: float, spec: SamplingSpec) -> tuple[int, ...]:
         assert spec.fps is not None  # check_spec refuses nframes
-        _positive_float("sample_frame_indices", "native_fps", native_fps)  # as the Qwen rule checks it
+        check_positive_float("sample_frame_indices", "native_fps", native_fps)  # as the Qwen rule checks it
         total = total_num_frames
         last = total - 1
         duration = total / native_fps

@@ -22,7 +22,7 @@ from typing import Any
 
 from evr1_cache.families.base import ModelFamily, VideoLike, hf_metadata, video_fields
 from evr1_cache.families.registry import register
-from evr1_cache.spec import ImageSpec, SamplingSpec, _positive_float, f32
+from evr1_cache.spec import ImageSpec, SamplingSpec, check_positive_float, f32
 
 #: InternVL3.5's tile (`image_size`): 448 px = 32 x 32 patches of 14, pixel-shuffled 2x2 -> 256 tokens per tile.
 TILE = 448
@@ -102,7 +102,7 @@ class InternVLFamily(ModelFamily):
             n = spec.nframes
         else:
             assert spec.fps is not None
-            _positive_float("sample_frame_indices", "native_fps", native_fps)  # as the Qwen rule checks it
+            check_positive_float("sample_frame_indices", "native_fps", native_fps)  # as the Qwen rule checks it
             n = min(max(int(total_num_frames / native_fps * spec.fps), spec.min_frames), spec.max_frames)
             n = min(n, total_num_frames)
         return segment_indices(total_num_frames, n)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from evr1_cache.registry import check_fields
-from evr1_cache.spec import VIDEO_MAX_TOKENS, ImageSpec, SamplingSpec, VideoMeta, _int
+from evr1_cache.spec import VIDEO_MAX_TOKENS, ImageSpec, SamplingSpec, VideoMeta, check_int
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,7 +60,7 @@ class ToolBudget:
 
     def __post_init__(self) -> None:
         for name in ("frames_per_call", "calls_per_turn", "calls_per_episode", "pixels_per_episode"):
-            object.__setattr__(self, name, _int("ToolBudget", name, getattr(self, name), 1))
+            object.__setattr__(self, name, check_int("ToolBudget", name, getattr(self, name), 1))
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> ToolBudget:
