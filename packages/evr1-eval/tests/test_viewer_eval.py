@@ -184,3 +184,19 @@ def test_report_html_without_jinja2_is_a_clear_error(runs: Path, tmp_path: Path,
     monkeypatch.setattr(builtins, "__import__", no_jinja)
     assert _report(runs, tmp_path / "x") == 2
     assert "pip install 'evr1-cache[viewer]'" in capsys.readouterr().err
+
+
+def test_report_html_verifies_each_run_once(runs: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # collect_run re-scores every stored row: the report and its viewer share one result per run, not one each
+    import evr1_eval.report as report_module
+
+    seen: list[str] = []
+    real = report_module.collect_run
+
+    def counting(run_dir: Path, given=None):  # type: ignore[no-untyped-def]
+        seen.append(Path(run_dir).name)
+        return real(run_dir, given)
+
+    monkeypatch.setattr(report_module, "collect_run", counting)
+    assert _report(runs, tmp_path / "site") == 0
+    assert sorted(seen) == ["base", "rl"]

@@ -26,6 +26,7 @@ from evr1_eval.verify import Annotations
 if TYPE_CHECKING:
     from evr1_cache.spec import SamplingSpec
     from evr1_cache.viewer import MediaRef, ResponseRecord, RunRecord, SampleRecord
+    from evr1_eval.report import RunReport
     from evr1_eval.types import Sample, ScoredSample
 
 #: Group names tried in order for the "task" shown and filtered on (benchmarks name their task field differently).
@@ -47,12 +48,14 @@ def add_html_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", type=Path, default=None, help="frame cache for the thumbnails (default: recorded)")
 
 
-def run_html(args: argparse.Namespace) -> int:
-    """Write the viewer for `args.runs` into `args.html`; prints the page to open. Returns the number of problems."""
+def run_html(args: argparse.Namespace, reports: Sequence[RunReport] | None = None) -> int:
+    """Write the viewer for `args.runs` into `args.html`; prints the page to open. Returns the number of problems.
+    `reports`: the runs' `collect_run` results when the caller has them (`report --html`), so no run is re-scored twice."""
     from evr1_cache.viewer import write_site
 
     given = Sources(args.annotations_dir, args.media_root, args.cache_dir)
-    runs = [eval_run_record(Path(d), given) for d in args.runs]
+    collected = list(reports) if reports is not None else [None] * len(args.runs)
+    runs = [eval_run_record(Path(d), given, report=r) for d, r in zip(args.runs, collected, strict=True)]
     try:
         result = write_site(runs, args.html, title="evr1-eval report")
     except ImportError as exc:  # the viewer extra is missing: a clear CLI error, not a traceback
@@ -69,15 +72,19 @@ def run_html(args: argparse.Namespace) -> int:
     return problems
 
 
-def eval_run_record(run_dir: Path, given: Sources | None = None, *, name: str | None = None) -> RunRecord:
-    """One run folder (or one benchmark folder) as viewer records; never raises for what a run folder holds."""
+def eval_run_record(
+    run_dir: Path, given: Sources | None = None, *, name: str | None = None, report: RunReport | None = None
+) -> RunRecord:
+    """One run folder (or one benchmark folder) as viewer records; never raises for what a run folder holds. `report`:
+    the folder's `collect_run(run_dir, given)` when the caller already has it."""
     from evr1_cache.viewer import RunRecord
     from evr1_eval.report import bench_dirs, collect_run, primary_value
     from evr1_eval.results import load_rows
 
     given = given or Sources()
     run_dir = Path(run_dir)
-    report = collect_run(run_dir, given)  # its problems name annotations that did not load or changed since the run
+    if report is None:  # its problems name annotations that did not load or changed since the run
+        report = collect_run(run_dir, given)
     problems = list(report.problems)
     samples: list[SampleRecord] = []
     for bench_dir in bench_dirs(run_dir):  # a folder with only summary.json has no rows

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "html", None) is not None:
         from evr1_eval.viewer import run_html
 
-        run_html(args)
+        run_html(args, runs)
     if not all(r.verified for r in runs):
         print("evr1-eval report: results NOT verified (problems above); exit 1", file=sys.stderr)
         return 1
