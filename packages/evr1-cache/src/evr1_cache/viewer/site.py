@@ -245,19 +245,14 @@ def _strips_of(sample: SampleRecord, strips: Mapping[tuple[Any, ...], Strip]) ->
     return [strips[_media_key(ref)] for ref in sample.media]
 
 
-def _row(sample: SampleRecord) -> list[Any]:
-    error = "error" if sample.verdict == "error" else "no error"
-    step = "" if sample.step is None else str(sample.step)
-    return [
-        sample.key,
-        sample.benchmark,
-        sample.task,
-        sample.problem_type,
-        sample.verdict,
-        error,
-        _sources(sample),
-        step,
-    ]
+def _row(a: SampleRecord, b: SampleRecord | None = None) -> list[Any]:
+    """The filter columns of a card: one sample's, or a compared pair's (`b` the other run's: its verdict change,
+    sources and step)."""
+    b = a if b is None else b
+    change = a.verdict if a.verdict == b.verdict else f"{a.verdict} → {b.verdict}"
+    error = "error" if "error" in (a.verdict, b.verdict) else "no error"
+    step = "" if b.step is None else str(b.step)
+    return [a.key, a.benchmark, a.task, a.problem_type, change, error, _sources(b), step]
 
 
 def _sources(sample: SampleRecord) -> str:
@@ -304,13 +299,9 @@ def _compare(
     same = [p for p in pairs if p[0].verdict == p[1].verdict]
     card = env.get_template("compare_card.html.j2")
     for a, b in [*changed, *same]:
-        change = a.verdict if a.verdict == b.verdict else f"{a.verdict} → {b.verdict}"
-        error = "error" if "error" in (a.verdict, b.verdict) else "no error"
-        step = "" if b.step is None else str(b.step)
         html = card.render(a=a, b=b, sa=_strips_of(a, strips), sb=_strips_of(b, strips), base=base, other=other,
                            changed=a.verdict != b.verdict)  # fmt: skip
-        row = [a.key, a.benchmark, a.task, a.problem_type, change, error, _sources(b), step]
-        page.add(row, _compact(html), _search_text(a) + "\n" + _search_text(b))
+        page.add(_row(a, b), _compact(html), _search_text(a) + "\n" + _search_text(b))
     flips = Counter((a.verdict, b.verdict) for a, b in changed)
     return {
         "matched": len(pairs),
