@@ -170,15 +170,12 @@ def write_site(
     out.mkdir(parents=True, exist_ok=True)
     env = _environment()
     thumbs = ThumbnailWriter(out)
-    problems: list[str] = []
     strips = _strips(runs, thumbs, workers)
     taken: set[str] = {"index", "assets", "data", "thumbs"}
     pages: list[_Page] = []
-    run_slugs: dict[int, str] = {}
-    for i, run in enumerate(runs):
+    for run in runs:
         slug = slugify(run.name, taken)
         page = _Page(slug, run.name, "run", (run,), out / "data" / slug, chunk_size)
-        run_slugs[i] = page.slug
         card = env.get_template("card.html.j2")
         for sample in run.samples:
             html = card.render(s=sample, strips=_strips_of(sample, strips), run=run, group=_group_stats(sample))
@@ -206,10 +203,9 @@ def write_site(
     written = [_write_page(env, out, page, title, pages, page_size) for page in pages]
     overview = env.get_template("index.html.j2").render(
         title=title,
-        runs=[_overview(run, run_slugs[i]) for i, run in enumerate(runs)],
+        runs=[_overview(run, page.slug) for run, page in zip(runs, pages, strict=False)],  # the runs' pages come first
         comparisons=comparisons,
         nav=_nav(pages, None),
-        problems=problems,
         asset="assets",
     )
     index = out / "index.html"
@@ -220,7 +216,6 @@ def write_site(
         samples=sum(len(r.samples) for r in runs),
         thumbnails_written=thumbs.written,
         thumbnails_reused=thumbs.reused,
-        problems=tuple(problems),
     )
 
 
