@@ -395,12 +395,8 @@ def finalize(
         )
         return None
     target = Path(output_data) if output_data else out / f"{plan.data_file.stem}.evr1.jsonl"
-    _write_dataset(target, plan, out, {**plan.media_errors, **errors}, errors)
-    return target
-
-
-def _write_dataset(target: Path, plan: Plan, out: Path, known: dict[str, str], errors: dict[str, str]) -> None:
-    """Rows + `video_cache` / `image_cache` (one reference per media, None where it failed) + `cache_errors`."""
+    # rows + `video_cache` / `image_cache` (one reference per media, None where it failed) + `cache_errors`
+    known = {**plan.media_errors, **errors}
     meta_memo: dict[str, Any] = {}
 
     def ref(kind: Kind, path: str) -> dict[str, Any] | None:
@@ -433,6 +429,7 @@ def _write_dataset(target: Path, plan: Plan, out: Path, known: dict[str, str], e
             extra = {"video_cache": refs["video"], "image_cache": refs["image"], "cache_errors": failed}
             out_row = _rebase_media(row.data, media, target.parent)
             fh.write(json.dumps({**out_row, **extra}, ensure_ascii=False, default=str) + "\n")
+    return target
 
 
 def _rebase_media(row: dict[str, Any], media: dict[Kind, tuple[str, ...]], base: Path) -> dict[str, Any]:
