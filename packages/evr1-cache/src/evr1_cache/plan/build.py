@@ -34,23 +34,18 @@ def build_planned(args: argparse.Namespace) -> int:
     out = Path(args.out)
     target = Path(args.output_data) if args.output_data else out / f"{data.stem}.evr1.jsonl"
     media_root = args.media_root or str(data.resolve().parent)
-    groups: dict[str, list[dict[str, Any]]] = {}
-    specs: dict[str, SamplingSpec] = {"": spec}
+    groups: dict[str, tuple[SamplingSpec, list[dict[str, Any]]]] = {}  # "": the kept rows, else a resampled spec's key
     for row in rows:
-        index = row[INDEX]
-        if index in resampled:
-            s = SamplingSpec(**(resampled[index].video_spec or {}))
-            specs[s.key()] = s
-            groups.setdefault(s.key(), []).append(row)
-        else:
-            groups.setdefault("", []).append(row)
+        d = resampled.get(row[INDEX])
+        s = spec if d is None else SamplingSpec(**(d.video_spec or {}))
+        groups.setdefault("" if d is None else s.key(), (s, []))[1].append(row)
     outputs: list[Path] = []
     status = 0
-    for key, group in groups.items():
+    for key, (group_spec, group) in groups.items():
         part = out / "plan" / f"{data.stem}.{key or 'main'}.jsonl"
         write_rows(part, group)
         built = target.with_name(f".{target.name}.{key or 'main'}.part")
-        report = build_cache_from_args(args, part, specs[key], image_spec, media_root=media_root, output_data=built)
+        report = build_cache_from_args(args, part, group_spec, image_spec, media_root=media_root, output_data=built)
         what = "kept rows" if not key else f"resampled rows (spec {key})"
         print(
             f"{what}: rows {report.rows} | built {report.built} | skipped (done before) {report.skipped} | "
