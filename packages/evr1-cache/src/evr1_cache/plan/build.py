@@ -107,8 +107,6 @@ def run_plan(
 
         rows = read_rows(data_file)
     if fresh:
-        from evr1_cache.plan.row_spec import PLAN_COLUMN
-
         rows = [{k: v for k, v in row.items() if k != PLAN_COLUMN} for row in rows]
     messages = []
     for row in rows:
