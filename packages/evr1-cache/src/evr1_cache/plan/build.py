@@ -12,22 +12,22 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evr1_cache.atomic import atomic_open
+from evr1_cache.build import build_cache_from_args
+from evr1_cache.dataset import read_rows
+from evr1_cache.families import ModelFamily, family_for_model, get_family
+from evr1_cache.plan.report import Decision, decide, summary, write_report
 from evr1_cache.plan.row_spec import PLAN_COLUMN
+from evr1_cache.plan.tokens import default_messages, load_text_counter, plan_rows
+from evr1_cache.spec import SamplingSpec
 from evr1_cache.spec_args import specs_from_args
-
-if TYPE_CHECKING:
-    from evr1_cache.plan.report import Decision
 
 INDEX = "evr1_plan_index"
 
 
 def build_planned(args: argparse.Namespace) -> int:
-    from evr1_cache.build import build_cache_from_args
-    from evr1_cache.spec import SamplingSpec
-
     rows, resampled, report_path = build_with_plan(args)
     spec, image_spec = specs_from_args(args)
     data = Path(args.data)
@@ -77,10 +77,8 @@ def build_planned(args: argparse.Namespace) -> int:
     return status
 
 
-def resolve_family(args: argparse.Namespace) -> Any:
+def resolve_family(args: argparse.Namespace) -> ModelFamily:
     """The family from --family, else the model folder's config.json; the spec args then name it."""
-    from evr1_cache.families import family_for_model, get_family
-
     if args.family is not None:
         return get_family(args.family)
     model = getattr(args, "model", None) or getattr(args, "tokenizer", None)
@@ -96,15 +94,11 @@ def run_plan(
 ) -> tuple[Any, ...]:
     """(family, spec, image_spec, counter, rows, messages, plans) for the parsed arguments. `fresh`: plan every row
     under the given spec, dropping any `evr1_plan` override an earlier `build --plan` wrote (build re-decides)."""
-    from evr1_cache.plan.tokens import default_messages, load_text_counter, plan_rows
-
     family = resolve_family(args)
     spec, image_spec = specs_from_args(args)
     tok = args.tokenizer or args.model
     counter = load_text_counter(tok) if tok else None
     if rows is None:
-        from evr1_cache.dataset import read_rows
-
         rows = read_rows(data_file)
     if fresh:
         rows = [{k: v for k, v in row.items() if k != PLAN_COLUMN} for row in rows]
@@ -132,8 +126,6 @@ def run_plan(
 def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[int, Decision], Path]:
     """Plan the input rows; returns (kept rows, each with its input index under `INDEX`, {row index: its resample
     decision}, report path). Prints a summary."""
-    from evr1_cache.plan.report import decide, summary, write_report
-
     if args.max_prompt_length is None:
         raise ValueError("build --plan needs --max-prompt-length (the limit rows are checked against)")
     margin = int(getattr(args, "prompt_margin", 0) or 0)
