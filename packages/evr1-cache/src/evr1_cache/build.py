@@ -28,6 +28,7 @@ from evr1_cache.atomic import atomic_open, is_temp
 from evr1_cache.dataset import Row, read_dataset
 from evr1_cache.errors import CorruptEntry, MediaError
 from evr1_cache.paths import MediaPaths
+from evr1_cache.sources import media_file, source_identity
 from evr1_cache.spec import ImageSpec, SamplingSpec
 from evr1_cache.store import entry_key, entry_relpath, frames_layout, read_header, remove_entry
 
@@ -141,8 +142,6 @@ def plan_jobs(
 ) -> Plan:
     """Read the dataset and turn its media into jobs (content-addressed: two paths with the same bytes share one);
     media paths are resolved and confined by `MediaPaths` (a refused path is a failed row naming its line)."""
-    from evr1_cache.sources import media_file, source_identity
-
     data_path = Path(data_file)
     paths_rule = MediaPaths.for_dataset(
         data_path, media_root, allow_outside=allow_outside_media, allow_remote=allow_remote_media
@@ -230,7 +229,6 @@ def select(jobs: list[EntryJob], out: Path) -> tuple[list[EntryJob], int, int]:
 def build_entry(job: EntryJob, out: str, decoder: str, threads: int) -> EntryResult:
     """Build one entry (runs in a worker process): an EntryResult, never an exception for bad media."""
     from evr1_cache.probing import probe
-    from evr1_cache.sources import media_file
     from evr1_cache.writer import make_entry
 
     try:
