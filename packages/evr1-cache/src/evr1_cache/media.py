@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
 from evr1_cache.errors import CacheMiss, MediaError
-from evr1_cache.image import image_pixels, load_image
+from evr1_cache.image import image_pixels
 from evr1_cache.paths import is_url
 from evr1_cache.reader import CacheReader, Ref
 from evr1_cache.spec import ImageSpec, SamplingSpec, VideoMeta
@@ -286,6 +286,8 @@ class MediaLoader:
                 return ImageFrames(entry.frames, media_key(source, spec), cached=hit)
             except _CACHE_TROUBLE as exc:  # a miss or a damaged entry: read the file instead
                 logger.info("row %s: image %s not served from the cache (%s); reading the file", row, source, exc)
+        from evr1_cache.image import load_image  # at the call: a patched evr1_cache.image.load_image is the one used
+
         try:
             pixels = load_image(self._readable(source, row), spec)
         except (MediaError, OSError, ValueError) as exc:
