@@ -28,6 +28,7 @@ from evr1_cache.atomic import atomic_open, is_temp
 from evr1_cache.dataset import Row, read_dataset
 from evr1_cache.errors import CorruptEntry, MediaError
 from evr1_cache.paths import MediaPaths
+from evr1_cache.sources import media_file, source_identity
 from evr1_cache.spec import ImageSpec, SamplingSpec
 from evr1_cache.store import entry_key, entry_relpath, frames_layout, read_header, remove_entry
 
@@ -141,8 +142,6 @@ def plan_jobs(
 ) -> Plan:
     """Read the dataset and turn its media into jobs (content-addressed: two paths with the same bytes share one);
     media paths are resolved and confined by `MediaPaths` (a refused path is a failed row naming its line)."""
-    from evr1_cache.sources import media_file, source_identity
-
     data_path = Path(data_file)
     paths_rule = MediaPaths.for_dataset(
         data_path, media_root, allow_outside=allow_outside_media, allow_remote=allow_remote_media
@@ -230,7 +229,6 @@ def select(jobs: list[EntryJob], out: Path) -> tuple[list[EntryJob], int, int]:
 def build_entry(job: EntryJob, out: str, decoder: str, threads: int) -> EntryResult:
     """Build one entry (runs in a worker process): an EntryResult, never an exception for bad media."""
     from evr1_cache.probing import probe
-    from evr1_cache.sources import media_file
     from evr1_cache.writer import make_entry
 
     try:
@@ -395,12 +393,8 @@ def finalize(
         )
         return None
     target = Path(output_data) if output_data else out / f"{plan.data_file.stem}.evr1.jsonl"
-    _write_dataset(target, plan, out, {**plan.media_errors, **errors}, errors)
-    return target
-
-
-def _write_dataset(target: Path, plan: Plan, out: Path, known: dict[str, str], errors: dict[str, str]) -> None:
-    """Rows + `video_cache` / `image_cache` (one reference per media, None where it failed) + `cache_errors`."""
+    # rows + `video_cache` / `image_cache` (one reference per media, None where it failed) + `cache_errors`
+    known = {**plan.media_errors, **errors}
     meta_memo: dict[str, Any] = {}
 
     def ref(kind: Kind, path: str) -> dict[str, Any] | None:
@@ -433,6 +427,7 @@ def _write_dataset(target: Path, plan: Plan, out: Path, known: dict[str, str], e
             extra = {"video_cache": refs["video"], "image_cache": refs["image"], "cache_errors": failed}
             out_row = _rebase_media(row.data, media, target.parent)
             fh.write(json.dumps({**out_row, **extra}, ensure_ascii=False, default=str) + "\n")
+    return target
 
 
 def _rebase_media(row: dict[str, Any], media: dict[Kind, tuple[str, ...]], base: Path) -> dict[str, Any]:

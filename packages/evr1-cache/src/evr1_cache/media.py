@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
 from evr1_cache.errors import CacheMiss, MediaError
+from evr1_cache.image import image_pixels
 from evr1_cache.paths import is_url
+from evr1_cache.reader import CacheReader, Ref
 from evr1_cache.spec import ImageSpec, SamplingSpec, VideoMeta
 
 if TYPE_CHECKING:
@@ -39,7 +41,6 @@ if TYPE_CHECKING:
 
     from evr1_cache.entry import CacheEntry
     from evr1_cache.paths import MediaPaths
-    from evr1_cache.reader import CacheReader, Ref
 
 logger = logging.getLogger(__name__)
 
@@ -169,8 +170,6 @@ class MediaLoader:
             return None
         with self._lock:
             if self._reader is None:
-                from evr1_cache.reader import CacheReader
-
                 self._reader = CacheReader(self.cache_dir)
             return self._reader
 
@@ -257,8 +256,6 @@ class MediaLoader:
         source = self.resolve(path)
         if self.cache_dir is None:
             return self.decoded(source, spec)
-        from evr1_cache.reader import CacheReader
-
         try:
             reader = self.reader or CacheReader(self.cache_dir)
             try:  # a tool slices a few frames of a long stream: map the entry read-only instead of reading it all
@@ -289,7 +286,7 @@ class MediaLoader:
                 return ImageFrames(entry.frames, media_key(source, spec), cached=hit)
             except _CACHE_TROUBLE as exc:  # a miss or a damaged entry: read the file instead
                 logger.info("row %s: image %s not served from the cache (%s); reading the file", row, source, exc)
-        from evr1_cache.image import load_image
+        from evr1_cache.image import load_image  # at the call: a patched evr1_cache.image.load_image is the one used
 
         try:
             pixels = load_image(self._readable(source, row), spec)
@@ -301,8 +298,6 @@ class MediaLoader:
 def _image_pixels(item: bytes | PILImage.Image, spec: ImageSpec) -> np.ndarray:
     """An in-memory image (encoded bytes or PIL) prepared as `load_image` prepares a file."""
     from PIL import Image
-
-    from evr1_cache.image import image_pixels
 
     if isinstance(item, bytes):
         with Image.open(io.BytesIO(item)) as img:

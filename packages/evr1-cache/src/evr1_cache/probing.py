@@ -89,7 +89,8 @@ class _Header:
 
 
 def probe(path: str | os.PathLike[str], *, exact: bool = False) -> VideoInfo:
-    """Measure `path` (see module docstring); `exact=True` decodes every frame to time it (slower, authoritative)."""
+    """Measure `path` (see module docstring); `exact=True` decodes every frame to time it (slower, authoritative).
+    MediaError for a file that is not a readable video, or a stream without frames or size."""
     p = media_file(path)
     try:
         with open_container(p) as container:
@@ -106,7 +107,34 @@ def probe(path: str | os.PathLike[str], *, exact: bool = False) -> VideoInfo:
         raise
     except Exception as exc:
         raise MediaError(str(p), f"not a readable video ({type(exc).__name__}: {exc})", "re-encode the file") from exc
-    return _assemble(p, header, times, end, rotation, width, height, exact)
+    # the timeline (module docstring) from the raw frame times
+    if not times:
+        raise MediaError(str(p), "the video stream holds no frames", "re-encode or drop the file")
+    if any(t != t for t in times):  # nan: a stream without timestamps -> the declared rate
+        times = [i / (header.fps or 25.0) for i in range(len(times))]
+        end = None
+    times.sort()
+    t0 = times[0]
+    rel = tuple(t - t0 for t in times)
+    fps, duration, vfr = _timeline(rel, header.fps, None if end is None else end - t0)
+    if width <= 0 or height <= 0:
+        raise MediaError(str(p), f"invalid frame size {width}x{height}", "re-encode the file")
+    w, h = (height, width) if rotation in (90, 270) else (width, height)
+    return VideoInfo(
+        path=str(p),
+        width=w,
+        height=h,
+        rotation=rotation,
+        fps=fps,
+        total_num_frames=len(rel),
+        duration=duration,
+        frame_times=rel,
+        vfr=vfr,
+        codec=header.codec,
+        header_frames=header.frames,
+        header_fps=header.fps,
+        exact=exact,
+    )
 
 
 def _stream_header(p: Path, container: Any) -> _Header:
@@ -155,46 +183,6 @@ def _decoded_times(container: Any, stream: Any, header: _Header) -> tuple[list[f
         times.append(t if t is not None else (last + 1 / (header.fps or 25) if last is not None else 0.0))
         last = times[-1]
     return times, rotation, width, height
-
-
-def _assemble(
-    p: Path,
-    header: _Header,
-    times: list[float],
-    end: float | None,
-    rotation: int,
-    width: int,
-    height: int,
-    exact: bool,
-) -> VideoInfo:
-    """The timeline (module docstring) from raw frame times; MediaError for a stream without frames or size."""
-    if not times:
-        raise MediaError(str(p), "the video stream holds no frames", "re-encode or drop the file")
-    if any(t != t for t in times):  # nan: a stream without timestamps -> the declared rate
-        times = [i / (header.fps or 25.0) for i in range(len(times))]
-        end = None
-    times.sort()
-    t0 = times[0]
-    rel = tuple(t - t0 for t in times)
-    fps, duration, vfr = _timeline(rel, header.fps, None if end is None else end - t0)
-    if width <= 0 or height <= 0:
-        raise MediaError(str(p), f"invalid frame size {width}x{height}", "re-encode the file")
-    w, h = (height, width) if rotation in (90, 270) else (width, height)
-    return VideoInfo(
-        path=str(p),
-        width=w,
-        height=h,
-        rotation=rotation,
-        fps=fps,
-        total_num_frames=len(rel),
-        duration=duration,
-        frame_times=rel,
-        vfr=vfr,
-        codec=header.codec,
-        header_frames=header.frames,
-        header_fps=header.fps,
-        exact=exact,
-    )
 
 
 def _frame_time(frame: object, last: float | None) -> float | None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from evr1_cache.entry import CacheEntry, ImageMeta, Source
 from evr1_cache.errors import CacheMiss, CorruptEntry, MediaError
+from evr1_cache.sources import source_identity
 from evr1_cache.spec import ImageSpec, SamplingSpec, VideoMeta
 from evr1_cache.store import entry_key, entry_relpath, kind_of, read_entry, read_header
 
@@ -43,8 +44,6 @@ class CacheReader:
     def path_for(self, media_path: str | os.PathLike[str], spec: SamplingSpec | ImageSpec) -> Path:
         """Where the entry for `media_path` under `spec` lives (whether or not it exists); MediaError when the source
         cannot be read (its identity names the entry)."""
-        from evr1_cache.sources import source_identity
-
         return self.root / entry_relpath(spec, entry_key(source_identity(media_path), spec))
 
     def contains(self, media_path: str | os.PathLike[str], spec: SamplingSpec | ImageSpec) -> bool:
@@ -92,8 +91,6 @@ class CacheReader:
         without the source, e.g. a cache shipped alone, the reference is trusted)."""
         entry = self._checked(self.ref_path(ref), spec, mmap=mmap)
         if source is not None and os.path.exists(source):
-            from evr1_cache.sources import source_identity
-
             try:
                 identity = source_identity(source)
             except MediaError as exc:

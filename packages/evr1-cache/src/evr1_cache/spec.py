@@ -100,18 +100,6 @@ def check_positive_float(owner: str, name: str, value: object) -> float:
     return float(value)
 
 
-def _size_factor(owner: str, value: object, family: str | None = None) -> int:
-    if family is not None:  # the model family names its own factors (e.g. InternVL's tile side)
-        return _family(family).check_size_factor(owner, value)
-    factor = check_int(owner, "size_factor", 28 if value is None else value, 1)
-    if factor not in SIZE_FACTORS:
-        raise ValueError(
-            f"{owner}.size_factor must be 28 (Qwen2/2.5-VL: patch 14 x merge 2) or 32 (Qwen3-VL: patch 16 x merge 2), "
-            f"got {factor} (pass patch size x 2, not the patch size)"
-        )
-    return factor
-
-
 def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)  # normalising a frozen dataclass in __post_init__
 
@@ -236,12 +224,18 @@ def _pixel_budget(spec: Any, owner: str, min_tokens: int, max_tokens: int, kind:
     family = spec.family
     if family is not None and not isinstance(family, str):
         raise ValueError(f"{owner}.family must be a model-family name (evr1_cache.families), got {family!r}")
-    factor = _size_factor(owner, spec.size_factor, family)
-    _set(spec, "size_factor", factor)
-    if family is not None:  # the family's own default budget (token counts x factor**2 for Qwen)
+    if family is not None:  # the family's own factors (e.g. InternVL's tile side) and default budget
+        factor = _family(family).check_size_factor(owner, spec.size_factor)
         lo, hi = _family(family).default_pixels(kind, factor)
     else:
+        factor = check_int(owner, "size_factor", 28 if spec.size_factor is None else spec.size_factor, 1)
+        if factor not in SIZE_FACTORS:
+            raise ValueError(
+                f"{owner}.size_factor must be 28 (Qwen2/2.5-VL: patch 14 x merge 2) or 32 (Qwen3-VL: patch 16 x merge "
+                f"2), got {factor} (pass patch size x 2, not the patch size)"
+            )
         lo, hi = min_tokens * factor * factor, max_tokens * factor * factor
+    _set(spec, "size_factor", factor)
     if family is not None and _family(family).spec_rule:  # a Qwen family: the spec's own rule, filed without a name
         _set(spec, "family", None)
     min_pixels = check_int(owner, "min_pixels", lo if spec.min_pixels is None else spec.min_pixels, 1)

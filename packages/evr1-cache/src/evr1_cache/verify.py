@@ -89,21 +89,18 @@ def verify_cache(root: str | os.PathLike[str], *, delete: bool = False) -> Verif
         rel = path.relative_to(base).as_posix()
         if is_temp(path):
             temps.append(rel)
-            if delete:
-                remove_entry(path)
-                deleted += 1
-            continue
-        try:
-            kind, size = check_entry(path, base)
-        except CorruptEntry as exc:
-            corrupt.append((rel, str(exc).replace(f"{path}: ", "", 1)))
-        except Exception as exc:  # a crafted file must never stop the walk
-            corrupt.append((rel, f"unreadable ({type(exc).__name__}: {exc})"))
         else:
-            counts[kind] += 1
-            total += size
-            continue
-        if delete:
+            try:
+                kind, size = check_entry(path, base)
+            except CorruptEntry as exc:
+                corrupt.append((rel, str(exc).replace(f"{path}: ", "", 1)))
+            except Exception as exc:  # a crafted file must never stop the walk
+                corrupt.append((rel, f"unreadable ({type(exc).__name__}: {exc})"))
+            else:
+                counts[kind] += 1
+                total += size
+                continue
+        if delete:  # a temp leftover or a bad entry
             remove_entry(path)
             deleted += 1
     return VerifyReport(

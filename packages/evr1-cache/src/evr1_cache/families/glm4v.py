@@ -133,12 +133,8 @@ class Glm4vFamily(ModelFamily):
 
     def frame_seconds(self, meta: VideoLike) -> list[int]:
         """The integer second written after each temporal patch: `int(index / fps)` of its first frame."""
-        indices, fps = video_fields(meta)
-        t = -(-len(indices) // self.temporal_patch_size)
-        seconds = [int(i / fps) for i in indices][:: self.temporal_patch_size][:t]
-        while len(seconds) < t:
-            seconds.append(seconds[-1] if seconds else 0)
-        return seconds
+        indices, fps = video_fields(meta)  # one second per temporal patch, a short last patch included
+        return [int(i / fps) for i in indices][:: self.temporal_patch_size]
 
     def video_prompt(self, meta: VideoLike, height: int, width: int) -> str:
         indices, _ = video_fields(meta)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from evr1_cache.families.base import ModelFamily
-from evr1_cache.registry import unknown_name
+from evr1_cache.registry import lookup
 from evr1_cache.spec import install_family_lookup
 
 F = TypeVar("F", bound=ModelFamily)
@@ -51,13 +51,8 @@ def get_family(name: str | ModelFamily) -> ModelFamily:
     """The family registered as `name` (a family name or a transformers `model_type`); close names are suggested."""
     if isinstance(name, ModelFamily):
         return name
-    key = str(name).strip()
-    if key in _FAMILIES:
-        return _FAMILIES[key]
-    if key in _BY_MODEL_TYPE:
-        return _FAMILIES[_BY_MODEL_TYPE[key]]
-    known = [*_FAMILIES, *_BY_MODEL_TYPE]
-    raise KeyError(unknown_name("model family", name, known, fix=f"known: {', '.join(family_names())}", cutoff=0.5))
+    fix = f"known: {', '.join(family_names())}"
+    return lookup(_FAMILIES, str(name), "model family", aliases=_BY_MODEL_TYPE, fix=fix, cutoff=0.5)
 
 
 install_family_lookup(get_family)  # specs with `family=NAME` resolve through this registry (the spec imports no plugin)

@@ -12,45 +12,40 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evr1_cache.atomic import atomic_open
+from evr1_cache.build import build_cache_from_args
+from evr1_cache.dataset import read_rows
+from evr1_cache.families import ModelFamily, family_for_model, get_family
+from evr1_cache.plan.report import Decision, decide, summary, write_report
 from evr1_cache.plan.row_spec import PLAN_COLUMN
+from evr1_cache.plan.tokens import default_messages, load_text_counter, plan_rows
+from evr1_cache.spec import SamplingSpec
 from evr1_cache.spec_args import specs_from_args
-
-if TYPE_CHECKING:
-    from evr1_cache.plan.report import Decision
 
 INDEX = "evr1_plan_index"
 
 
 def build_planned(args: argparse.Namespace) -> int:
-    from evr1_cache.build import build_cache_from_args
-    from evr1_cache.spec import SamplingSpec
-
     rows, resampled, report_path = build_with_plan(args)
     spec, image_spec = specs_from_args(args)
     data = Path(args.data)
     out = Path(args.out)
     target = Path(args.output_data) if args.output_data else out / f"{data.stem}.evr1.jsonl"
     media_root = args.media_root or str(data.resolve().parent)
-    groups: dict[str, list[dict[str, Any]]] = {}
-    specs: dict[str, SamplingSpec] = {"": spec}
+    groups: dict[str, tuple[SamplingSpec, list[dict[str, Any]]]] = {}  # "": the kept rows, else a resampled spec's key
     for row in rows:
-        index = row[INDEX]
-        if index in resampled:
-            s = SamplingSpec(**(resampled[index].video_spec or {}))
-            specs[s.key()] = s
-            groups.setdefault(s.key(), []).append(row)
-        else:
-            groups.setdefault("", []).append(row)
+        d = resampled.get(row[INDEX])
+        s = spec if d is None else SamplingSpec(**(d.video_spec or {}))
+        groups.setdefault("" if d is None else s.key(), (s, []))[1].append(row)
     outputs: list[Path] = []
     status = 0
-    for key, group in groups.items():
+    for key, (group_spec, group) in groups.items():
         part = out / "plan" / f"{data.stem}.{key or 'main'}.jsonl"
         write_rows(part, group)
         built = target.with_name(f".{target.name}.{key or 'main'}.part")
-        report = build_cache_from_args(args, part, specs[key], image_spec, media_root=media_root, output_data=built)
+        report = build_cache_from_args(args, part, group_spec, image_spec, media_root=media_root, output_data=built)
         what = "kept rows" if not key else f"resampled rows (spec {key})"
         print(
             f"{what}: rows {report.rows} | built {report.built} | skipped (done before) {report.skipped} | "
@@ -82,10 +77,8 @@ def build_planned(args: argparse.Namespace) -> int:
     return status
 
 
-def resolve_family(args: argparse.Namespace) -> Any:
+def resolve_family(args: argparse.Namespace) -> ModelFamily:
     """The family from --family, else the model folder's config.json; the spec args then name it."""
-    from evr1_cache.families import family_for_model, get_family
-
     if args.family is not None:
         return get_family(args.family)
     model = getattr(args, "model", None) or getattr(args, "tokenizer", None)
@@ -101,19 +94,13 @@ def run_plan(
 ) -> tuple[Any, ...]:
     """(family, spec, image_spec, counter, rows, messages, plans) for the parsed arguments. `fresh`: plan every row
     under the given spec, dropping any `evr1_plan` override an earlier `build --plan` wrote (build re-decides)."""
-    from evr1_cache.plan.tokens import default_messages, load_text_counter, plan_rows
-
     family = resolve_family(args)
     spec, image_spec = specs_from_args(args)
     tok = args.tokenizer or args.model
     counter = load_text_counter(tok) if tok else None
     if rows is None:
-        from evr1_cache.dataset import read_rows
-
         rows = read_rows(data_file)
     if fresh:
-        from evr1_cache.plan.row_spec import PLAN_COLUMN
-
         rows = [{k: v for k, v in row.items() if k != PLAN_COLUMN} for row in rows]
     messages = []
     for row in rows:
@@ -139,8 +126,6 @@ def run_plan(
 def build_with_plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[int, Decision], Path]:
     """Plan the input rows; returns (kept rows, each with its input index under `INDEX`, {row index: its resample
     decision}, report path). Prints a summary."""
-    from evr1_cache.plan.report import decide, summary, write_report
-
     if args.max_prompt_length is None:
         raise ValueError("build --plan needs --max-prompt-length (the limit rows are checked against)")
     margin = int(getattr(args, "prompt_margin", 0) or 0)

@@ -159,6 +159,19 @@ def decide(
         raise ValueError(f"on_over_limit must be one of {list(ACTIONS)}, got {action!r}")
     out: list[Decision] = []
     ladder: list[SamplingSpec] | None = None
+
+    def fit(plan: RowPlan, videos: list[MediaPlan], images: list[MediaPlan]) -> tuple[SamplingSpec, RowPlan] | None:
+        """The first budget of the ladder under which the row fits, with its plan (None when none does)."""
+        for candidate in ladder or ():
+            replanned = [plan_video(v.path, family, candidate, _native_meta(v)) for v in videos]
+            if any(v.error for v in replanned):
+                continue
+            row, msgs = rows[plan.index], messages[plan.index]
+            new = plan_row(plan.index, row, msgs, replanned, images, family, image_spec, counter)
+            if new.ok and new.total <= limit:
+                return candidate, new
+        return None
+
     for plan in plans:
         if not plan.ok:
             out.append(Decision(plan.index, plan.row_id, "drop", f"cannot be planned: {plan.error}", 0))
@@ -173,9 +186,7 @@ def decide(
         images = [m for m in plan.media if m.kind == "image"]
         if action == "resample" and videos:
             ladder = ladder if ladder is not None else shrunk_specs(spec, family)
-            fitted = _fit(
-                plan, rows[plan.index], messages[plan.index], videos, images, family, ladder, image_spec, limit, counter
-            )
+            fitted = fit(plan, videos, images)
             if fitted is not None:
                 new_spec, new_plan = fitted
                 out.append(
@@ -195,28 +206,6 @@ def decide(
             why += "; no video to resample (images keep their budget)"
         out.append(Decision(plan.index, plan.row_id, "drop", why + "; dropped", plan.total))
     return out
-
-
-def _fit(
-    plan: RowPlan,
-    row: Mapping[str, Any],
-    messages: Sequence[Mapping[str, Any]],
-    videos: Sequence[MediaPlan],
-    images: Sequence[MediaPlan],
-    family: ModelFamily,
-    ladder: Sequence[SamplingSpec],
-    image_spec: ImageSpec,
-    limit: int,
-    counter: TextCounter | None,
-) -> tuple[SamplingSpec, RowPlan] | None:
-    for candidate in ladder:
-        replanned = [plan_video(v.path, family, candidate, _native_meta(v)) for v in videos]
-        if any(v.error for v in replanned):
-            continue
-        new = plan_row(plan.index, row, messages, replanned, images, family, image_spec, counter)
-        if new.ok and new.total <= limit:
-            return candidate, new
-    return None
 
 
 def _native_meta(video: MediaPlan) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from evr1_cache.build import IMAGE_KEYS, VIDEO_KEYS, media_of
 from evr1_cache.dataset import cache_refs, row_id
 from evr1_cache.errors import MediaError
 from evr1_cache.families import ModelFamily, get_family
@@ -157,8 +158,6 @@ def default_messages(row: Mapping[str, Any], prompt_key: str = "problem") -> lis
     text = row.get(prompt_key)
     if not isinstance(text, str):
         raise ValueError(f"row has no string {prompt_key!r} column (the question); set --prompt-key")
-    from evr1_cache.build import IMAGE_KEYS, VIDEO_KEYS, media_of
-
     n_video, n_image = len(media_of(dict(row), VIDEO_KEYS)), len(media_of(dict(row), IMAGE_KEYS))
     found = _PLACEHOLDER.findall(text)
     text = (
@@ -247,8 +246,6 @@ def row_media(
 ) -> tuple[list[MediaPlan], list[MediaPlan]]:
     """(videos, images) of a row in order, planned under the specs (the row's `video_cache` metadata when present);
     a file that must be probed is read only inside the dataset's folder or `media_root` (`MediaPaths`)."""
-    from evr1_cache.build import IMAGE_KEYS, VIDEO_KEYS, media_of
-
     base = Path(data_file) if data_file is not None else Path("row.jsonl")
     rule = MediaPaths.for_dataset(base, media_root, allow_outside=allow_outside_media, allow_remote=allow_remote_media)
     anywhere = replace(rule, root=None)  # a row's recorded metadata is planned without reading its file

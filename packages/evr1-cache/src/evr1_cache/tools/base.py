@@ -194,29 +194,25 @@ class ToolContext:
     config: ToolConfig
     budget: ToolBudget
     pixels_left: int
-    _meta: VideoMeta | None = field(default=None, repr=False)
     _held: dict[str, VideoFrames] = field(default_factory=dict, repr=False)
 
     def frames(self) -> tuple[np.ndarray, VideoMeta]:
         """The window stream of the video (cached on first use; held for the episode)."""
-        got = self._stream(self.config.frames_spec())
-        self._meta = got.meta
-        return got.frames, got.meta
+        return self._stream(self.config.frames_spec())
 
     def detail(self) -> tuple[np.ndarray, VideoMeta]:
         """The high-resolution stream `zoom` crops from (cached on first use; held for the episode)."""
-        got = self._stream(self.config.detail_spec())
-        return got.frames, got.meta
+        return self._stream(self.config.detail_spec())
 
-    def _stream(self, spec: SamplingSpec) -> VideoFrames:
+    def _stream(self, spec: SamplingSpec) -> tuple[np.ndarray, VideoMeta]:
         key = spec.key()
         if key not in self._held:
             self._held[key] = self.source.frames(self.video, spec)
-        return self._held[key]
+        return self._held[key].frames, self._held[key].meta
 
     def meta(self) -> VideoMeta:
         """The video's metadata (duration, native size) from the window stream."""
-        return self._meta if self._meta is not None else self.frames()[1]
+        return self.frames()[1]
 
     def charge(self, pixels: int, what: str) -> None:
         """ToolError when `pixels` more would exceed the episode's pixel budget (nothing is served then)."""

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evr1_cache.registry import registering, unknown_name
+from evr1_cache.registry import lookup, registering
 
 __all__ = [
     "CALL_FORMATS",
@@ -203,11 +203,6 @@ def call_format(family: str | None) -> CallFormat:
     """The call format of model family `family` (a family name, or a format name); None: Hermes (the Qwen format)."""
     if family is None:
         return HERMES
-    if family in CALL_FORMATS:
-        return CALL_FORMATS[family]
-    for fmt in CALL_FORMATS.values():
-        if family in fmt.families:
-            return fmt
-    known = sorted({*CALL_FORMATS, *(f for fmt in CALL_FORMATS.values() for f in fmt.families)})
-    fix = f"known: {', '.join(known)}; add one with evr1_cache.tools.register_call_format"
-    raise KeyError(unknown_name("model family for tool calls", family, known, fix=fix))
+    aliases = {f: fmt.name for fmt in CALL_FORMATS.values() for f in fmt.families}
+    fix = f"known: {', '.join(sorted({*CALL_FORMATS, *aliases}))}; add one with evr1_cache.tools.register_call_format"
+    return lookup(CALL_FORMATS, family, "model family for tool calls", aliases=aliases, fix=fix)

@@ -9,9 +9,10 @@ lie in the window and samples `n` (or `fps`) of them with the spec's own rule (`
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from evr1_cache.spec import SamplingSpec, VideoMeta, sample_frame_indices
+from evr1_cache.spec import SamplingSpec, sample_frame_indices
 from evr1_cache.tools.base import ToolContext, ToolError, ToolMedia, ToolResult
 from evr1_cache.tools.registry import register_tool
 
@@ -85,18 +86,11 @@ def get_frames(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     positions = [inside[i] for i in chosen]
     absolute = tuple(meta.frames_indices[p] for p in positions)
     first, last = meta.frames_indices[inside[0]], meta.frames_indices[inside[-1]]
-    clip = VideoMeta(  # the window as a video of its own: a processor derives the clip's true rate from it
+    clip = replace(  # the window as a video of its own: a processor derives the clip's true rate from it
+        meta,
         total_num_frames=last - first + 1,
-        fps=meta.fps,
         duration=(last - first + 1) / meta.fps,
-        width=meta.width,
-        height=meta.height,
         frames_indices=tuple(i - first for i in absolute),
-        video_backend=meta.video_backend,
-        resized_height=height,
-        resized_width=width,
-        spec_key=meta.spec_key,
-        source=meta.source,
     )
     times = tuple(i / meta.fps for i in absolute)
     text = f"{len(times)} frames of {start:g}-{end:g} s at " + ", ".join(f"{t:.2f}" for t in times) + " s"

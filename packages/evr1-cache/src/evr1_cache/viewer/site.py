@@ -170,15 +170,12 @@ def write_site(
     out.mkdir(parents=True, exist_ok=True)
     env = _environment()
     thumbs = ThumbnailWriter(out)
-    problems: list[str] = []
     strips = _strips(runs, thumbs, workers)
     taken: set[str] = {"index", "assets", "data", "thumbs"}
     pages: list[_Page] = []
-    run_slugs: dict[int, str] = {}
-    for i, run in enumerate(runs):
+    for run in runs:
         slug = slugify(run.name, taken)
         page = _Page(slug, run.name, "run", (run,), out / "data" / slug, chunk_size)
-        run_slugs[i] = page.slug
         card = env.get_template("card.html.j2")
         for sample in run.samples:
             html = card.render(s=sample, strips=_strips_of(sample, strips), run=run, group=_group_stats(sample))
@@ -206,10 +203,9 @@ def write_site(
     written = [_write_page(env, out, page, title, pages, page_size) for page in pages]
     overview = env.get_template("index.html.j2").render(
         title=title,
-        runs=[_overview(run, run_slugs[i]) for i, run in enumerate(runs)],
+        runs=[_overview(run, page.slug) for run, page in zip(runs, pages, strict=False)],  # the runs' pages come first
         comparisons=comparisons,
         nav=_nav(pages, None),
-        problems=problems,
         asset="assets",
     )
     index = out / "index.html"
@@ -220,7 +216,6 @@ def write_site(
         samples=sum(len(r.samples) for r in runs),
         thumbnails_written=thumbs.written,
         thumbnails_reused=thumbs.reused,
-        problems=tuple(problems),
     )
 
 
@@ -245,19 +240,14 @@ def _strips_of(sample: SampleRecord, strips: Mapping[tuple[Any, ...], Strip]) ->
     return [strips[_media_key(ref)] for ref in sample.media]
 
 
-def _row(sample: SampleRecord) -> list[Any]:
-    error = "error" if sample.verdict == "error" else "no error"
-    step = "" if sample.step is None else str(sample.step)
-    return [
-        sample.key,
-        sample.benchmark,
-        sample.task,
-        sample.problem_type,
-        sample.verdict,
-        error,
-        _sources(sample),
-        step,
-    ]
+def _row(a: SampleRecord, b: SampleRecord | None = None) -> list[Any]:
+    """The filter columns of a card: one sample's, or a compared pair's (`b` the other run's: its verdict change,
+    sources and step)."""
+    b = a if b is None else b
+    change = a.verdict if a.verdict == b.verdict else f"{a.verdict} → {b.verdict}"
+    error = "error" if "error" in (a.verdict, b.verdict) else "no error"
+    step = "" if b.step is None else str(b.step)
+    return [a.key, a.benchmark, a.task, a.problem_type, change, error, _sources(b), step]
 
 
 def _sources(sample: SampleRecord) -> str:
@@ -304,13 +294,9 @@ def _compare(
     same = [p for p in pairs if p[0].verdict == p[1].verdict]
     card = env.get_template("compare_card.html.j2")
     for a, b in [*changed, *same]:
-        change = a.verdict if a.verdict == b.verdict else f"{a.verdict} → {b.verdict}"
-        error = "error" if "error" in (a.verdict, b.verdict) else "no error"
-        step = "" if b.step is None else str(b.step)
         html = card.render(a=a, b=b, sa=_strips_of(a, strips), sb=_strips_of(b, strips), base=base, other=other,
                            changed=a.verdict != b.verdict)  # fmt: skip
-        row = [a.key, a.benchmark, a.task, a.problem_type, change, error, _sources(b), step]
-        page.add(row, _compact(html), _search_text(a) + "\n" + _search_text(b))
+        page.add(_row(a, b), _compact(html), _search_text(a) + "\n" + _search_text(b))
     flips = Counter((a.verdict, b.verdict) for a, b in changed)
     return {
         "matched": len(pairs),

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from evr1_cache.atomic import atomic_json, atomic_open
+from evr1_cache.spec import VideoMeta
+from evr1_cache.store import CorruptEntry, read_entry, read_header
 from evr1_cache.viewer.records import MediaRef
 
 #: Longest side of a thumbnail in pixels (shown at about half that: sharp on high-density screens).
@@ -42,9 +44,6 @@ def entry_frames(path: str | os.PathLike[str]) -> tuple[tuple[int, ...], tuple[f
 
     What a rollout dump records for each video; raises ValueError for a file that is not a valid video entry.
     """
-    from evr1_cache.spec import VideoMeta
-    from evr1_cache.store import CorruptEntry, read_header
-
     try:
         header, _ = read_header(Path(path))
         meta = VideoMeta.from_json(header["__metadata__"]["meta"])
@@ -122,8 +121,6 @@ class ThumbnailWriter:
             return f"cache entry {entry.name} not found under {entry.parent.parent.parent.parent}: no thumbnails"
         from PIL import Image
 
-        from evr1_cache.store import CorruptEntry, read_entry
-
         try:
             frames, header = read_entry(entry, mmap=True)
         except CorruptEntry as exc:
@@ -131,8 +128,6 @@ class ThumbnailWriter:
         indices: list[int] = []
         stamps: list[float] = []
         if header.get("kind") == "video" and header.get("meta"):
-            from evr1_cache.spec import VideoMeta
-
             try:
                 meta = VideoMeta.from_json(header["meta"])
                 indices, stamps = list(meta.frames_indices), [round(t, 3) for t in meta.timestamps]
