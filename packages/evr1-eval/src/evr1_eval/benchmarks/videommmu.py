@@ -162,9 +162,8 @@ def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
     valid = [r for r in rows if not r.details.get("api_error")]
     metrics = {"accuracy": rounded_pct(valid)}
     breakdown(bench, valid, metrics, rounded_pct)
-    notes = []
-    if len(valid) < len(rows):
-        notes.append(f"{len(rows) - len(valid)} empty open answers are 'API Error' rows, outside the denominator")
+    dropped = len(rows) - len(valid)
+    notes = [f"{dropped} empty open answers are 'API Error' rows, outside the denominator"] if dropped else []
     return "accuracy", metrics, notes
 
 
