@@ -211,13 +211,11 @@ def _unique_names(runs: Sequence[RunReport]) -> list[str]:
     return names
 
 
-def primary_value(summary: BenchmarkSummary | None) -> float | None:
-    value = None if summary is None else summary.metrics.get(summary.primary)
-    return None if value is None or math.isnan(value) else float(value)
-
-
-def evr1_value(summary: BenchmarkSummary | None) -> float | None:
-    value = None if summary is None else summary.evr1_metrics.get("accuracy")
+def primary_value(summary: BenchmarkSummary | None, *, evr1: bool = False) -> float | None:
+    """The official headline (with `evr1`: the evr1 protocol's accuracy); None when missing or NaN."""
+    if summary is None:
+        return None
+    value = summary.evr1_metrics.get("accuracy") if evr1 else summary.metrics.get(summary.primary)
     return None if value is None or math.isnan(value) else float(value)
 
 
@@ -226,7 +224,7 @@ def _cell(summary: BenchmarkSummary | None) -> str:
         return "-"
     value = primary_value(summary)
     pending = int(summary.counts.get("judge_pending", 0))
-    evr1 = evr1_value(summary)
+    evr1 = primary_value(summary, evr1=True)
     tail = f" · evr1 {evr1:.1f}" if evr1 is not None else ""
     if value is None:
         return ("needs judge" if pending else "n/a") + tail
