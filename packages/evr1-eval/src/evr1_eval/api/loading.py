@@ -211,13 +211,11 @@ def video_folders(row: Mapping[str, Any]) -> list[str]:
 
 
 def first_folder(row: Mapping[str, Any]) -> str | None:
-    folders = video_folders(row)
-    return folders[0] if folders else None
+    return next(iter(video_folders(row)), None)
 
 
 def parent_folder(row: Mapping[str, Any]) -> str | None:
-    folders = video_folders(row)
-    return folders[-1] if folders else None
+    return next(reversed(video_folders(row)), None)
 
 
 def _sample_id(bench: Benchmark, row: Mapping[str, Any], position: int | str) -> str:
