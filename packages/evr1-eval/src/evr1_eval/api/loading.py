@@ -425,16 +425,11 @@ def load_samples(
                 errors.append(LoadError(number, sample.id, f"{where}: exact duplicate of {first}", unit=unit))
                 continue
             new_id = next(f"{sample.id}#{k}" for k in range(2, len(seen) + 3) if f"{sample.id}#{k}" not in seen)
-            warnings.append(
-                LoadError(
-                    number,
-                    new_id,
-                    f"{where}: id {sample.id!r} already used by {first} for a different "
-                    f"question; this row is loaded as {new_id!r} (ids must be unique for resume: give it its own "
-                    "`problem_id` to choose the name)",
-                    unit=unit,
-                )
+            why = (
+                f"{where}: id {sample.id!r} already used by {first} for a different question; this row is loaded as "
+                f"{new_id!r} (ids must be unique for resume: give it its own `problem_id` to choose the name)"
             )
+            warnings.append(LoadError(number, new_id, why, unit=unit))
             sample = dataclasses.replace(sample, id=new_id)
         seen[sample.id] = (f"{unit} {number}" if file == annotations else where, raw)
         samples.append(sample)
