@@ -104,8 +104,7 @@ def _read_lines(path: Path) -> tuple[list[tuple[int, ScoredSample]], list[str]]:
     """((line, row) of every complete row, problems: torn or corrupt lines) of one results file."""
     rows: list[tuple[int, ScoredSample]] = []
     problems: list[str] = []
-    data = path.read_bytes()
-    lines = data.split(b"\n")
+    lines = path.read_bytes().split(b"\n")
     for lineno, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
