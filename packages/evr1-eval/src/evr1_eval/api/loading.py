@@ -162,8 +162,7 @@ def read_rows(path: Path, flatten: DocumentFlattener | None = None) -> Iterator[
             if not line.strip():
                 continue
             row, error = _loads(line)
-            if error is None:
-                error = _too_deep(row)
+            error = error or _too_deep(row)
             yield "line", i, row, None if error is None else f"{error}; fix or delete that line"
         return
     if stripped[:1] in ("[", "{"):
