@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import math
 import re
@@ -203,11 +204,8 @@ def _md_reference(ref: str) -> str:
 def _unique_names(runs: Sequence[RunReport]) -> list[str]:
     names: list[str] = []
     for run in runs:
-        name = run.name
-        k = 2
-        while name in names:
-            name, k = f"{run.name}#{k}", k + 1
-        names.append(name)
+        candidates = itertools.chain([run.name], (f"{run.name}#{k}" for k in itertools.count(2)))
+        names.append(next(name for name in candidates if name not in names))
     return names
 
 
