@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import math
 import re
@@ -203,21 +204,16 @@ def _md_reference(ref: str) -> str:
 def _unique_names(runs: Sequence[RunReport]) -> list[str]:
     names: list[str] = []
     for run in runs:
-        name = run.name
-        k = 2
-        while name in names:
-            name, k = f"{run.name}#{k}", k + 1
-        names.append(name)
+        candidates = itertools.chain([run.name], (f"{run.name}#{k}" for k in itertools.count(2)))
+        names.append(next(name for name in candidates if name not in names))
     return names
 
 
-def primary_value(summary: BenchmarkSummary | None) -> float | None:
-    value = None if summary is None else summary.metrics.get(summary.primary)
-    return None if value is None or math.isnan(value) else float(value)
-
-
-def evr1_value(summary: BenchmarkSummary | None) -> float | None:
-    value = None if summary is None else summary.evr1_metrics.get("accuracy")
+def primary_value(summary: BenchmarkSummary | None, *, evr1: bool = False) -> float | None:
+    """The official headline (with `evr1`: the evr1 protocol's accuracy); None when missing or NaN."""
+    if summary is None:
+        return None
+    value = summary.evr1_metrics.get("accuracy") if evr1 else summary.metrics.get(summary.primary)
     return None if value is None or math.isnan(value) else float(value)
 
 
@@ -226,7 +222,7 @@ def _cell(summary: BenchmarkSummary | None) -> str:
         return "-"
     value = primary_value(summary)
     pending = int(summary.counts.get("judge_pending", 0))
-    evr1 = evr1_value(summary)
+    evr1 = primary_value(summary, evr1=True)
     tail = f" · evr1 {evr1:.1f}" if evr1 is not None else ""
     if value is None:
         return ("needs judge" if pending else "n/a") + tail

@@ -78,16 +78,12 @@ def written_files(bench_dir: Path) -> dict[str, dict[str, Any]]:
 
 def record_writing(bench_dir: Path, names: Sequence[str]) -> None:
     """Mark `names` as being written in manifest.json (their old hashes no longer hold); `record_written` ends it."""
-    _update_files(bench_dir, names, done=False)
+    record_written(bench_dir, names, done=False)
 
 
-def record_written(bench_dir: Path, names: Sequence[str]) -> None:
+def record_written(bench_dir: Path, names: Sequence[str], *, done: bool = True) -> None:
     """Record the SHA-256 of the files `names` this run wrote in manifest.json's `files`, keeping what other ranks
-    recorded; an atomic rewrite."""
-    _update_files(bench_dir, names, done=True)
-
-
-def _update_files(bench_dir: Path, names: Sequence[str], *, done: bool) -> None:
+    recorded; an atomic rewrite (`done=False`: `record_writing`)."""
     from evr1_eval import manifest
     from evr1_eval.results import write_json_atomic
 
@@ -108,8 +104,7 @@ def _read_lines(path: Path) -> tuple[list[tuple[int, ScoredSample]], list[str]]:
     """((line, row) of every complete row, problems: torn or corrupt lines) of one results file."""
     rows: list[tuple[int, ScoredSample]] = []
     problems: list[str] = []
-    data = path.read_bytes()
-    lines = data.split(b"\n")
+    lines = path.read_bytes().split(b"\n")
     for lineno, raw in enumerate(lines, 1):
         if not raw.strip():
             continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -243,27 +244,18 @@ def _media(sample: Sample, spec: Any, reader: Any, without_video: bool) -> tuple
 def _video_ref(video: str, spec: Any, reader: Any) -> MediaRef:
     from evr1_cache.viewer import MediaRef
 
+    ref = functools.partial(MediaRef, kind="video", source=video)
     if spec is None:
-        return MediaRef(kind="video", source=video, note="the run recorded no frame settings")
+        return ref(note="the run recorded no frame settings")
     if reader is None:
-        return MediaRef(kind="video", source=video, note="no frame cache given (--cache-dir): timestamps unknown")
+        return ref(note="no frame cache given (--cache-dir): timestamps unknown")
     try:
         _, meta = reader.load(video, spec, mmap=True)
         rel = str(reader.path_for(video, spec).relative_to(reader.root))
     except (KeyError, OSError, ValueError) as exc:
-        return MediaRef(
-            kind="video",
-            source=video,
-            note=f"not in the frame cache for the run's spec ({exc}); the run decoded it on the fly",
-        )
-    return MediaRef(
-        kind="video",
-        source=video,
-        cache_root=str(reader.root),
-        cache_file=rel,
-        frame_indices=tuple(meta.frames_indices),
-        timestamps=tuple(meta.timestamps),
-    )
+        return ref(note=f"not in the frame cache for the run's spec ({exc}); the run decoded it on the fly")
+    frames, times = tuple(meta.frames_indices), tuple(meta.timestamps)
+    return ref(cache_root=str(reader.root), cache_file=rel, frame_indices=frames, timestamps=times)
 
 
 def _task(groups: Mapping[str, str]) -> str:

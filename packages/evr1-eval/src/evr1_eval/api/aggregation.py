@@ -60,10 +60,13 @@ def breakdown(
             metrics[f"{name}/{value}"] = measure(members) if measure else pct(r.score for r in members)
 
 
-def micro(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
-    """Accuracy over items (the official rule for most MC benchmarks), plus per-group breakdowns."""
-    metrics = {"accuracy": pct(r.score for r in rows)}
-    breakdown(bench, rows, metrics)
+def micro(
+    bench: Benchmark, rows: Sequence[ScoredSample], measure: Callable[[Sequence[ScoredSample]], float] | None = None
+) -> Result:
+    """Accuracy over items (the official rule for most MC benchmarks; `measure`, default the item mean), plus
+    per-group breakdowns."""
+    metrics = {"accuracy": measure(rows) if measure else pct(r.score for r in rows)}
+    breakdown(bench, rows, metrics, measure)
     return "accuracy", metrics, []
 
 

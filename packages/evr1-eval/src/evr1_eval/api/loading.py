@@ -162,8 +162,7 @@ def read_rows(path: Path, flatten: DocumentFlattener | None = None) -> Iterator[
             if not line.strip():
                 continue
             row, error = _loads(line)
-            if error is None:
-                error = _too_deep(row)
+            error = error or _too_deep(row)
             yield "line", i, row, None if error is None else f"{error}; fix or delete that line"
         return
     if stripped[:1] in ("[", "{"):
@@ -211,13 +210,11 @@ def video_folders(row: Mapping[str, Any]) -> list[str]:
 
 
 def first_folder(row: Mapping[str, Any]) -> str | None:
-    folders = video_folders(row)
-    return folders[0] if folders else None
+    return next(iter(video_folders(row)), None)
 
 
 def parent_folder(row: Mapping[str, Any]) -> str | None:
-    folders = video_folders(row)
-    return folders[-1] if folders else None
+    return next(reversed(video_folders(row)), None)
 
 
 def _sample_id(bench: Benchmark, row: Mapping[str, Any], position: int | str) -> str:
@@ -427,16 +424,11 @@ def load_samples(
                 errors.append(LoadError(number, sample.id, f"{where}: exact duplicate of {first}", unit=unit))
                 continue
             new_id = next(f"{sample.id}#{k}" for k in range(2, len(seen) + 3) if f"{sample.id}#{k}" not in seen)
-            warnings.append(
-                LoadError(
-                    number,
-                    new_id,
-                    f"{where}: id {sample.id!r} already used by {first} for a different "
-                    f"question; this row is loaded as {new_id!r} (ids must be unique for resume: give it its own "
-                    "`problem_id` to choose the name)",
-                    unit=unit,
-                )
+            why = (
+                f"{where}: id {sample.id!r} already used by {first} for a different question; this row is loaded as "
+                f"{new_id!r} (ids must be unique for resume: give it its own `problem_id` to choose the name)"
             )
+            warnings.append(LoadError(number, new_id, why, unit=unit))
             sample = dataclasses.replace(sample, id=new_id)
         seen[sample.id] = (f"{unit} {number}" if file == annotations else where, raw)
         samples.append(sample)

@@ -279,11 +279,20 @@ class BackendConfig:
     chat_template: str | None = None
 
 
-def template_record(template: str | None) -> str | None:
-    """How a backend's `settings()` records a chat template: its hash (the text can be many KB)."""
+def engine_settings(backend: str, engine: str | None, config: BackendConfig, **numbers: Any) -> dict[str, Any]:
+    """A backend's `settings()`: its name, engine and model, its own `numbers`, the processor kwargs and the chat
+    template, recorded by its hash (the text can be many KB)."""
     import hashlib
 
-    return None if template is None else "sha256:" + hashlib.sha256(template.encode()).hexdigest()[:16]
+    template = config.chat_template
+    return {
+        "backend": backend,
+        "engine": engine,
+        "model": config.model,
+        **numbers,
+        "mm_processor_kwargs": dict(config.mm_processor_kwargs),
+        **({"chat_template": "sha256:" + hashlib.sha256(template.encode()).hexdigest()[:16]} if template else {}),
+    }
 
 
 @runtime_checkable

@@ -18,10 +18,10 @@ from evr1_eval.backends.base import (
     GenerationParams,
     Request,
     checked_model,
+    engine_settings,
     model_family,
     processor_media_kwargs,
     stop_token_ids_for,
-    template_record,
 )
 from evr1_eval.backends.registry import register
 from evr1_eval.manifest import version_of
@@ -125,14 +125,8 @@ class HfBackend:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def settings(self) -> dict[str, Any]:
-        return {
-            "backend": "hf",
-            "engine": f"transformers=={version_of('transformers')}",
-            "model": self.config.model,
-            "dtype": self.config.dtype,
-            "mm_processor_kwargs": dict(self.config.mm_processor_kwargs),
-            **({"chat_template": template_record(self.config.chat_template)} if self.config.chat_template else {}),
-        }
+        engine = f"transformers=={version_of('transformers')}"
+        return engine_settings("hf", engine, self.config, dtype=self.config.dtype)
 
 
 #: Below this many parameters a CPU forward is a string of tiny matrix products: extra threads only wait on each other

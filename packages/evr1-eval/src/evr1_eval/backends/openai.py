@@ -23,7 +23,7 @@ from evr1_eval.backends.base import (
     GenerationParams,
     Request,
     check_video_metadata,
-    template_record,
+    engine_settings,
 )
 from evr1_eval.backends.registry import register
 from evr1_eval.types import Generation
@@ -189,14 +189,8 @@ class OpenAIBackend:
             self._client = None
 
     def settings(self) -> dict[str, Any]:
-        return {
-            "backend": "openai",
-            "engine": self.config.base_url,
-            "model": self.config.model,
-            "mm_processor_kwargs": dict(self.config.mm_processor_kwargs),
-            "video_input": "jpeg frames + media_io_kwargs timing",
-            **({"chat_template": template_record(self.config.chat_template)} if self.config.chat_template else {}),
-        }
+        video_input = "jpeg frames + media_io_kwargs timing"
+        return engine_settings("openai", self.config.base_url, self.config, video_input=video_input)
 
 
 def _parse(data: Any, request_id: str) -> Generation:

@@ -18,9 +18,9 @@ from evr1_eval.backends.base import (
     Request,
     check_video_metadata,
     checked_model,
+    engine_settings,
     model_family,
     stop_token_ids_for,
-    template_record,
 )
 from evr1_eval.backends.registry import register
 from evr1_eval.manifest import version_of
@@ -186,15 +186,8 @@ class VllmBackend:
             self._engine = None
 
     def settings(self) -> dict[str, Any]:
-        return {
-            "backend": "vllm",
-            "engine": vllm_version(),
-            "model": self.config.model,
-            "dtype": self.config.dtype,
-            "max_model_len": self.config.max_model_len,
-            "mm_processor_kwargs": dict(self.config.mm_processor_kwargs),
-            **({"chat_template": template_record(self.config.chat_template)} if self.config.chat_template else {}),
-        }
+        c = self.config
+        return engine_settings("vllm", vllm_version(), c, dtype=c.dtype, max_model_len=c.max_model_len)
 
 
 #: How to get vLLM, named in the error when it is missing (the CPU build has another name).

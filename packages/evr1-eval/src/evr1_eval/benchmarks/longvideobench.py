@@ -10,19 +10,20 @@ the same per `duration_group` and `question_category`.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from evr1_eval.api.adapters import official_mc
-from evr1_eval.api.aggregation import Result, breakdown, rounded_pct
+from evr1_eval.api.aggregation import micro, rounded_pct
 from evr1_eval.api.base import Benchmark
 from evr1_eval.api.extractors import ScanEnd, capped, first_letter_after_prefixes, random_choice
 from evr1_eval.api.loading import LETTERS, RowView
 from evr1_eval.api.references import lmms_eval
 from evr1_eval.api.registry import register
 from evr1_eval.api.scoring_rules import doc_of
-from evr1_eval.types import Outcome, Sample, ScoredSample
+from evr1_eval.types import Outcome, Sample
 
 PREFIXES = (
     "The best answer is",
@@ -73,13 +74,6 @@ def rule(sample: Sample, response: str) -> Outcome:
     )
 
 
-def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
-    """`evaluate_longvideobench`'s accuracy, overall and per group."""
-    metrics = {"accuracy": rounded_pct(rows)}
-    breakdown(bench, rows, metrics, rounded_pct)
-    return "accuracy", metrics, []
-
-
 BENCHMARK = register(
     Benchmark(
         name="longvideobench",
@@ -96,6 +90,6 @@ BENCHMARK = register(
         scorer=rule,
         reasoning_blocks="strip",
         answer_end=ANSWER_END,
-        aggregator=aggregate,
+        aggregator=functools.partial(micro, measure=rounded_pct),  # `evaluate_longvideobench`: overall and per group
     )
 )

@@ -134,11 +134,9 @@ def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
     for subject, members in by_group(mapped, "subject").items():
         per.setdefault(DISCIPLINES[subject], []).extend(r.score for r in members)
     metrics.update({f"discipline/{d}": pct(v) for d, v in sorted(per.items())})
-    notes = []
-    if len(mapped) < len(rows):
-        outside = len(rows) - len(mapped)
-        notes.append(f"{outside} rows have a subject outside the reference's discipline map and are outside accuracy")
-    return "accuracy", metrics, notes
+    outside = len(rows) - len(mapped)
+    notes = [f"{outside} rows have a subject outside the reference's discipline map and are outside accuracy"]
+    return "accuracy", metrics, notes if outside else []
 
 
 BENCHMARK = register(

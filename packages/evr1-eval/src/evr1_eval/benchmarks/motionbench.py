@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1_eval.api.aggregation import Result, answered, breakdown, pct
+from evr1_eval.api.aggregation import Result, answered, micro, pct
 from evr1_eval.api.base import Benchmark
 from evr1_eval.api.extractors import capped
 from evr1_eval.api.loading import RowView
@@ -69,12 +69,9 @@ def extract(sample: Sample, response: str) -> str:
 
 
 def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
-    metrics = {
-        "accuracy": pct(r.score for r in rows),
-        "answered_rate": pct(float(r.error is None and answered(r)) for r in rows),
-    }
-    breakdown(bench, rows, metrics)
-    return "accuracy", metrics, []
+    primary, metrics, notes = micro(bench, rows)
+    metrics["answered_rate"] = pct(float(r.error is None and answered(r)) for r in rows)
+    return primary, metrics, notes
 
 
 BENCHMARK = register(

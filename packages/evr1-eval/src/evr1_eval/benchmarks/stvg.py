@@ -48,26 +48,15 @@ def extract_json_object(response: str) -> dict[str, Any] | None:
     return None
 
 
-def _span(value: Any) -> tuple[float, float] | None:
-    if not isinstance(value, list) or len(value) != 2:
+def _numbers(value: Any, n: int) -> list[float] | None:
+    """A JSON list of `n` finite numbers as floats (a span, a box), else None."""
+    if not isinstance(value, list) or len(value) != n:
         return None
     try:
-        s, e = float(value[0]), float(value[1])
+        out = [float(v) for v in value]
     except (TypeError, ValueError):
         return None
-    if not (math.isfinite(s) and math.isfinite(e)) or e < s:
-        return None
-    return s, e
-
-
-def _box(value: Any) -> tuple[float, float, float, float] | None:
-    if not isinstance(value, list) or len(value) != 4:
-        return None
-    try:
-        x1, y1, x2, y2 = (float(v) for v in value)
-    except (TypeError, ValueError):
-        return None
-    return (x1, y1, x2, y2) if all(math.isfinite(v) for v in (x1, y1, x2, y2)) else None
+    return out if all(math.isfinite(v) for v in out) else None
 
 
 def rule(sample: Sample, response: str) -> Outcome:
@@ -77,14 +66,15 @@ def rule(sample: Sample, response: str) -> Outcome:
     gt_span = (float(gt["time"][0]), float(gt["time"][1]))
     gt_boxes = {k: tuple(v) for k, v in ((frame_key(k), v) for k, v in gt["boxes"].items()) if k is not None}
     pred = extract_json_object(response)
-    pred_span = _span(pred.get("time")) if pred else None
+    span = _numbers(pred.get("time"), 2) if pred else None
+    pred_span = (span[0], span[1]) if span and span[0] <= span[1] else None
     raw_boxes = pred.get("boxes") if pred else None
     pred_boxes: dict[str, tuple[float, float, float, float]] = {}
     if isinstance(raw_boxes, Mapping):
         for key, value in list(raw_boxes.items())[:10_000]:
-            k, box = frame_key(key), _box(value)
+            k, box = frame_key(key), _numbers(value, 4)
             if k is not None and box is not None:
-                pred_boxes[k] = box
+                pred_boxes[k] = (box[0], box[1], box[2], box[3])
     tiou = iou_1d(pred_span, gt_span) if pred_span else 0.0
     details: dict[str, Any] = {"scorer": "stvg", "tiou": tiou, "parsed": pred is not None}
     if not gt_boxes:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from evr1_eval.api.aggregation import Result, breakdown, rounded_pct
+from evr1_eval.api.aggregation import Result, micro, rounded_pct
 from evr1_eval.api.base import Benchmark
 from evr1_eval.api.extractors import capped, extract_mcq_answer
 from evr1_eval.api.loading import LETTERS, RowView
@@ -160,11 +160,9 @@ def rule(sample: Sample, response: str) -> Outcome:
 
 def aggregate(bench: Benchmark, rows: Sequence[ScoredSample]) -> Result:
     valid = [r for r in rows if not r.details.get("api_error")]
-    metrics = {"accuracy": rounded_pct(valid)}
-    breakdown(bench, valid, metrics, rounded_pct)
-    notes = []
-    if len(valid) < len(rows):
-        notes.append(f"{len(rows) - len(valid)} empty open answers are 'API Error' rows, outside the denominator")
+    _, metrics, _ = micro(bench, valid, rounded_pct)
+    dropped = len(rows) - len(valid)
+    notes = [f"{dropped} empty open answers are 'API Error' rows, outside the denominator"] if dropped else []
     return "accuracy", metrics, notes
 
 

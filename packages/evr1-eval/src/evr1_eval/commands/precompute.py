@@ -74,15 +74,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {_describe(err)}", file=sys.stderr)
             if len(job.load_errors) > SHOWN:
                 print(f"  ... and {len(job.load_errors) - SHOWN} more", file=sys.stderr)
-        rows = []
-        seen: set[tuple[str, ...]] = set()
-        for sample in job.samples:
-            key = (*sample.videos, "|", *sample.images)
-            if key not in seen and (sample.videos or sample.images):
-                seen.add(key)
-                # absolute: build_cache resolves relative paths against the (temporary) data file's folder
-                rows.append({"videos": [os.path.abspath(v) for v in sample.videos],
-                             "images": [os.path.abspath(i) for i in sample.images]})  # fmt: skip
+        distinct = {(*s.videos, "|", *s.images): s for s in job.samples if s.videos or s.images}
+        # absolute: build_cache resolves relative paths against the (temporary) data file's folder
+        rows = [
+            {"videos": [os.path.abspath(v) for v in s.videos], "images": [os.path.abspath(i) for i in s.images]}
+            for s in distinct.values()
+        ]
         with tempfile.TemporaryDirectory(prefix="evr1-precompute-") as tmp:
             data = Path(tmp) / f"{bench.name}.jsonl"
             data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

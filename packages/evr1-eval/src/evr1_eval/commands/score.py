@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from evr1_eval.jobs import file_digest
     from evr1_eval.presets import apply_response_filter
     from evr1_eval.results import write_json_atomic
-    from evr1_eval.scoring import Prediction, judge_rows, openai_judge, read_predictions, score_samples, unknown_ids
+    from evr1_eval.scoring import judge_rows, openai_judge, read_predictions, score_samples, unknown_ids
     from evr1_eval.verify import Annotations, record_written, verify_benchmark
 
     bench = get_benchmark(args.benchmark)
@@ -109,13 +109,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"evr1-eval score: no row of {args.annotations} could be loaded; nothing scored", file=sys.stderr)
         return 1
     preds = read_predictions(args.predictions)
-    predictions = preds.predictions
-    if args.response_filter != "none":
-        predictions = {
-            k: Prediction(p.id, None if p.response is None else apply_response_filter(p.response, args.response_filter),
-                          p.error)
-            for k, p in predictions.items()
-        }  # fmt: skip
+    predictions = {
+        k: dataclasses.replace(p, response=p.response and apply_response_filter(p.response, args.response_filter))
+        for k, p in preds.predictions.items()
+    }
     reading = reading_of(args)
     rows = score_samples(bench, loaded.samples, predictions, progress=not args.no_progress, reading=reading)
     if args.judge_base_url or args.judge_model:
