@@ -122,11 +122,7 @@ class Segmentation:
             if pred_conv != gt_conv:
                 obj = _convert(obj, pred_conv, gt_conv, size)
             try:
-                mask = (
-                    mask_from({"size": [gold.h, gold.w], **obj}, (gold.h, gold.w))
-                    if "size" not in obj
-                    else mask_from(obj, None)
-                )
+                mask = mask_from(obj, (gold.h, gold.w))  # (the gold's size unless the answer gives one)
             except (ValueError, TypeError):
                 return Outcome(0.0, False, {"source": cand.source, "malformed": True})
             if mask is not None:
