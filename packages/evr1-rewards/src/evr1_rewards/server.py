@@ -411,35 +411,30 @@ class _ScoreEndpoint:
                     raise _Reject(400, f"invalid Content-Length {value!r}") from None
                 if n > limit:
                     raise _Reject(413, f"body of {n} bytes is over the limit of {limit} bytes")
-        first = await receive()  # usually the whole body: it arrived with the headers, no timer needed
-        if first["type"] == "http.disconnect":
-            raise _ClientGone()
-        if not first.get("more_body", False):
-            body: bytes = first.get("body", b"")
-            if len(body) > limit:
+        chunks: list[bytes] = []
+        size = 0
+
+        def take(message: Mapping[str, Any]) -> bool:
+            """Keep one message's chunk of the body; whether more is coming."""
+            nonlocal size
+            if message["type"] == "http.disconnect":
+                raise _ClientGone()
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > limit:
                 raise _Reject(413, f"body is over the limit of {limit} bytes")
-            return body
-        chunks: list[bytes] = [first.get("body", b"")]
-        size = len(chunks[0])
+            return bool(message.get("more_body", False))
 
         async def pull() -> None:
-            nonlocal size
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise _ClientGone()
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    raise _Reject(413, f"body is over the limit of {limit} bytes")
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return
+            while take(await receive()):
+                pass
 
-        try:
-            await _within(pull(), self.lim.read_timeout_s)
-        except asyncio.TimeoutError:
-            raise _Reject(408, f"the body did not arrive within {self.lim.read_timeout_s:g} s") from None
+        # Usually the whole body is the first message: it arrived with the headers, no timer needed.
+        if take(await receive()):
+            try:
+                await _within(pull(), self.lim.read_timeout_s)
+            except asyncio.TimeoutError:
+                raise _Reject(408, f"the body did not arrive within {self.lim.read_timeout_s:g} s") from None
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     @staticmethod
