@@ -383,9 +383,6 @@ class _ScoreEndpoint:
         code = [i for i, inp in enumerate(inputs) if _type_of(inp) == CODE]
         if not code:
             return openrlhf_reply(self.router.score_batch(inputs))
-        results: list[RewardResult | None] = [None] * len(inputs)
-        is_code = set(code)
-        rest = [i for i in range(len(inputs)) if i not in is_code]
 
         def gated(i: int) -> RewardResult:
             with self.gate.slot(client):
@@ -394,12 +391,10 @@ class _ScoreEndpoint:
         # A pool per request, never a shared one: a shared pool's FIFO queue would make a newcomer's answer wait
         # behind every queued answer of the saturating clients before it even reached the fair gate.
         with ThreadPoolExecutor(max_workers=min(len(code), self.gate.slots), thread_name_prefix="evr1-code") as pool:
-            futures = [(i, pool.submit(gated, i)) for i in code]
-            for i, r in zip(rest, self.router.score_batch([inputs[i] for i in rest]), strict=True):
-                results[i] = r
-            for i, fut in futures:
-                results[i] = fut.result()
-        return openrlhf_reply([r for r in results if r is not None])
+            futures = {i: pool.submit(gated, i) for i in code}
+            rest = [i for i in range(len(inputs)) if i not in futures]
+            results = dict(zip(rest, self.router.score_batch([inputs[i] for i in rest]), strict=True))
+        return openrlhf_reply([results[i] if i in results else futures[i].result() for i in range(len(inputs))])
 
     async def read_body(self, scope: Mapping[str, Any], receive: Any) -> bytes:
         limit = self.lim.max_body_bytes
