@@ -64,7 +64,7 @@ def decode(v: object, depth: int = 0) -> Any:
                 return ProbeError(str(body)[:100])
             if tag == "X":
                 return Unserialisable(str(body)[:100])
-        except (TypeError, ValueError, RecursionError):
+        except (TypeError, ValueError, LookupError, RecursionError):  # ({"C": []}: an IndexError)
             return Unserialisable("malformed")
     return Unserialisable("malformed")
 
