@@ -366,11 +366,9 @@ def _literal(v: object, depth: int = 0) -> ast.expr | None:
         elts = every([_literal(x, depth + 1) for x in v])
         if elts is None:
             return None
-        if isinstance(v, list):
-            return ast.List(elts=elts, ctx=ast.Load())
-        if isinstance(v, tuple):
-            return ast.Tuple(elts=elts, ctx=ast.Load())
-        return ast.Set(elts=elts) if elts else ast.Call(ast.Name("set", ast.Load()), [], [])
+        if t is set:
+            return ast.Set(elts=elts) if elts else ast.Call(ast.Name("set", ast.Load()), [], [])
+        return (ast.List if t is list else ast.Tuple)(elts=elts, ctx=ast.Load())
     if isinstance(v, dict) and t is dict:
         keys, vals = every([_literal(k, depth + 1) for k in v]), every([_literal(x, depth + 1) for x in v.values()])
         if keys is None or vals is None:
