@@ -221,13 +221,11 @@ def _statement_prefix_ok(low: str, pos: int) -> bool:
     return m is not None and m.group(1) in _STMT_PREFIX_WORDS
 
 
-def _rest_of_line(text: str, pos: int) -> str:
+def _rest_of_line(text: str, pos: int, *, next_line: bool = True) -> str:
     nl = text.find("\n", pos, pos + 4096)
     line = text[pos : nl if nl >= 0 else min(len(text), pos + 4096)].strip().rstrip(_TRAILING).strip()
-    if not line and nl >= 0:
-        # "The answer is:\nB" - take the next non-empty line.
-        nxt = text.find("\n", nl + 1, nl + 4097)
-        line = text[nl + 1 : nxt if nxt >= 0 else min(len(text), nl + 4097)].strip().rstrip(_TRAILING).strip()
+    if not line and nl >= 0 and next_line:
+        return _rest_of_line(text, nl + 1, next_line=False)  # "The answer is:\nB": the next line
     return line
 
 
