@@ -156,8 +156,8 @@ def _convert(obj: Mapping[str, object], conv: str, target: str, size: tuple[floa
     box = as_box(obj)
     if box is not None:
         out["boxes"] = list(to_common(box, conv, target, size))
-        out.pop("bbox_2d", None)
-        out.pop("bbox", None)
+        for k in ("bbox_2d", "bbox", "box"):  # read before "boxes" (as_box): none may shadow the converted box
+            out.pop(k, None)
     for keys in (POS_KEYS, NEG_KEYS):
         pts = _points(obj, keys)
         if pts:
