@@ -300,14 +300,6 @@ def _eval_call(node: ast.Call, values: Sequence[object], env: Mapping[str, objec
 # -- test sources -> steps + checks ----------------------------------------------------------------------------------
 
 
-class _Rename(ast.NodeTransformer):
-    def __init__(self, old: str, new: str) -> None:
-        self.old, self.new = old, new
-
-    def visit_Name(self, node: ast.Name) -> ast.Name:
-        return ast.copy_location(ast.Name(self.new, node.ctx), node) if node.id == self.old else node
-
-
 def _inline_check(body: list[ast.stmt]) -> list[ast.stmt]:
     """HumanEval's `def check(candidate): <asserts>` + `check(fn)`: the asserts inlined with `candidate` -> `fn`."""
     defs = {s.name: s for s in body if isinstance(s, ast.FunctionDef) and len(s.args.args) == 1}
@@ -318,8 +310,10 @@ def _inline_check(body: list[ast.stmt]) -> list[ast.stmt]:
             fn = call.args[0]
             fdef = defs[call.func.id]
             if isinstance(fn, ast.Name):
-                renamer = _Rename(fdef.args.args[0].arg, fn.id)
-                out += [renamer.visit(stmt) for stmt in fdef.body]
+                param = fdef.args.args[0].arg
+                for name in (n for st in fdef.body for n in ast.walk(st) if isinstance(n, ast.Name) and n.id == param):
+                    name.id = fn.id
+                out += fdef.body
                 continue
         if isinstance(s, ast.FunctionDef) and s.name in defs and _has_assert(s):
             continue  # inlined at its call
