@@ -79,13 +79,8 @@ def _points(obj: Mapping[str, object], keys: tuple[str, ...]) -> list[tuple[floa
             raw = obj[k]
             if not isinstance(raw, Sequence):
                 return []
-            pts = []
-            for p in raw:
-                if isinstance(p, Sequence) and len(p) == 2:
-                    x, y = as_float(p[0]), as_float(p[1])
-                    if x is not None and y is not None:
-                        pts.append((x, y))
-            return pts
+            pairs = [(as_float(p[0]), as_float(p[1])) for p in raw if isinstance(p, Sequence) and len(p) == 2]
+            return [(x, y) for x, y in pairs if x is not None and y is not None]
     return None
 
 
