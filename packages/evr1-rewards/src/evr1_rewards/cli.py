@@ -90,12 +90,11 @@ def _extras(row: Mapping[str, object]) -> dict[str, object]:
 
 
 def _router(args: argparse.Namespace) -> RewardRouter:
-    sandbox = None
-    if args.sandbox_fusion_url or args.unsafe_local:
-        sandbox = SandboxConfig(url=args.sandbox_fusion_url, unsafe_local=args.unsafe_local)
+    given = args.sandbox_fusion_url or args.unsafe_local
     return RewardRouter(
         {"accuracy": args.accuracy_weight, "format": 1.0 - args.accuracy_weight}, mode=args.mode, think=args.think,
-        sandbox=sandbox, end_of_turn_tokens=args.end_of_turn_token,
+        sandbox=SandboxConfig(url=args.sandbox_fusion_url, unsafe_local=args.unsafe_local) if given else None,
+        end_of_turn_tokens=args.end_of_turn_token,
     )  # fmt: skip
 
 
