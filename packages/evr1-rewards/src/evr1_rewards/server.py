@@ -300,13 +300,11 @@ class _ScoreEndpoint:
         try:
             client = self.authorize(scope)
             body = await self.read_body(scope, receive)
-            if len(body) > self.lim.inline_body_bytes:
-                inputs = await run_in_threadpool(self.inputs, body)
-            else:
-                inputs = self.inputs(body)
+            big = len(body) > self.lim.inline_body_bytes
+            inputs = await run_in_threadpool(self.inputs, body) if big else self.inputs(body)
             admitted = self.admit(client, inputs)
             try:
-                if len(body) > self.lim.inline_body_bytes:  # the reply is large too: encode it off the event loop
+                if big:  # the reply is large too: encode it off the event loop
                     out: Mapping[str, object] | bytes = await run_in_threadpool(
                         lambda: json.dumps(self.run(inputs, client)).encode()
                     )
