@@ -200,10 +200,7 @@ def exact_number(text: str) -> Fraction | None:
     m = _EXACT.fullmatch(t)
     if m is None:
         return None
-    if m.group("fn") is not None:
-        num, den = Fraction(m.group("fn")), Fraction(m.group("fd"))
-    else:
-        num, den = Fraction(m.group("n")), Fraction(m.group("d") or 1)
+    num, den = Fraction(m.group("fn") or m.group("n")), Fraction(m.group("fd") or m.group("d") or 1)  # \frac or a/b
     if den == 0:
         return None
     v = num / den
