@@ -166,10 +166,7 @@ class Response:
         """(start, after_think): where boxed answers and statements are searched."""
         if self._after_think is None:
             close = self.low.rfind("</think>")
-            if close >= 0 and self.text[close + 8 :].strip():
-                self._after_think = (close + 8, True)
-            else:
-                self._after_think = (0, False)
+            self._after_think = (close + 8, True) if close >= 0 and self.text[close + 8 :].strip() else (0, False)
         return self._after_think
 
     def candidates(self) -> list[Extraction]:
