@@ -501,13 +501,8 @@ def _expand_comprehension(node: ast.GeneratorExp | ast.ListComp, env: Mapping[st
             inner = dict(scope)
             if not _bind_target(g.target, item, inner):
                 return False
-            keep = True
-            for cond in g.ifs:
-                ok, v = _const(cond, inner)
-                if not ok:
-                    return False
-                keep = keep and bool(v)
-            if keep and not walk(gens[1:], inner):
+            conds = [_const(cond, inner) for cond in g.ifs]  # every `if` must be the test's own constant
+            if not all(ok for ok, _ in conds) or (all(v for _, v in conds) and not walk(gens[1:], inner)):
                 return False
         return True
 
