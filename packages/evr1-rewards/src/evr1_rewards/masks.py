@@ -60,8 +60,7 @@ def decode_rle_string(s: str) -> list[int]:
     p = 0
     n = len(s)
     while p < n:
-        x = 0
-        k = 0
+        x = k = 0
         more = True
         while more:
             if p >= n:
