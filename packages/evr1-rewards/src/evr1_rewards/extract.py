@@ -129,12 +129,8 @@ class Response:
     __slots__ = ("_after_think", "_candidates", "_tag", "low", "text", "truncated")
 
     def __init__(self, text: object, end_of_turn: tuple[str, ...] | None = None, *, fold: bool = True) -> None:
-        if text is None:
-            text = ""
-        elif isinstance(text, bytes):
-            text = text.decode("utf-8", "replace")
-        elif not isinstance(text, str):
-            text = str(text)
+        if not isinstance(text, str):
+            text = "" if text is None else text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
         text = strip_end_of_turn(text, end_of_turn if end_of_turn is not None else end_of_turn_tokens())
         if fold:  # not for programs: a full-width string literal is part of what the program prints
             text = fold_compat(text)
