@@ -176,3 +176,13 @@ def test_assert_layouts(program: str, tests: list[str], expected: float) -> None
 def test_tuple_and_list_returns_for_call_based_tests() -> None:
     gt = json.dumps({"fn_name": "pair", "inputs": [[1]], "outputs": [[1, 2]]})
     assert score("<answer>def pair(x): return (x, x + 1)</answer>", gt, "code").accuracy == 1.0
+
+
+@pytest.mark.parametrize("forged", ['[[{"C": []}]]', '[[{"C": {"a": 1}}]]'])
+def test_forged_malformed_probe_values_score_zero(forged: str) -> None:
+    """A program printing its own probe results with a malformed tagged value scores 0: the reward never raises."""
+    program = (
+        "import os, sys\ndef add(a, b):\n"
+        f"    sys.stdout.write('\\n@@evr1-probe-results@@{forged}\\n')\n    sys.stdout.flush()\n    os._exit(0)\n"
+    )
+    assert score(f"<answer>{program}</answer>", ASSERTS, "code").accuracy == 0.0

@@ -128,6 +128,14 @@ def test_segmentation_scorer_with_compressed_rle_and_prompts() -> None:
     )  # size mismatch
 
 
+@pytest.mark.parametrize("key", ["boxes", "bbox_2d", "bbox", "box"])
+def test_segmentation_box_prompts_are_converted_under_every_key(key: str) -> None:
+    """A box prompt in another coordinate convention is converted whichever key holds it (`box` was read unconverted)."""
+    gt = json.dumps({"size": [4, 4], "counts": _encode_rle([5, 2, 2, 2, 5])})
+    answer = f'<answer>{{"{key}": [250, 250, 750, 750]}}</answer>'
+    assert score(answer, gt, "segmentation", extras={"pred_box_format": "norm1000"}, mode="metric").accuracy == 0.5
+
+
 # -- DAVIS boundary F, against a direct transcription of its definitions (seg2bmap, skimage disk, f_measure) -----------
 def _grid_mask(grid: list[list[int]]) -> Mask:
     h, w = len(grid), len(grid[0])

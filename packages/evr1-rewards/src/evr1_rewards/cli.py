@@ -90,12 +90,11 @@ def _extras(row: Mapping[str, object]) -> dict[str, object]:
 
 
 def _router(args: argparse.Namespace) -> RewardRouter:
-    sandbox = None
-    if args.sandbox_fusion_url or args.unsafe_local:
-        sandbox = SandboxConfig(url=args.sandbox_fusion_url, unsafe_local=args.unsafe_local)
+    given = args.sandbox_fusion_url or args.unsafe_local
     return RewardRouter(
         {"accuracy": args.accuracy_weight, "format": 1.0 - args.accuracy_weight}, mode=args.mode, think=args.think,
-        sandbox=sandbox, end_of_turn_tokens=args.end_of_turn_token,
+        sandbox=SandboxConfig(url=args.sandbox_fusion_url, unsafe_local=args.unsafe_local) if given else None,
+        end_of_turn_tokens=args.end_of_turn_token,
     )  # fmt: skip
 
 
@@ -186,7 +185,6 @@ def cmd_score(args: argparse.Namespace) -> int:
             good.append(line)
             done.add(str(row["_key"]))
         partial.write_text("".join(g + "\n" for g in good), encoding="utf-8")
-    stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
     bad_lines = 0
 
     def score_row(item: tuple[int, str, dict[str, object]]) -> tuple[dict[str, object], str | None]:
@@ -242,18 +240,17 @@ def cmd_score(args: argparse.Namespace) -> int:
     bar.close()
     os.replace(partial, out)
     errors = bad_lines
+    rewards: dict[str, list[tuple[float, float, float]]] = defaultdict(list)  # (overall, accuracy, format) by type
     for line in out.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
         errors += "reward_error" in rec
         r = rec.get("reward")
         if isinstance(r, dict):
-            s = stats[r["problem_type"]]
-            s[0] += 1
-            s[1] += r["overall"]
-            s[2] += r["accuracy"]
-            s[3] += r["format"]
-    summary = {k: {"n": int(v[0]), "overall": v[1] / v[0], "accuracy": v[2] / v[0], "format": v[3] / v[0]}
-               for k, v in sorted(stats.items())}  # fmt: skip
+            rewards[r["problem_type"]].append((r["overall"], r["accuracy"], r["format"]))
+    summary = {
+        k: {"n": len(v), **{m: sum(t[i] for t in v) / len(v) for i, m in enumerate(("overall", "accuracy", "format"))}}
+        for k, v in sorted(rewards.items())
+    }
     print(f"{'type':26s} {'n':>7s} {'overall':>8s} {'accuracy':>8s} {'format':>8s}")
     for k, v in summary.items():
         print(f"{k:26s} {v['n']:7d} {v['overall']:8.4f} {v['accuracy']:8.4f} {v['format']:8.4f}")

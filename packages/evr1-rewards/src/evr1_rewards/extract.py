@@ -129,12 +129,8 @@ class Response:
     __slots__ = ("_after_think", "_candidates", "_tag", "low", "text", "truncated")
 
     def __init__(self, text: object, end_of_turn: tuple[str, ...] | None = None, *, fold: bool = True) -> None:
-        if text is None:
-            text = ""
-        elif isinstance(text, bytes):
-            text = text.decode("utf-8", "replace")
-        elif not isinstance(text, str):
-            text = str(text)
+        if not isinstance(text, str):
+            text = "" if text is None else text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
         text = strip_end_of_turn(text, end_of_turn if end_of_turn is not None else end_of_turn_tokens())
         if fold:  # not for programs: a full-width string literal is part of what the program prints
             text = fold_compat(text)
@@ -166,10 +162,7 @@ class Response:
         """(start, after_think): where boxed answers and statements are searched."""
         if self._after_think is None:
             close = self.low.rfind("</think>")
-            if close >= 0 and self.text[close + 8 :].strip():
-                self._after_think = (close + 8, True)
-            else:
-                self._after_think = (0, False)
+            self._after_think = (close + 8, True) if close >= 0 and self.text[close + 8 :].strip() else (0, False)
         return self._after_think
 
     def candidates(self) -> list[Extraction]:
@@ -221,13 +214,11 @@ def _statement_prefix_ok(low: str, pos: int) -> bool:
     return m is not None and m.group(1) in _STMT_PREFIX_WORDS
 
 
-def _rest_of_line(text: str, pos: int) -> str:
+def _rest_of_line(text: str, pos: int, *, next_line: bool = True) -> str:
     nl = text.find("\n", pos, pos + 4096)
     line = text[pos : nl if nl >= 0 else min(len(text), pos + 4096)].strip().rstrip(_TRAILING).strip()
-    if not line and nl >= 0:
-        # "The answer is:\nB" - take the next non-empty line.
-        nxt = text.find("\n", nl + 1, nl + 4097)
-        line = text[nl + 1 : nxt if nxt >= 0 else min(len(text), nl + 4097)].strip().rstrip(_TRAILING).strip()
+    if not line and nl >= 0 and next_line:
+        return _rest_of_line(text, nl + 1, next_line=False)  # "The answer is:\nB": the next line
     return line
 
 

@@ -60,8 +60,7 @@ def decode_rle_string(s: str) -> list[int]:
     p = 0
     n = len(s)
     while p < n:
-        x = 0
-        k = 0
+        x = k = 0
         more = True
         while more:
             if p >= n:
@@ -112,11 +111,9 @@ def from_polygons(h: int, w: int, polygons: Sequence[Sequence[float]]) -> Mask:
         x_hi = min(w - 1, math.ceil(max(p[0] for p in pts)))
         for x in range(x_lo, x_hi + 1):
             xc = x + 0.5
-            ys = []
-            for (x0, y0), (x1, y1) in edges:
-                if (x0 <= xc < x1) or (x1 <= xc < x0):
-                    ys.append(y0 + (xc - x0) * (y1 - y0) / (x1 - x0))
-            ys.sort()
+            ys = sorted(
+                y0 + (xc - x0) * (y1 - y0) / (x1 - x0) for (x0, y0), (x1, y1) in edges if x0 <= xc < x1 or x1 <= xc < x0
+            )
             base = x * h
             for a, b in zip(ys[0::2], ys[1::2], strict=False):
                 y0i = max(0, math.ceil(a - 0.5))

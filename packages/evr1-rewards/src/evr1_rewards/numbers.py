@@ -37,7 +37,13 @@ _UNITS = {
     "seventeen": 17, "eighteen": 18, "nineteen": 19,
 }  # fmt: skip
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-_SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
+_NUMBER_WORDS: dict[str, tuple[str, int]] = {
+    **{w: ("teen" if v >= 10 else "unit", v) for w, v in _UNITS.items()},
+    **{w: ("tens", v) for w, v in _TENS.items()},
+    "hundred": ("hundred", 100),
+    **{w: ("scale", v) for w, v in {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}.items()},
+}
+"""Number word -> (its category: unit, teen, tens, hundred, scale; its value)."""
 _WORD = re.compile(r"[a-z]+")
 
 
@@ -175,17 +181,9 @@ def words_to_number(text: str) -> float | None:
     in_run = False
     last = ""  # category of the previous word: unit, teen, tens, hundred, scale
     for w in [*words, "."]:
-        cat = ""
-        if w in _UNITS:
-            cat = "teen" if _UNITS[w] >= 10 else "unit"
-        elif w in _TENS:
-            cat = "tens"
-        elif w == "hundred":
-            cat = "hundred"
-        elif w in _SCALES:
-            cat = "scale"
-        elif w == "and" and in_run:
+        if w == "and" and in_run:
             continue
+        cat, value = _NUMBER_WORDS.get(w, ("", 0))
         # A unit right after a unit/teen ("one two") or tens after tens starts a new number.
         restart = in_run and (
             (cat in ("unit", "teen") and last in ("unit", "teen"))
@@ -198,15 +196,13 @@ def words_to_number(text: str) -> float | None:
         if not cat:
             continue
         in_run = True
-        if cat in ("unit", "teen"):
-            current += _UNITS[w]
-        elif cat == "tens":
-            current += _TENS[w]
-        elif cat == "hundred":
+        if cat == "hundred":
             current = (current or 1) * 100
-        else:
-            total += (current or 1) * _SCALES[w]
+        elif cat == "scale":
+            total += (current or 1) * value
             current = 0
+        else:
+            current += value
         last = cat
     return best
 

@@ -286,8 +286,7 @@ def score(
     if options is not None:
         merged["options"] = list(options)
     w = RewardWeights.coerce(weights)
-    router = _DEFAULT_ROUTERS.get((w.accuracy, w.format, mode))
-    if router is None:
-        router = _DEFAULT_ROUTERS.setdefault((w.accuracy, w.format, mode), RewardRouter(w, mode=mode))
+    key = (w.accuracy, w.format, mode)
+    router = _DEFAULT_ROUTERS.get(key) or _DEFAULT_ROUTERS.setdefault(key, RewardRouter(w, mode=mode))
     text = response if isinstance(response, str) else "" if response is None else str(response)
     return router.score(RewardInput(response=text, ground_truth=ground_truth, problem_type=problem_type, extras=merged))

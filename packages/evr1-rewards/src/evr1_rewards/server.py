@@ -300,13 +300,11 @@ class _ScoreEndpoint:
         try:
             client = self.authorize(scope)
             body = await self.read_body(scope, receive)
-            if len(body) > self.lim.inline_body_bytes:
-                inputs = await run_in_threadpool(self.inputs, body)
-            else:
-                inputs = self.inputs(body)
+            big = len(body) > self.lim.inline_body_bytes
+            inputs = await run_in_threadpool(self.inputs, body) if big else self.inputs(body)
             admitted = self.admit(client, inputs)
             try:
-                if len(body) > self.lim.inline_body_bytes:  # the reply is large too: encode it off the event loop
+                if big:  # the reply is large too: encode it off the event loop
                     out: Mapping[str, object] | bytes = await run_in_threadpool(
                         lambda: json.dumps(self.run(inputs, client)).encode()
                     )
@@ -383,9 +381,6 @@ class _ScoreEndpoint:
         code = [i for i, inp in enumerate(inputs) if _type_of(inp) == CODE]
         if not code:
             return openrlhf_reply(self.router.score_batch(inputs))
-        results: list[RewardResult | None] = [None] * len(inputs)
-        is_code = set(code)
-        rest = [i for i in range(len(inputs)) if i not in is_code]
 
         def gated(i: int) -> RewardResult:
             with self.gate.slot(client):
@@ -394,12 +389,10 @@ class _ScoreEndpoint:
         # A pool per request, never a shared one: a shared pool's FIFO queue would make a newcomer's answer wait
         # behind every queued answer of the saturating clients before it even reached the fair gate.
         with ThreadPoolExecutor(max_workers=min(len(code), self.gate.slots), thread_name_prefix="evr1-code") as pool:
-            futures = [(i, pool.submit(gated, i)) for i in code]
-            for i, r in zip(rest, self.router.score_batch([inputs[i] for i in rest]), strict=True):
-                results[i] = r
-            for i, fut in futures:
-                results[i] = fut.result()
-        return openrlhf_reply([r for r in results if r is not None])
+            futures = {i: pool.submit(gated, i) for i in code}
+            rest = [i for i in range(len(inputs)) if i not in futures]
+            results = dict(zip(rest, self.router.score_batch([inputs[i] for i in rest]), strict=True))
+        return openrlhf_reply([results[i] if i in results else futures[i].result() for i in range(len(inputs))])
 
     async def read_body(self, scope: Mapping[str, Any], receive: Any) -> bytes:
         limit = self.lim.max_body_bytes
@@ -411,35 +404,30 @@ class _ScoreEndpoint:
                     raise _Reject(400, f"invalid Content-Length {value!r}") from None
                 if n > limit:
                     raise _Reject(413, f"body of {n} bytes is over the limit of {limit} bytes")
-        first = await receive()  # usually the whole body: it arrived with the headers, no timer needed
-        if first["type"] == "http.disconnect":
-            raise _ClientGone()
-        if not first.get("more_body", False):
-            body: bytes = first.get("body", b"")
-            if len(body) > limit:
+        chunks: list[bytes] = []
+        size = 0
+
+        def take(message: Mapping[str, Any]) -> bool:
+            """Keep one message's chunk of the body; whether more is coming."""
+            nonlocal size
+            if message["type"] == "http.disconnect":
+                raise _ClientGone()
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > limit:
                 raise _Reject(413, f"body is over the limit of {limit} bytes")
-            return body
-        chunks: list[bytes] = [first.get("body", b"")]
-        size = len(chunks[0])
+            return bool(message.get("more_body", False))
 
         async def pull() -> None:
-            nonlocal size
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise _ClientGone()
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    raise _Reject(413, f"body is over the limit of {limit} bytes")
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return
+            while take(await receive()):
+                pass
 
-        try:
-            await _within(pull(), self.lim.read_timeout_s)
-        except asyncio.TimeoutError:
-            raise _Reject(408, f"the body did not arrive within {self.lim.read_timeout_s:g} s") from None
+        # Usually the whole body is the first message: it arrived with the headers, no timer needed.
+        if take(await receive()):
+            try:
+                await _within(pull(), self.lim.read_timeout_s)
+            except asyncio.TimeoutError:
+                raise _Reject(408, f"the body did not arrive within {self.lim.read_timeout_s:g} s") from None
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     @staticmethod

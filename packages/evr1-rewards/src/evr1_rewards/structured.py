@@ -149,23 +149,19 @@ def as_box(v: object) -> tuple[float, float, float, float] | None:
 
 def span_from_prose(text: str) -> tuple[float, float] | None:
     """The last time span written in prose: 'from 12.5 to 20 s', '00:12–00:20', '12.5-20 seconds'."""
-    last = None
-    for m in _SPAN.finditer(tail(text, 4096)):
-        last = m
-    if last is None:
+    spans = _SPAN.findall(tail(text, 4096))
+    if not spans:
         return None
-    a, b = parse_time(last.group(1)), parse_time(last.group(2))
+    a, b = parse_time(spans[-1][0]), parse_time(spans[-1][1])
     return (a, b) if a is not None and b is not None else None
 
 
 def box_from_prose(text: str) -> tuple[float, float, float, float] | None:
     """The last bracketed 4-tuple of numbers: '[10, 20, 110, 220]' or '(10,20,110,220)'."""
-    last = None
-    for m in _NUMS4.finditer(tail(text, 4096)):
-        last = m
-    if last is None:
+    boxes = _NUMS4.findall(tail(text, 4096))
+    if not boxes:
         return None
-    x1, y1, x2, y2 = (float(g) for g in last.groups())
+    x1, y1, x2, y2 = (float(g) for g in boxes[-1])
     return x1, y1, x2, y2
 
 

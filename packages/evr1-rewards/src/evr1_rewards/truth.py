@@ -45,26 +45,19 @@ def unwrap(text: str) -> str:
     if "<[PLHD" in s:
         s = _PLACEHOLDER.sub("", s).strip()
     low = s.lower()
-    if "<answer>" in low:
-        close = low.rfind("</answer>")
-        while close >= 0:
-            open_ = low.rfind("<answer>", 0, close)
-            if open_ < 0:
-                break
-            inner = s[open_ + 8 : close].strip()
-            if inner:
-                return inner
-            close = low.rfind("</answer>", 0, open_)
-        raise GroundTruthError(f"the ground truth's <answer> tag is empty or never closed: {s[:120]!r}")
-    close = low.rfind("</think>")
-    while close >= 0:  # no answer tag: the last <think> block holding JSON (Charades-STA's layout)
-        open_ = low.rfind("<think>", 0, close)
+    # The last non-empty answer tag; with none, the last <think> block holding JSON (Charades-STA's layout).
+    tag = "answer" if "<answer>" in low else "think"
+    close = low.rfind(f"</{tag}>")
+    while close >= 0:
+        open_ = low.rfind(f"<{tag}>", 0, close)
         if open_ < 0:
             break
-        inner = s[open_ + 7 : close].strip()
-        if inner[:1] in ("{", "["):
+        inner = s[open_ + len(tag) + 2 : close].strip()
+        if inner if tag == "answer" else inner[:1] in ("{", "["):
             return inner
-        close = low.rfind("</think>", 0, open_)
+        close = low.rfind(f"</{tag}>", 0, open_)
+    if tag == "answer":
+        raise GroundTruthError(f"the ground truth's <answer> tag is empty or never closed: {s[:120]!r}")
     return s
 
 

@@ -8,6 +8,7 @@ function returns one float per completion, or None for rows whose problem type c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from evr1_rewards.integrations._common import merge_extras, plain
@@ -36,6 +37,7 @@ def completion_text(completion: object) -> str:
     return "" if completion is None else str(completion)
 
 
+@dataclass(kw_only=True, eq=False)
 class RewardFunction:
     """A TRL reward function: `GRPOTrainer(reward_funcs=[RewardFunction(...)])` (or `make_reward_func(...)`).
 
@@ -53,36 +55,27 @@ class RewardFunction:
         end_of_turn_tokens: more chat-template tokens to strip from completions (beyond `evr1_rewards.end_of_turn`).
     """
 
-    def __init__(
-        self,
-        *,
-        problem_type: str | None = None,
-        problem_type_column: str = "problem_type",
-        ground_truth_column: str | None = None,
-        extras_column: str = "extras",
-        extras_columns: Sequence[str] = ("options",),
-        weights: RewardWeights | Mapping[str, float] | None = None,
-        component: Component = "overall",
-        mode: Mode = "reward",
-        think: Literal["optional", "required", "forbidden"] = "optional",
-        name: str | None = None,
-        sandbox: SandboxConfig | Mapping[str, object] | str | None = None,
-        end_of_turn_tokens: Sequence[str] = (),
-    ) -> None:
-        if component not in ("overall", "accuracy", "format"):
-            raise ValueError(f"component must be 'overall', 'accuracy' or 'format', got {component!r}")
-        self.problem_type = problem_type
-        self.problem_type_column = problem_type_column
-        self.ground_truth_column = ground_truth_column
-        self.extras_column = extras_column
-        self.extras_columns = tuple(extras_columns)
-        self.weights = RewardWeights.coerce(weights)
-        self.component: Component = component
-        self.mode: Mode = mode
-        self.think = think
-        self.sandbox = SandboxConfig.coerce(sandbox)
-        self.end_of_turn_tokens = tuple(end_of_turn_tokens)
-        self.__name__ = name or f"evr1_{component}"
+    problem_type: str | None = None
+    problem_type_column: str = "problem_type"
+    ground_truth_column: str | None = None
+    extras_column: str = "extras"
+    extras_columns: Sequence[str] = ("options",)
+    weights: RewardWeights | Mapping[str, float] | None = None
+    component: Component = "overall"
+    mode: Mode = "reward"
+    think: Literal["optional", "required", "forbidden"] = "optional"
+    name: str | None = None
+    sandbox: SandboxConfig | Mapping[str, object] | str | None = None
+    end_of_turn_tokens: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if self.component not in ("overall", "accuracy", "format"):
+            raise ValueError(f"component must be 'overall', 'accuracy' or 'format', got {self.component!r}")
+        self.extras_columns = tuple(self.extras_columns)
+        self.weights = RewardWeights.coerce(self.weights)
+        self.sandbox = SandboxConfig.coerce(self.sandbox)
+        self.end_of_turn_tokens = tuple(self.end_of_turn_tokens)
+        self.__name__ = self.name or f"evr1_{self.component}"
         self._router: RewardRouter | None = None
         self.router  # noqa: B018  (validate the configuration now, not at the first training step)
 

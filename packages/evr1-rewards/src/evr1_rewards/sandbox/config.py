@@ -16,13 +16,14 @@ import shutil
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 from evr1_rewards.errors import RewardConfigError, one_of
 from evr1_rewards.sandbox.types import Backend, SandboxUnavailableError
 
 log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
 BackendName = Literal["auto", "bwrap", "sandbox_fusion", "unsafe_local"]
 BACKENDS: tuple[BackendName, ...] = ("auto", "bwrap", "sandbox_fusion", "unsafe_local")
 
@@ -87,24 +88,19 @@ class SandboxConfig:
             given = {k: v for k, v in value.items() if v is not None}
             return cls(
                 backend=one_of("sandbox backend", given.get("backend", "auto"), BACKENDS),
-                url=_optional_str("sandbox url", given.get("url")),
-                workers=_optional_int("sandbox workers", given.get("workers")),
+                url=_optional("sandbox url", given.get("url"), str, "a string"),
+                workers=_optional("sandbox workers", given.get("workers"), int, "a positive integer"),
                 unsafe_local=bool(given.get("unsafe_local", False)),
-                python=_optional_str("sandbox python", given.get("python")),
+                python=_optional("sandbox python", given.get("python"), str, "a string"),
             )
         raise RewardConfigError(f"sandbox must be a SandboxConfig, a mapping or a backend name, got {value!r}")
 
 
-def _optional_str(what: str, value: object) -> str | None:
-    if value is None or isinstance(value, str):
+def _optional(what: str, value: object, kind: type[_T], noun: str) -> _T | None:
+    """`value` when it is None or a `kind` (a bool is no integer), else a RewardConfigError naming `what`."""
+    if value is None or (isinstance(value, kind) and not isinstance(value, bool)):
         return value
-    raise RewardConfigError(f"{what} must be a string, got {value!r}")
-
-
-def _optional_int(what: str, value: object) -> int | None:
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    raise RewardConfigError(f"{what} must be a positive integer, got {value!r}")
+    raise RewardConfigError(f"{what} must be {noun}, got {value!r}")
 
 
 _FIX = (

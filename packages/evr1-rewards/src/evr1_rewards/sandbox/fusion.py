@@ -42,9 +42,7 @@ class SandboxFusionBackend:
     name: str = "sandbox_fusion"
 
     def __post_init__(self) -> None:
-        self.url = self.url.rstrip("/")
-        if self.url.endswith("/run_code"):
-            self.url = self.url[: -len("/run_code")]
+        self.url = self.url.rstrip("/").removesuffix("/run_code")
         self._gate = threading.BoundedSemaphore(max(1, self.workers))
 
     def request(self, job: Job, limits: SandboxLimits) -> dict[str, object]:

@@ -7,6 +7,7 @@ runs), size-capped, and any failure — too deep, malformed — is simply "no va
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable
 from typing import Any
 
 MAX_TEXT = 8 << 20
@@ -35,6 +36,7 @@ class ProbeError(Unserialisable):
 
 
 MAX_INT_DIGITS = 100_000
+_COLLECTIONS: dict[str, Callable[[Iterable[Any]], Any]] = {"L": list, "T": tuple, "S": set, "FS": frozenset}
 
 
 def decode(v: object, depth: int = 0) -> Any:
@@ -46,14 +48,8 @@ def decode(v: object, depth: int = 0) -> Any:
     if isinstance(v, dict) and len(v) == 1:
         tag, body = next(iter(v.items()))
         try:
-            if tag == "L":
-                return [decode(x, depth + 1) for x in body]
-            if tag == "T":
-                return tuple(decode(x, depth + 1) for x in body)
-            if tag == "S":
-                return {decode(x, depth + 1) for x in body}
-            if tag == "FS":
-                return frozenset(decode(x, depth + 1) for x in body)
+            if tag in _COLLECTIONS:
+                return _COLLECTIONS[tag](decode(x, depth + 1) for x in body)
             if tag == "D":
                 return {decode(k, depth + 1): decode(x, depth + 1) for k, x in body}
             if tag == "I" and isinstance(body, str) and len(body) <= MAX_INT_DIGITS:
@@ -68,7 +64,7 @@ def decode(v: object, depth: int = 0) -> Any:
                 return ProbeError(str(body)[:100])
             if tag == "X":
                 return Unserialisable(str(body)[:100])
-        except (TypeError, ValueError, RecursionError):
+        except (TypeError, ValueError, LookupError, RecursionError):  # ({"C": []}: an IndexError)
             return Unserialisable("malformed")
     return Unserialisable("malformed")
 

@@ -103,27 +103,13 @@ class Watchdog:
             except OSError:
                 continue
             mine.append(p)
-        if self._ns is None:
-            for p in mine:
-                st = _stat(p)
-                if st is not None and st[0] == self.pid:
-                    ns = _ns(p)
-                    if ns is not None and ns != self._own_ns:
-                        self._ns = ns
-                        break
+        if self._ns is None:  # the namespace of bubblewrap's child (its init), once it has its own
+            children = (_ns(p) for p in mine if (st := _stat(p)) is not None and st[0] == self.pid)
+            self._ns = next((ns for ns in children if ns is not None and ns != self._own_ns), None)
             if self._ns is None:
                 return None
-        n, mem, cpu = 0, 0, 0.0
-        for p in mine:
-            if _ns(p) != self._ns:
-                continue
-            st = _stat(p)
-            if st is None:
-                continue
-            n += 1
-            cpu += st[1]
-            mem += _pss(p, st[2])
-        return Usage(n, mem, cpu)
+        inside = [(p, st) for p in mine if _ns(p) == self._ns and (st := _stat(p)) is not None]
+        return Usage(len(inside), sum(_pss(p, st[2]) for p, st in inside), sum((st[1] for _, st in inside), 0.0))
 
     def check(self) -> str | None:
         """Why the sandbox must be killed now, or None (also when a sample is not due yet)."""

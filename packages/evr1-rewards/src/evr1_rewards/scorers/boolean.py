@@ -68,10 +68,8 @@ def parse_yes_no(text: str) -> str | None:
         return _ZH[s]
     if _cleaned_is_hedge(s):
         return None
-    last = None
-    for m in _WORDS.finditer(ascii_lower(s)):
-        last = m.group(1)
-    return _MAP[last] if last else None
+    words = _WORDS.findall(ascii_lower(s))
+    return _MAP[words[-1]] if words else None
 
 
 @register(BOOLEAN, answer_format="Yes or No")

@@ -300,14 +300,6 @@ def _eval_call(node: ast.Call, values: Sequence[object], env: Mapping[str, objec
 # -- test sources -> steps + checks ----------------------------------------------------------------------------------
 
 
-class _Rename(ast.NodeTransformer):
-    def __init__(self, old: str, new: str) -> None:
-        self.old, self.new = old, new
-
-    def visit_Name(self, node: ast.Name) -> ast.Name:
-        return ast.copy_location(ast.Name(self.new, node.ctx), node) if node.id == self.old else node
-
-
 def _inline_check(body: list[ast.stmt]) -> list[ast.stmt]:
     """HumanEval's `def check(candidate): <asserts>` + `check(fn)`: the asserts inlined with `candidate` -> `fn`."""
     defs = {s.name: s for s in body if isinstance(s, ast.FunctionDef) and len(s.args.args) == 1}
@@ -318,8 +310,10 @@ def _inline_check(body: list[ast.stmt]) -> list[ast.stmt]:
             fn = call.args[0]
             fdef = defs[call.func.id]
             if isinstance(fn, ast.Name):
-                renamer = _Rename(fdef.args.args[0].arg, fn.id)
-                out += [renamer.visit(stmt) for stmt in fdef.body]
+                param = fdef.args.args[0].arg
+                for name in (n for st in fdef.body for n in ast.walk(st) if isinstance(n, ast.Name) and n.id == param):
+                    name.id = fn.id
+                out += fdef.body
                 continue
         if isinstance(s, ast.FunctionDef) and s.name in defs and _has_assert(s):
             continue  # inlined at its call
@@ -366,11 +360,9 @@ def _literal(v: object, depth: int = 0) -> ast.expr | None:
         elts = every([_literal(x, depth + 1) for x in v])
         if elts is None:
             return None
-        if isinstance(v, list):
-            return ast.List(elts=elts, ctx=ast.Load())
-        if isinstance(v, tuple):
-            return ast.Tuple(elts=elts, ctx=ast.Load())
-        return ast.Set(elts=elts) if elts else ast.Call(ast.Name("set", ast.Load()), [], [])
+        if t is set:
+            return ast.Set(elts=elts) if elts else ast.Call(ast.Name("set", ast.Load()), [], [])
+        return (ast.List if t is list else ast.Tuple)(elts=elts, ctx=ast.Load())
     if isinstance(v, dict) and t is dict:
         keys, vals = every([_literal(k, depth + 1) for k in v]), every([_literal(x, depth + 1) for x in v.values()])
         if keys is None or vals is None:
@@ -509,13 +501,8 @@ def _expand_comprehension(node: ast.GeneratorExp | ast.ListComp, env: Mapping[st
             inner = dict(scope)
             if not _bind_target(g.target, item, inner):
                 return False
-            keep = True
-            for cond in g.ifs:
-                ok, v = _const(cond, inner)
-                if not ok:
-                    return False
-                keep = keep and bool(v)
-            if keep and not walk(gens[1:], inner):
+            conds = [_const(cond, inner) for cond in g.ifs]  # every `if` must be the test's own constant
+            if not all(ok for ok, _ in conds) or (all(v for _, v in conds) and not walk(gens[1:], inner)):
                 return False
         return True
 

@@ -200,10 +200,7 @@ def exact_number(text: str) -> Fraction | None:
     m = _EXACT.fullmatch(t)
     if m is None:
         return None
-    if m.group("fn") is not None:
-        num, den = Fraction(m.group("fn")), Fraction(m.group("fd"))
-    else:
-        num, den = Fraction(m.group("n")), Fraction(m.group("d") or 1)
+    num, den = Fraction(m.group("fn") or m.group("n")), Fraction(m.group("fd") or m.group("d") or 1)  # \frac or a/b
     if den == 0:
         return None
     v = num / den
@@ -258,6 +255,10 @@ _NUMERIC = re.compile(r"[\d\s+\-*/().^{}FG]+")
 _CONSTANTS = re.compile(r"\\pi(?![A-Za-z])|\\mathrm\{e\}|(?<![A-Za-z\\])e(?![A-Za-z])")
 _NUMBER_BEFORE = re.compile(r"\d+(?:\.\d+)?$")
 _SCI = re.compile(r"\d[eE][-+]?\d{4,}")
+_CARET = re.compile(r"\^ *")  # an exponent, where it starts
+_EXPONENT = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_GAMMA = re.compile(r"\\Gamma(?: |\\left)*")  # \Gamma, where its argument starts
+_BINOM = re.compile(r"\\[dt]?binom")
 _TEX_OPS = (("\\cdot", "*"), ("\\times", "*"), ("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""))
 
 
@@ -374,51 +375,35 @@ def blowup(span: str) -> str | None:
     """Why `span` would make sympy compute a gigantic integer (see MAX_MAGNITUDE), or None. Linear in the span."""
     if _SCI.search(span):
         return "exponent_too_large"
-    i = span.find("^")
-    while i >= 0:
-        j = i + 1
-        while j < len(span) and span[j] == " ":
-            j += 1
-        g = _group(span, j)
-        if g is not None:
-            exponent = g[0]
-        else:
-            m = re.match(r"[-+]?\d+(?:\.\d+)?", span[j:])
-            exponent = m.group() if m else ""
+    for m in _CARET.finditer(span):
+        g = _group(span, m.end())
+        e = _EXPONENT.match(span, m.end()) if g is None else None
+        exponent = g[0] if g is not None else e.group() if e else ""
         mag = _magnitude(exponent) if exponent else None
-        if mag is not None and mag > MAX_MAGNITUDE:
+        if (mag is not None and mag > MAX_MAGNITUDE) or (
+            "^" in exponent and mag is None and not any(c.isalpha() for c in exponent.replace("\\", ""))
+        ):
             return "exponent_too_large"
-        if "^" in exponent and mag is None and not any(c.isalpha() for c in exponent.replace("\\", "")):
-            return "exponent_too_large"
-        i = span.find("^", i + 1)
-    i = span.find("!")
-    while i >= 0:
-        before = span[:i].rstrip()
+    for m in re.finditer("!", span):
+        before = span[: m.start()].rstrip()
         start = _operand_before(before, len(before))
-        mag = _magnitude(before[start:]) if start is not None else None
-        if mag is not None and mag > MAX_MAGNITUDE / 10:
+        if start is not None and _exceeds(before[start:], MAX_MAGNITUDE / 10):
             return "factorial_too_large"
-        i = span.find("!", i + 1)
-    i = span.find("\\Gamma")
-    while i >= 0:
-        j = i + len("\\Gamma")
-        while span[j : j + 1] == " " or span.startswith("\\left", j):
-            j += 1 if span[j] == " " else len("\\left")
-        g = _group(span, j)
-        mag = _magnitude(g[0]) if g is not None else None
-        if mag is not None and mag > MAX_MAGNITUDE / 10:
+    for m in _GAMMA.finditer(span):
+        g = _group(span, m.end())
+        if g is not None and _exceeds(g[0], MAX_MAGNITUDE / 10):
             return "factorial_too_large"
-        i = span.find("\\Gamma", i + 1)
-    for cmd in ("\\binom", "\\dbinom", "\\tbinom"):
-        i = span.find(cmd)
-        while i >= 0:
-            g = _group(span, i + len(cmd))
-            if g is not None:
-                mag = _magnitude(g[0])
-                if mag is not None and mag > MAX_MAGNITUDE:
-                    return "binomial_too_large"
-            i = span.find(cmd, i + 1)
+    for m in _BINOM.finditer(span):
+        g = _group(span, m.end())
+        if g is not None and _exceeds(g[0], MAX_MAGNITUDE):
+            return "binomial_too_large"
     return None
+
+
+def _exceeds(text: str, limit: float) -> bool:
+    """`text` is purely numeric (see `_magnitude`) and its size is above `limit`."""
+    mag = _magnitude(text)
+    return mag is not None and mag > limit
 
 
 _UNEVALUATED = ("\\int", "\\iint", "\\oint", "\\lim", "\\sum", "\\prod")

@@ -78,12 +78,7 @@ def _decimals(ground_truth: object) -> int:
 def format_number(n: Number, decimals: int = 0) -> str:
     """Canonical text of a number that parses back to it: '1250', '0.33' (decimals kept), '12.5', '50%'."""
     v = n.value
-    if decimals > 0:
-        text = f"{v:.{decimals}f}"
-    elif v.is_integer() and abs(v) < 1e18:
-        text = str(int(v))
-    else:
-        text = repr(v)
+    text = f"{v:.{decimals}f}" if decimals > 0 else str(int(v)) if v.is_integer() and abs(v) < 1e18 else repr(v)
     return text + "%" if n.percent else text
 
 

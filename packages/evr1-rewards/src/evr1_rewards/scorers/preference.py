@@ -39,11 +39,9 @@ def parse_label(text: str) -> str | None:
     s = ascii_lower(clean_payload(tail(text, 4096))).strip().strip(".!*。 ")
     if s in _LABELS:
         return _LABELS[s]
-    verdict = None
-    for m in _VERDICT.finditer(s):
-        verdict = _NORM[m.group(1) or m.group(2)]
-    if verdict:
-        return verdict
+    verdicts = _VERDICT.findall(s)  # the last verdict wins
+    if verdicts:
+        return _NORM[verdicts[-1][0] or verdicts[-1][1]]
     seen = {_NORM[m.group(1) or m.group(2)] for m in _MENTION.finditer(s)}
     return seen.pop() if len(seen) == 1 else None
 

@@ -79,13 +79,8 @@ def _points(obj: Mapping[str, object], keys: tuple[str, ...]) -> list[tuple[floa
             raw = obj[k]
             if not isinstance(raw, Sequence):
                 return []
-            pts = []
-            for p in raw:
-                if isinstance(p, Sequence) and len(p) == 2:
-                    x, y = as_float(p[0]), as_float(p[1])
-                    if x is not None and y is not None:
-                        pts.append((x, y))
-            return pts
+            pairs = [(as_float(p[0]), as_float(p[1])) for p in raw if isinstance(p, Sequence) and len(p) == 2]
+            return [(x, y) for x, y in pairs if x is not None and y is not None]
     return None
 
 
@@ -122,11 +117,7 @@ class Segmentation:
             if pred_conv != gt_conv:
                 obj = _convert(obj, pred_conv, gt_conv, size)
             try:
-                mask = (
-                    mask_from({"size": [gold.h, gold.w], **obj}, (gold.h, gold.w))
-                    if "size" not in obj
-                    else mask_from(obj, None)
-                )
+                mask = mask_from(obj, (gold.h, gold.w))  # (the gold's size unless the answer gives one)
             except (ValueError, TypeError):
                 return Outcome(0.0, False, {"source": cand.source, "malformed": True})
             if mask is not None:
@@ -160,8 +151,8 @@ def _convert(obj: Mapping[str, object], conv: str, target: str, size: tuple[floa
     box = as_box(obj)
     if box is not None:
         out["boxes"] = list(to_common(box, conv, target, size))
-        out.pop("bbox_2d", None)
-        out.pop("bbox", None)
+        for k in ("bbox_2d", "bbox", "box"):  # read before "boxes" (as_box): none may shadow the converted box
+            out.pop(k, None)
     for keys in (POS_KEYS, NEG_KEYS):
         pts = _points(obj, keys)
         if pts:
