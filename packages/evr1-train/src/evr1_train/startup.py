@@ -97,17 +97,18 @@ def config_keys(node: Any, prefix: str = "") -> Iterator[str]:
         yield from config_keys(node._get_node(key), path + ".")
 
 
-def _exists(cfg: Any, key: str) -> bool:
+def _node_at(cfg: Any, key: str) -> Any:
+    """The node of dotted `key` ("": `cfg` itself), None when the config has no such key."""
     from omegaconf import DictConfig
 
     node = cfg
-    for part in key.split("."):
+    for part in key.split(".") if key else ():
         if not isinstance(node, DictConfig) or node._is_none() or node._is_missing():
-            return False
+            return None
         if part not in list(node):  # not `part in node`: OmegaConf answers False for a key whose value is ???
-            return False
+            return None
         node = node._get_node(part)
-    return True
+    return node
 
 
 def _target_keys(cfg: Any, key: str) -> list[str]:
@@ -117,11 +118,7 @@ def _target_keys(cfg: Any, key: str) -> list[str]:
     from omegaconf import DictConfig
 
     parent = key.rpartition(".")[0]
-    node = cfg
-    for part in parent.split(".") if parent else ():
-        if not isinstance(node, DictConfig) or part not in list(node):
-            return []
-        node = node._get_node(part)
+    node = _node_at(cfg, parent)
     target = node.get("_target_") if isinstance(node, DictConfig) else None
     fields = _dataclass_fields(target) if isinstance(target, str) else frozenset()
     return sorted(f"{parent}.{f}" if parent else f for f in fields)
@@ -239,7 +236,7 @@ def _missing_option(ov: Override, roots: Sequence[Path]) -> str | None:
 
 def _problem(ov: Override, base: Any, known: Sequence[str]) -> str | None:
     key, line = ov.key_or_group, ov.input_line
-    exists = _exists(base, key)
+    exists = _node_at(base, key) is not None
     point = next((p for p in EXTENSION_POINTS if key == p or key.startswith(p + ".")), None)  # the one it is under
     if ov.is_add() or ov.is_force_add():
         fields = _target_keys(base, key)
