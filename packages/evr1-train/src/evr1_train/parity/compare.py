@@ -7,6 +7,7 @@ receive vision features, since their embeddings are replaced by those features.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -148,19 +149,17 @@ def compare_records(a: SideRecord, b: SideRecord) -> SampleComparison:
 
 def compare_sides(sides: Mapping[str, Sequence[SideRecord]]) -> list[SampleComparison]:
     """All pairs of sides, sample by sample (a sample missing on one side is a failure, not a silent skip)."""
-    names = list(sides)
     out: list[SampleComparison] = []
-    for i, first in enumerate(names):
-        for second in names[i + 1 :]:
-            by_a = {r.sample: r for r in sides[first]}
-            by_b = {r.sample: r for r in sides[second]}
-            for sample in sorted(set(by_a) | set(by_b)):
-                if sample not in by_a or sample not in by_b:
-                    missing = first if sample not in by_a else second
-                    check = Check("present", False, f"no record on {missing} (it failed there, see its log)")
-                    out.append(SampleComparison(sample, (first, second), (check,)))
-                    continue
-                out.append(compare_records(by_a[sample], by_b[sample]))
+    for first, second in itertools.combinations(sides, 2):
+        by_a = {r.sample: r for r in sides[first]}
+        by_b = {r.sample: r for r in sides[second]}
+        for sample in sorted(set(by_a) | set(by_b)):
+            if sample not in by_a or sample not in by_b:
+                missing = first if sample not in by_a else second
+                check = Check("present", False, f"no record on {missing} (it failed there, see its log)")
+                out.append(SampleComparison(sample, (first, second), (check,)))
+                continue
+            out.append(compare_records(by_a[sample], by_b[sample]))
     return out
 
 
