@@ -46,10 +46,6 @@ class SampleComparison:
         return next((c for c in self.checks if c.name == name), None)
 
 
-def logprob_tolerance(a: SideRecord, b: SideRecord) -> float:
-    return LOGPROB_TOLERANCE_BF16 if _half_precision(a, b) else LOGPROB_TOLERANCE_FP32
-
-
 def _tokens(a: SideRecord, b: SideRecord) -> Check:
     pa, pb = set(a.placeholder_ids), set(b.placeholder_ids)
     lengths = "" if len(a.prompt_ids) == len(b.prompt_ids) else f"{len(a.prompt_ids)} vs {len(b.prompt_ids)} tokens, "
@@ -130,7 +126,7 @@ def _logprobs(a: SideRecord, b: SideRecord) -> Check | None:
     if bad:  # an engine's NaN / inf log-probs fail outright (a NaN would otherwise slip through max())
         return Check("logprobs", False, f"non-finite log-probs from {' and '.join(bad)}", math.inf)
     worst = max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True))
-    tol = logprob_tolerance(a, b)
+    tol = LOGPROB_TOLERANCE_BF16 if _half_precision(a, b) else LOGPROB_TOLERANCE_FP32
     ok = worst <= tol
     return Check("logprobs", ok, f"max |diff| {worst:.2e} nats over {len(a.logprobs)} tokens (tol {tol})", worst)
 
