@@ -80,11 +80,6 @@ def _config_dirs(argv: Sequence[str]) -> list[Path]:
     return dirs
 
 
-def _is_group(key: str, package: str | None, roots: Sequence[Path]) -> bool:
-    """A config-group override (`+experiment=NAME`, `engine=verl`, `data@data=...`), not a value."""
-    return package is not None or any((root / key).is_dir() for root in roots)
-
-
 def config_keys(node: Any, prefix: str = "") -> Iterator[str]:
     """Every dotted key of an OmegaConf tree, nodes and leaves (interpolations are not resolved)."""
     from omegaconf import DictConfig
@@ -206,7 +201,8 @@ def check_overrides(argv: Sequence[str], config_name: str = "evr1_trainer") -> N
         key = ov.key_or_group
         if key == "hydra" or key.startswith(("hydra.", "hydra/")):
             continue
-        (groups if _is_group(key, ov.package, roots) else values).append(ov)
+        # a config-group override (`+experiment=NAME`, `engine=verl`, `data@data=...`), or a value
+        (groups if ov.package is not None or any((r / key).is_dir() for r in roots) else values).append(ov)
     if not values and not groups:
         return
     missing = [p for p in (_missing_option(ov, roots) for ov in groups) if p]
