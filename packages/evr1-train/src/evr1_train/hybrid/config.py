@@ -92,9 +92,7 @@ class HybridConfig:
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None) -> HybridConfig:
         """Build from a YAML node; unknown keys are an error that lists the known ones."""
-        if mapping is None:
-            return cls()
-        data = dict(mapping.items())
+        data = dict((mapping or {}).items())
         check_fields("evr1.hybrid", data, cls)
         if data.get("accuracy_threshold") is not None:
             data["accuracy_threshold"] = float(data["accuracy_threshold"])
