@@ -81,12 +81,11 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl's 
         )
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         fitted = fit_offline_response(ids, self.response_length, self.tokenizer.eos_token_id, self.hybrid)
-        if fitted.skipped:
+        if fitted.skipped or fitted.truncated:
             logger.warning("evr1 hybrid: uid %s: %s", kwargs.get("uid"), fitted.reason)
+        if fitted.skipped:
             out = await self._sample(sampling_params, **kwargs)
             return self._mark(out, offline=False, reason=fitted.reason)
-        if fitted.truncated:
-            logger.warning("evr1 hybrid: uid %s: %s", kwargs.get("uid"), fitted.reason)
         want_logprobs = bool(self.rollout_config.get("calculate_log_probs", False))
         logprobs = [0.0] * len(fitted.token_ids) if want_logprobs else None  # behaviour prob 1 (LUFFY assumption)
         merge, mask, aligned = await self.ct_merge_assistant_token(
