@@ -55,13 +55,12 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl's 
                 await BOARD.post_accuracy(uid, await self._accuracy(out, kwargs))
             return self._mark(out, offline=False, reason="sampled")
 
+        accs = None  # "always": no online accuracies to wait for
         if self.hybrid.mode == "below_accuracy":
             accs = await BOARD.wait_accuracies(uid, n - self.hybrid.k, GATE_TIMEOUT_S)
-            decision = gate(self.hybrid, accs)
             if slot == n - 1:
                 BOARD.release(uid)
-        else:
-            decision = gate(self.hybrid, None)
+        decision = gate(self.hybrid, accs)
         if not decision.use_offline:
             out = await self._sample(sampling_params, **kwargs)
             return self._mark(out, offline=False, reason=decision.reason)
