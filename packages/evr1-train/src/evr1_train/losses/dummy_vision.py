@@ -21,7 +21,7 @@ import torch
 
 def vision_zero_term(model: Any, kind: str = "image") -> torch.Tensor:
     """0 * (mean of the vision tower's outputs on a 4x4-patch zero input [2 frames for "video"])."""
-    owners = (model, getattr(model, "model", None))
+    owners = (model, getattr(model, "model", model))
     visual = next((o.visual for o in owners if getattr(o, "visual", None) is not None), None)
     if visual is None:
         raise AttributeError(f"{type(model).__name__} has no vision tower (`.visual`); is it a Qwen-VL model?")
