@@ -48,17 +48,14 @@ def register_command(name: str, target: str, summary: str) -> None:
     COMMANDS[name] = Command(target, summary)
 
 
-register_command(
-    "merge", "evr1_train.engine.merge:main", "merge a LoRA checkpoint into a full Hugging Face model folder"
-)
-register_command("sft", "evr1_train.verl_sft:main", "supervised warm start on verl's SFT trainer (torchrun, FSDP)")
-register_command("view", "evr1_train.rollouts.view:main", "the rollout viewer (static HTML) of a run's rollout dumps")
-register_command(
-    "parity", "evr1_train.parity.cli:main", "input parity of one row: verl dataset vs transformers vs vLLM (dumps)"
-)
-register_command(
-    "export-heldout", "evr1_train.export:main", "a run's held-out rows as a file evr1-eval scores (evr1_data)"
-)
+for _command in (
+    ("merge", "evr1_train.engine.merge:main", "merge a LoRA checkpoint into a full Hugging Face model folder"),
+    ("sft", "evr1_train.verl_sft:main", "supervised warm start on verl's SFT trainer (torchrun, FSDP)"),
+    ("view", "evr1_train.rollouts.view:main", "the rollout viewer (static HTML) of a run's rollout dumps"),
+    ("parity", "evr1_train.parity.cli:main", "input parity of one row: verl dataset vs transformers vs vLLM (dumps)"),
+    ("export-heldout", "evr1_train.export:main", "a run's held-out rows as a file evr1-eval scores (evr1_data)"),
+):
+    register_command(*_command)
 
 
 def _with_default_experiment(argv: list[str]) -> list[str]:

@@ -121,14 +121,6 @@ def settings_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return [f"{k}: {old[k]!r} -> {new[k]!r}" for k in sorted(set(old) & set(new)) if old[k] != new[k]]
 
 
-def read_settings(folder: Path) -> dict[str, Any] | None:
-    path = folder / SETTINGS_FILE
-    if not path.exists():
-        return None
-    data = json.loads(path.read_text())
-    return dict(data["settings"]) if isinstance(data, dict) and "settings" in data else None
-
-
 def write_settings(folder: Path, settings: Mapping[str, Any]) -> None:
     from evr1_cache.atomic import atomic_json
 
@@ -142,12 +134,13 @@ def check_resume(folder: Path, settings: Mapping[str, Any], resume: str, has_che
     resume="auto": refuse (RunSettingsError naming the keys) when the recorded settings differ; "true": resume
     anyway (the caller warns with the returned differences); "disable" (or no checkpoint): nothing to check.
     """
-    if resume == "disable" or not has_checkpoint:
+    path = folder / SETTINGS_FILE
+    if resume == "disable" or not has_checkpoint or not path.exists():
         return []
-    old = read_settings(folder)
-    if old is None:
+    old = json.loads(path.read_text())
+    if not isinstance(old, dict) or "settings" not in old:
         return []
-    diff = settings_diff(old, settings)
+    diff = settings_diff(dict(old["settings"]), settings)
     if diff and resume == "auto":
         shown = "\n  ".join(diff[:12]) + (f"\n  ... and {len(diff) - 12} more" if len(diff) > 12 else "")
         raise RunSettingsError(

@@ -80,11 +80,6 @@ def _config_dirs(argv: Sequence[str]) -> list[Path]:
     return dirs
 
 
-def _is_group(key: str, package: str | None, roots: Sequence[Path]) -> bool:
-    """A config-group override (`+experiment=NAME`, `engine=verl`, `data@data=...`), not a value."""
-    return package is not None or any((root / key).is_dir() for root in roots)
-
-
 def config_keys(node: Any, prefix: str = "") -> Iterator[str]:
     """Every dotted key of an OmegaConf tree, nodes and leaves (interpolations are not resolved)."""
     from omegaconf import DictConfig
@@ -97,17 +92,18 @@ def config_keys(node: Any, prefix: str = "") -> Iterator[str]:
         yield from config_keys(node._get_node(key), path + ".")
 
 
-def _exists(cfg: Any, key: str) -> bool:
+def _node_at(cfg: Any, key: str) -> Any:
+    """The node of dotted `key` ("": `cfg` itself), None when the config has no such key."""
     from omegaconf import DictConfig
 
     node = cfg
-    for part in key.split("."):
+    for part in key.split(".") if key else ():
         if not isinstance(node, DictConfig) or node._is_none() or node._is_missing():
-            return False
+            return None
         if part not in list(node):  # not `part in node`: OmegaConf answers False for a key whose value is ???
-            return False
+            return None
         node = node._get_node(part)
-    return True
+    return node
 
 
 def _target_keys(cfg: Any, key: str) -> list[str]:
@@ -117,11 +113,7 @@ def _target_keys(cfg: Any, key: str) -> list[str]:
     from omegaconf import DictConfig
 
     parent = key.rpartition(".")[0]
-    node = cfg
-    for part in parent.split(".") if parent else ():
-        if not isinstance(node, DictConfig) or part not in list(node):
-            return []
-        node = node._get_node(part)
+    node = _node_at(cfg, parent)
     target = node.get("_target_") if isinstance(node, DictConfig) else None
     fields = _dataclass_fields(target) if isinstance(target, str) else frozenset()
     return sorted(f"{parent}.{f}" if parent else f for f in fields)
@@ -209,7 +201,8 @@ def check_overrides(argv: Sequence[str], config_name: str = "evr1_trainer") -> N
         key = ov.key_or_group
         if key == "hydra" or key.startswith(("hydra.", "hydra/")):
             continue
-        (groups if _is_group(key, ov.package, roots) else values).append(ov)
+        # a config-group override (`+experiment=NAME`, `engine=verl`, `data@data=...`), or a value
+        (groups if ov.package is not None or any((r / key).is_dir() for r in roots) else values).append(ov)
     if not values and not groups:
         return
     missing = [p for p in (_missing_option(ov, roots) for ov in groups) if p]
@@ -239,7 +232,7 @@ def _missing_option(ov: Override, roots: Sequence[Path]) -> str | None:
 
 def _problem(ov: Override, base: Any, known: Sequence[str]) -> str | None:
     key, line = ov.key_or_group, ov.input_line
-    exists = _exists(base, key)
+    exists = _node_at(base, key) is not None
     point = next((p for p in EXTENSION_POINTS if key == p or key.startswith(p + ".")), None)  # the one it is under
     if ov.is_add() or ov.is_force_add():
         fields = _target_keys(base, key)

@@ -57,10 +57,8 @@ def _lora_and_frozen(cfg: Any) -> None:
                     "actor_rollout_ref.actor.fsdp_config.use_orig_params=true (FSDP1 flattens frozen and trainable "
                     "weights together); or use strategy=fsdp2"
                 )
-            env = OmegaConf.select(cfg, "ray_kwargs.ray_init.runtime_env.env_vars", default=None)
-            if env is None:
-                cfg.ray_kwargs.ray_init.runtime_env.env_vars = {}
-            cfg.ray_kwargs.ray_init.runtime_env.env_vars[ENV_VAR] = json.dumps(frozen)
+            env_var = f"ray_kwargs.ray_init.runtime_env.env_vars.{ENV_VAR}"
+            OmegaConf.update(cfg, env_var, json.dumps(frozen), force_add=True)  # beside any env_vars already set
 
 
 def prepare_verl_config(cfg: Any, check_paths: bool = True) -> Any:

@@ -76,7 +76,6 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl's RLHFDataset is A
 
         Such a row would otherwise fail inside a rollout worker and stop the whole run; one line per row names it.
         """
-        bad: list[str] = []
         loader = loader_for(self.evr1)
         mode = self.evr1.video_source
         paths = self.evr1.media_paths()
@@ -104,14 +103,9 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl's RLHFDataset is A
                     return f"{item['type']} {src} not found {where}{outside}"
             return None
 
-        keep: list[int] = []
-        for i, row in enumerate(frame):  # a plain loop: datasets' filter cache would skip the logging on a rerun
-            why = reason(row)
-            if why is None:
-                keep.append(i)
-            else:
-                bad.append(f"row {row_id(row, i + 1)}: {why}")
-        kept = frame.select(keep) if len(keep) != len(frame) else frame
+        reasons = [reason(row) for row in frame]  # not datasets' filter: its cache would skip the logging on a rerun
+        keep = [i for i, why in enumerate(reasons) if why is None]
+        bad = [f"row {row_id(frame[i], i + 1)}: {why}" for i, why in enumerate(reasons) if why is not None]
         if bad:
             logger.warning(
                 "evr1: dropped %d of %d rows whose media cannot be served; first: %s",
@@ -119,8 +113,8 @@ class Evr1Dataset(RLHFDataset):  # type: ignore[misc]  # verl's RLHFDataset is A
                 len(frame),
                 "; ".join(bad[:5]),
             )
-        self.dropped_rows = list(bad)
-        return kept
+        self.dropped_rows = bad
+        return frame.select(keep) if len(keep) != len(frame) else frame
 
     def _build_messages(self, example: dict[str, Any], key: str) -> list[dict[str, Any]]:
         return row_messages(example, self.evr1)

@@ -30,15 +30,10 @@ from evr1_train.data.row import row_to_inputs
 logger = logging.getLogger(__name__)
 
 
-def _response(row: Mapping[str, Any], key: str) -> str | None:
-    value = row.get(key)
-    return value if isinstance(value, str) and value.strip() else None
-
-
 def sft_conversation(row: Mapping[str, Any], opts: DataOptions, response_key: str) -> list[dict[str, Any]]:
     """The row as chat messages: evr1's user turn (media items in placeholder order) + the assistant's response."""
-    response = _response(row, response_key)
-    if response is None:
+    response = row.get(response_key)
+    if not isinstance(response, str) or not response.strip():
         raise ValueError(f"no response text in column {response_key!r} (data.response_key)")
     messages = row_to_inputs(row, opts, 0, None).messages
     return [*messages, {"role": "assistant", "content": [{"type": "text", "text": response}]}]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from evr1_cache.registry import check_fields
+from evr1_cache.spec import check_positive_float
 
 Mode = Literal["always", "below_accuracy"]
 Handling = Literal["on_policy", "off_policy"]
@@ -73,10 +74,8 @@ class HybridConfig:
                     "evr1.hybrid.mode=below_accuracy needs evr1.hybrid.accuracy_threshold in [0, 1], "
                     f"got {t!r}; set e.g. evr1.hybrid.accuracy_threshold=0.5"
                 )
-        if self.shaping_gamma <= 0:
-            raise ValueError(f"evr1.hybrid.shaping_gamma must be > 0, got {self.shaping_gamma}")
-        if self.importance_max <= 0:
-            raise ValueError(f"evr1.hybrid.importance_max must be > 0, got {self.importance_max}")
+        check_positive_float("evr1.hybrid", "shaping_gamma", self.shaping_gamma)
+        check_positive_float("evr1.hybrid", "importance_max", self.importance_max)
 
     @property
     def off_policy(self) -> bool:
@@ -93,9 +92,7 @@ class HybridConfig:
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None) -> HybridConfig:
         """Build from a YAML node; unknown keys are an error that lists the known ones."""
-        if mapping is None:
-            return cls()
-        data = dict(mapping.items())
+        data = dict((mapping or {}).items())
         check_fields("evr1.hybrid", data, cls)
         if data.get("accuracy_threshold") is not None:
             data["accuracy_threshold"] = float(data["accuracy_threshold"])

@@ -19,16 +19,12 @@ from typing import Any
 import torch
 
 
-def _visual(model: Any) -> Any:
-    for cand in (model, getattr(model, "model", None)):
-        if cand is not None and getattr(cand, "visual", None) is not None:
-            return cand.visual
-    raise AttributeError(f"{type(model).__name__} has no vision tower (`.visual`); is it a Qwen-VL model?")
-
-
 def vision_zero_term(model: Any, kind: str = "image") -> torch.Tensor:
     """0 * (mean of the vision tower's outputs on a 4x4-patch zero input [2 frames for "video"])."""
-    visual = _visual(model)
+    owners = (model, getattr(model, "model", model))
+    visual = next((o.visual for o in owners if getattr(o, "visual", None) is not None), None)
+    if visual is None:
+        raise AttributeError(f"{type(model).__name__} has no vision tower (`.visual`); is it a Qwen-VL model?")
     vc = getattr(getattr(model, "config", None), "vision_config", None)
     if vc is None:
         raise AttributeError(f"{type(model).__name__}.config has no vision_config")

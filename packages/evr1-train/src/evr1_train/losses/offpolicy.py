@@ -22,22 +22,16 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from evr1_train.hybrid.config import LOSS_NAME, HybridConfig
 
-
-@dataclass(frozen=True)
-class _OfflineCtx:
-    offline_mask: torch.Tensor  # [B] or [B, T] bool
-    hybrid: HybridConfig
-    behaviour_log_prob: torch.Tensor | None
-
-
-_CTX: contextvars.ContextVar[_OfflineCtx | None] = contextvars.ContextVar("evr1_offline_ctx", default=None)
+#: The current micro-batch's (offline mask [B] or [B, T] bool, hybrid settings, behaviour log-probs or None).
+_CTX: contextvars.ContextVar[tuple[torch.Tensor, HybridConfig, torch.Tensor | None] | None] = contextvars.ContextVar(
+    "evr1_offline_ctx", default=None
+)
 
 
 @contextlib.contextmanager
@@ -45,7 +39,7 @@ def offline_context(
     offline_mask: torch.Tensor, hybrid: HybridConfig, behaviour_log_prob: torch.Tensor | None = None
 ) -> Iterator[None]:
     """Make the offline mask of the current micro-batch visible to `evr1_hybrid` (called by verl's ppo_loss)."""
-    token = _CTX.set(_OfflineCtx(offline_mask, hybrid, behaviour_log_prob))
+    token = _CTX.set((offline_mask, hybrid, behaviour_log_prob))
     try:
         yield
     finally:
@@ -103,7 +97,7 @@ def hybrid_policy_loss(
 
     ctx = _CTX.get()
     if offline_mask is None and ctx is not None:
-        offline_mask, hybrid, behaviour_log_prob = ctx.offline_mask, ctx.hybrid, ctx.behaviour_log_prob
+        offline_mask, hybrid, behaviour_log_prob = ctx
     hybrid = hybrid or HybridConfig(enable=True, offline_handling="off_policy")
     base_fn = get_policy_loss_fn(hybrid.base_loss_mode)
     resp = response_mask.to(torch.bool)

@@ -7,6 +7,7 @@ receive vision features, since their embeddings are replaced by those features.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,10 +44,6 @@ class SampleComparison:
 
     def check(self, name: str) -> Check | None:
         return next((c for c in self.checks if c.name == name), None)
-
-
-def logprob_tolerance(a: SideRecord, b: SideRecord) -> float:
-    return LOGPROB_TOLERANCE_BF16 if _half_precision(a, b) else LOGPROB_TOLERANCE_FP32
 
 
 def _tokens(a: SideRecord, b: SideRecord) -> Check:
@@ -129,7 +126,7 @@ def _logprobs(a: SideRecord, b: SideRecord) -> Check | None:
     if bad:  # an engine's NaN / inf log-probs fail outright (a NaN would otherwise slip through max())
         return Check("logprobs", False, f"non-finite log-probs from {' and '.join(bad)}", math.inf)
     worst = max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True))
-    tol = logprob_tolerance(a, b)
+    tol = LOGPROB_TOLERANCE_BF16 if _half_precision(a, b) else LOGPROB_TOLERANCE_FP32
     ok = worst <= tol
     return Check("logprobs", ok, f"max |diff| {worst:.2e} nats over {len(a.logprobs)} tokens (tol {tol})", worst)
 
@@ -148,19 +145,17 @@ def compare_records(a: SideRecord, b: SideRecord) -> SampleComparison:
 
 def compare_sides(sides: Mapping[str, Sequence[SideRecord]]) -> list[SampleComparison]:
     """All pairs of sides, sample by sample (a sample missing on one side is a failure, not a silent skip)."""
-    names = list(sides)
     out: list[SampleComparison] = []
-    for i, first in enumerate(names):
-        for second in names[i + 1 :]:
-            by_a = {r.sample: r for r in sides[first]}
-            by_b = {r.sample: r for r in sides[second]}
-            for sample in sorted(set(by_a) | set(by_b)):
-                if sample not in by_a or sample not in by_b:
-                    missing = first if sample not in by_a else second
-                    check = Check("present", False, f"no record on {missing} (it failed there, see its log)")
-                    out.append(SampleComparison(sample, (first, second), (check,)))
-                    continue
-                out.append(compare_records(by_a[sample], by_b[sample]))
+    for first, second in itertools.combinations(sides, 2):
+        by_a = {r.sample: r for r in sides[first]}
+        by_b = {r.sample: r for r in sides[second]}
+        for sample in sorted(set(by_a) | set(by_b)):
+            if sample not in by_a or sample not in by_b:
+                missing = first if sample not in by_a else second
+                check = Check("present", False, f"no record on {missing} (it failed there, see its log)")
+                out.append(SampleComparison(sample, (first, second), (check,)))
+                continue
+            out.append(compare_records(by_a[sample], by_b[sample]))
     return out
 
 

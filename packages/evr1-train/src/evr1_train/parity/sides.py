@@ -103,7 +103,8 @@ def _entry_spec(reader: CacheReader, ref: Any, kind: str) -> dict[str, Any]:
     return settings
 
 
-def _frames_digest(videos: Sequence[Any], images: Sequence[Any]) -> str:
+def _with_frames(info: dict[str, str], videos: Sequence[Any], images: Sequence[Any]) -> dict[str, str]:
+    """`info` plus the identity of the inputs: a digest of the frames and images this side handed over."""
     import numpy as np
 
     h = hashlib.sha256()
@@ -111,7 +112,7 @@ def _frames_digest(videos: Sequence[Any], images: Sequence[Any]) -> str:
         h.update(np.ascontiguousarray(frames).tobytes())
     for image in images:
         h.update(np.asarray(image).tobytes())
-    return h.hexdigest()[:16]
+    return {**info, "frames": h.hexdigest()[:16]}
 
 
 def _metas(videos: Sequence[Any]) -> list[dict[str, Any]]:
@@ -184,10 +185,8 @@ def collect_hf(model: str, data: ParityData, *, logprobs: bool = True, response:
             media["videos"] = [torch.from_numpy(f.copy()) for f, _ in inputs.videos]
         kwargs = family.hf_kwargs(metas, data.opts.image_spec(), images=bool(inputs.images))
         enc = processor(text=[text], return_tensors="pt", **media, **kwargs)
-        digest = {"frames": _frames_digest(inputs.videos, inputs.images)}
-        rec = record_from_processor(
-            "hf", data.sample_id(i), family, processor.tokenizer, enc, metas, {**info, **digest}
-        )
+        frames = _with_frames(info, inputs.videos, inputs.images)
+        rec = record_from_processor("hf", data.sample_id(i), family, processor.tokenizer, enc, metas, frames)
         if net is not None:
             full = processor(text=[text + response], return_tensors="pt", **media, **kwargs)
             ids = full["input_ids"][0]
@@ -263,10 +262,9 @@ def collect_verl(model: str, data: ParityData, mm_processor_kwargs: dict[str, An
         ids = builder.build_initial_tokens(messages, images=images, videos=videos, mm_inputs_out=mm)
         mm["input_ids"] = ids
         metas = [dict(m) for _, m in videos or ()]
-        frames = [(f.permute(0, 2, 3, 1).numpy(), m) for f, m in videos or ()]
-        digest = {"frames": _frames_digest(frames, images or [])}
+        frames = _with_frames(info, [(f.permute(0, 2, 3, 1).numpy(), m) for f, m in videos or ()], images or [])
         sample = row_id(ds.dataframe[i], i + 1)
-        out.append(record_from_processor("verl", sample, family, tokenizer, mm, metas, {**info, **digest}))
+        out.append(record_from_processor("verl", sample, family, tokenizer, mm, metas, frames))
     return out
 
 
@@ -325,8 +323,8 @@ async def collect_vllm(
         request = engine.input_processor.process_inputs(
             f"parity-{i}-{os.getpid()}", prompt, SamplingParams(max_tokens=1), ("generate",)
         )
-        digest = {"frames": _frames_digest(inputs.videos, inputs.images)}
-        rec = _vllm_record(data.sample_id(i), family, request, _metas(inputs.videos), {**info, **digest})
+        frames = _with_frames(info, inputs.videos, inputs.images)
+        rec = _vllm_record(data.sample_id(i), family, request, _metas(inputs.videos), frames)
         if logprobs:
             full = {**prompt, "prompt": text + response}
             params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, output_kind=final_only)

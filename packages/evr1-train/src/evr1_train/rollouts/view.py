@@ -16,10 +16,13 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evr1_train.engine.tracking import read_jsonl
 from evr1_train.rollouts.writer import SCHEMA, dumped_steps
+
+_Field = TypeVar("_Field", list[Any], dict[str, Any])
+_NOUNS = {list: "a list", dict: "an object"}  # a list or mapping field's type, as JSON names it
 
 #: Key under which `read_dump` notes each record's file and line (named when the record is skipped).
 WHERE = "_evr1_where"
@@ -88,7 +91,7 @@ def _media(rec: dict[str, Any], cache_dir: str | None) -> tuple[Any, ...]:
     from evr1_cache.viewer import MediaRef
 
     out = []
-    for m in _list(rec.get("media"), "media"):
+    for m in _field(rec.get("media"), "media", list):
         if not isinstance(m, dict):
             continue
         frames_from = m.get("frames_from")
@@ -103,10 +106,10 @@ def _media(rec: dict[str, Any], cache_dir: str | None) -> tuple[Any, ...]:
                 source=str(m.get("path") or ""),
                 cache_root=cache_dir if m.get("cache_file") else None,
                 cache_file=m.get("cache_file"),
-                frame_indices=tuple(_index(i) for i in _list(m.get("frame_indices"), "frame_indices")),
-                timestamps=tuple(float(t) for t in _list(m.get("timestamps"), "timestamps")),
+                frame_indices=tuple(_index(i) for i in _field(m.get("frame_indices"), "frame_indices", list)),
+                timestamps=tuple(float(t) for t in _field(m.get("timestamps"), "timestamps", list)),
                 note=note,
-                positions=tuple(_index(i) for i in _list(m.get("positions"), "positions")),  # a tool's frames
+                positions=tuple(_index(i) for i in _field(m.get("positions"), "positions", list)),  # a tool's frames
             )
         )
     return tuple(out)
@@ -115,9 +118,9 @@ def _media(rec: dict[str, Any], cache_dir: str | None) -> tuple[Any, ...]:
 def _response(r: dict[str, Any]) -> Any:
     from evr1_cache.viewer import ResponseRecord
 
-    reward = {k: float(v) for k, v in _dict(r.get("reward"), "reward").items() if isinstance(v, (int, float))}
+    reward = {k: float(v) for k, v in _field(r.get("reward"), "reward", dict).items() if isinstance(v, (int, float))}
     acc = reward.get("accuracy")
-    details = {str(k): str(v) for k, v in _dict(r.get("details"), "details").items()}
+    details = {str(k): str(v) for k, v in _field(r.get("details"), "details", dict).items()}
     if r.get("cut_chars"):
         details["cut"] = f"{r['cut_chars']} chars"
     return ResponseRecord(
@@ -175,7 +178,7 @@ def _sample(rec: dict[str, Any], cache: str | None) -> Any:
 
     step = _index(rec.get("step", 0))
     row_id = str(rec.get("row_id") or rec.get("uid") or "?")
-    responses = _list(rec.get("responses"), "responses")
+    responses = _field(rec.get("responses"), "responses", list)
     system = rec.get("system") if isinstance(rec.get("system"), str) else None
     return SampleRecord(
         key=f"step{step}/{row_id}",
@@ -201,21 +204,12 @@ def _index(value: Any) -> int:
     return int(number)
 
 
-def _list(value: Any, name: str) -> list[Any]:
-    """`value` as a list (None: empty); a field of another type is malformed."""
+def _field(value: Any, name: str, kind: type[_Field]) -> _Field:
+    """`value` as a list or a mapping (None: empty); a field of another type is malformed."""
     if value is None:
-        return []
-    if not isinstance(value, list):
-        raise TypeError(f"`{name}` is a {type(value).__name__}, not a list")
-    return value
-
-
-def _dict(value: Any, name: str) -> dict[str, Any]:
-    """`value` as a mapping (None: empty); a field of another type is malformed."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise TypeError(f"`{name}` is a {type(value).__name__}, not an object")
+        return kind()
+    if not isinstance(value, kind):
+        raise TypeError(f"`{name}` is a {type(value).__name__}, not {_NOUNS[kind]}")
     return value
 
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from evr1_cache import PromptRecord
 from evr1_cache.atomic import atomic_bytes, atomic_text
 from evr1_cache.registry import check_fields
+from evr1_cache.spec import check_int
 
 if TYPE_CHECKING:
     from evr1_cache import ImageSpec, SamplingSpec
@@ -71,10 +72,8 @@ class DumpConfig:
     write_viewer: bool = False
 
     def __post_init__(self) -> None:
-        if self.every_n_steps < 1:
-            raise ValueError(f"evr1.rollout_dump.every_n_steps must be >= 1, got {self.every_n_steps}")
-        if self.max_bytes < 1:
-            raise ValueError(f"evr1.rollout_dump.max_bytes must be >= 1, got {self.max_bytes}")
+        check_int("evr1.rollout_dump", "every_n_steps", self.every_n_steps, 1)
+        check_int("evr1.rollout_dump", "max_bytes", self.max_bytes, 1)
         if self.on_cap not in CAP_POLICIES:
             raise ValueError(f"evr1.rollout_dump.on_cap must be one of {CAP_POLICIES}, got {self.on_cap!r}")
         if self.max_groups_per_step < 0 or self.max_chars < 100:

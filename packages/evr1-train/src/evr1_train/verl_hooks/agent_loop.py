@@ -55,13 +55,12 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl's 
                 await BOARD.post_accuracy(uid, await self._accuracy(out, kwargs))
             return self._mark(out, offline=False, reason="sampled")
 
+        accs = None  # "always": no online accuracies to wait for
         if self.hybrid.mode == "below_accuracy":
             accs = await BOARD.wait_accuracies(uid, n - self.hybrid.k, GATE_TIMEOUT_S)
-            decision = gate(self.hybrid, accs)
             if slot == n - 1:
                 BOARD.release(uid)
-        else:
-            decision = gate(self.hybrid, None)
+        decision = gate(self.hybrid, accs)
         if not decision.use_offline:
             out = await self._sample(sampling_params, **kwargs)
             return self._mark(out, offline=False, reason=decision.reason)
@@ -81,12 +80,11 @@ class Evr1HybridAgentLoop(SingleTurnAgentLoop):  # type: ignore[misc]  # verl's 
         )
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         fitted = fit_offline_response(ids, self.response_length, self.tokenizer.eos_token_id, self.hybrid)
-        if fitted.skipped:
+        if fitted.skipped or fitted.truncated:
             logger.warning("evr1 hybrid: uid %s: %s", kwargs.get("uid"), fitted.reason)
+        if fitted.skipped:
             out = await self._sample(sampling_params, **kwargs)
             return self._mark(out, offline=False, reason=fitted.reason)
-        if fitted.truncated:
-            logger.warning("evr1 hybrid: uid %s: %s", kwargs.get("uid"), fitted.reason)
         want_logprobs = bool(self.rollout_config.get("calculate_log_probs", False))
         logprobs = [0.0] * len(fitted.token_ids) if want_logprobs else None  # behaviour prob 1 (LUFFY assumption)
         merge, mask, aligned = await self.ct_merge_assistant_token(
