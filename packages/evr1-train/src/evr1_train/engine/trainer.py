@@ -130,20 +130,25 @@ class LocalTrainer(BaseTrainer):
         _, mask = pad_responses([s.response for s in seqs], self.pad_id, width)
         return mask.float().to(self.runtime.device)
 
+    def _token_logprobs(
+        self, model: Any, prompts: list[Prompt], seqs: list[Rollout], mb: Sequence[int], width: int, entropy: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """log pi `[len(mb), width]` of the rollouts `mb` under `model`, and their entropy when asked."""
+        lp, ent, _ = token_logprobs(
+            model,
+            **self._forward_inputs(prompts, seqs, mb),
+            pad_id=self.pad_id,
+            temperature=self.cfg.temperature,
+            runtime=self.runtime,
+            with_entropy=entropy,
+            width=width,
+        )
+        return lp, ent
+
     def _logprobs(self, model: Any, prompts: list[Prompt], seqs: list[Rollout], width: int) -> torch.Tensor:
-        parts = []
         with torch.no_grad():
-            for mb in self._micro_batches(range(len(seqs))):
-                lp, _, _ = token_logprobs(
-                    model,
-                    **self._forward_inputs(prompts, seqs, mb),
-                    pad_id=self.pad_id,
-                    temperature=self.cfg.temperature,
-                    runtime=self.runtime,
-                    width=width,
-                )
-                parts.append(lp)
-        return torch.cat(parts, dim=0)
+            mbs = self._micro_batches(range(len(seqs)))
+            return torch.cat([self._token_logprobs(model, prompts, seqs, mb, width, False)[0] for mb in mbs], dim=0)
 
     def _old_and_ref_logprobs(
         self, prompts: list[Prompt], seqs: list[Rollout], width: int, timer: StepTimer
@@ -330,15 +335,7 @@ class LocalTrainer(BaseTrainer):
                 n_seqs = int((resp_mask[mini].sum(-1) > 0).sum().item())
                 self.optimizer.zero_grad(set_to_none=True)
                 for mb in self._micro_batches(mini):
-                    lp, ent, _ = token_logprobs(
-                        self.model,
-                        **self._forward_inputs(prompts, seqs, mb),
-                        pad_id=self.pad_id,
-                        temperature=cfg.temperature,
-                        runtime=self.runtime,
-                        with_entropy=bool(cfg.entropy_coeff),
-                        width=width,
-                    )
+                    lp, ent = self._token_logprobs(self.model, prompts, seqs, mb, width, bool(cfg.entropy_coeff))
                     loss, m = algorithms.policy_loss(
                         cfg,
                         self.actor_cfg,
