@@ -132,7 +132,8 @@ class BaseTrainer:
         self.vision_ids = vision_token_ids(self.tokenizer, self.family)
         self.parameters_report = self._setup_trainable()
         self.model.train()
-        self.optimizer = self._build_optimizer()
+        params = [p for p in self.model.parameters() if p.requires_grad]  # AdamW over the trainable parameters
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
         self.state = TrainState(kl_coef=cfg.kl_ctrl_coef)
         self._val_cache: dict[str, EncodedPrompt] = {}
@@ -163,12 +164,6 @@ class BaseTrainer:
         return line
 
     # -- optimisation ----------------------------------------------------------------------------------------
-    def _build_optimizer(self) -> torch.optim.Optimizer:
-        """AdamW over the trainable parameters (the one place the optimiser is made)."""
-        cfg = self.cfg
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
-
     def _lr_factor(self, step: int) -> float:
         """verl's schedules: linear warm-up, then constant or a half-cosine down to `min_lr_ratio` (per optimiser step)."""
         cfg = self.cfg
