@@ -118,25 +118,22 @@ def tiny_vlm_model(spec: TinyVLMSpec, tok: Any) -> Any:
         "temporal_patch_size": 2,
         "initializer_range": spec.init_std,
     }
-    if spec.arch == "qwen2_5_vl":
+    qwen3 = spec.arch == "qwen3_vl"  # Qwen3-VL: interleaved M-RoPE sections, a larger rope theta
+    rope = {
+        "rope_type": "default",
+        "rope_theta": 5e6 if qwen3 else 1e6,
+        "mrope_section": _mrope_sections(head_dim, qwen3),
+    }
+    if not qwen3:
         config_cls = Qwen2_5_VLConfig
-        text["rope_parameters"] = {
-            "rope_type": "default",
-            "rope_theta": 1e6,
-            "mrope_section": _mrope_sections(head_dim, False),
-        }
+        text["rope_parameters"] = rope
         vision.update(
             patch_size=14, window_size=112, fullatt_block_indexes=[spec.vision_depth - 1], tokens_per_second=2
         )
     else:
         config_cls = Qwen3VLConfig
         text["head_dim"] = head_dim
-        text["rope_parameters"] = {
-            "rope_type": "default",
-            "rope_theta": 5e6,
-            "mrope_section": _mrope_sections(head_dim, True),
-            "mrope_interleaved": True,
-        }
+        text["rope_parameters"] = {**rope, "mrope_interleaved": True}
         vision.update(patch_size=16, num_position_embeddings=144, deepstack_visual_indexes=[0, spec.vision_depth - 1])
     config = config_cls(
         text_config=text, vision_config=vision, tie_word_embeddings=True, initializer_range=spec.init_std, **token_ids
