@@ -162,20 +162,15 @@ class LocalTrainer(BaseTrainer):
                 old_lp = self._logprobs(self.model, prompts, seqs, width)
             if self.ref_model is not None:
                 ref_lp = self._logprobs(self.ref_model, prompts, seqs, width)
-            elif self.ref_in_actor:
-                ref_lp = self._ref_logprobs_in_actor(prompts, seqs, width)
+            elif self.ref_in_actor:  # LoRA: the base model = the actor with its adapter disabled
+                was_training = self.model.training
+                self.model.eval()  # dropout, if any, is off as in a separate reference model
+                try:
+                    with self.model.disable_adapter():
+                        ref_lp = self._logprobs(self.model, prompts, seqs, width)
+                finally:
+                    self.model.train(was_training)
         return old_lp, ref_lp
-
-    def _ref_logprobs_in_actor(self, prompts: list[Prompt], seqs: list[Rollout], width: int) -> torch.Tensor:
-        """The reference log-probs of a LoRA run: the base model = the actor with its adapter disabled (eval mode,
-        so dropout, if any, is off as in a separate reference model)."""
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with self.model.disable_adapter():
-                return self._logprobs(self.model, prompts, seqs, width)
-        finally:
-            self.model.train(was_training)
 
     # -- one step ----------------------------------------------------------------------------------------------
     def step(self) -> dict[str, float]:
