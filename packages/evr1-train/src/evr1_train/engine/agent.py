@@ -36,7 +36,7 @@ from evr1_cache.tools import (
     tool_schemas,
 )
 from evr1_rewards import AgentShaping
-from evr1_train.engine.batch import EncodedPrompt, collate_vision, pad_responses, video_kwargs, vision_tensors
+from evr1_train.engine.batch import EncodedPrompt, collate_vision, encode_text, pad_responses
 from evr1_train.engine.policy import Runtime, generate
 
 if TYPE_CHECKING:  # a type only: importing the data package loads verl, whose plugin scan imports this module
@@ -287,13 +287,8 @@ def encode_tool_turn(processor: Any, family: Any, results: Sequence[ToolResult],
     text = tool_turn_text(processor, results, response)
     images = [m.frames for r in results for m in r.media if m.kind == "image"]
     videos = [(m.frames, m.meta) for r in results for m in r.media if m.kind == "video"]
-    kwargs: dict[str, Any] = {"images": list(images)} if images else {}
-    kwargs.update(video_kwargs(videos))
-    if family is not None:
-        kwargs.update(family.hf_kwargs([m for _, m in videos], images=bool(images)))
-    out = processor(text=[text], return_tensors="pt", **kwargs)
-    types = out.get("mm_token_type_ids")
-    return Segment(out["input_ids"][0], None if types is None else types[0], vision_tensors(out), trained=False)
+    enc = encode_text(processor, text, images, videos, family)
+    return Segment(enc.input_ids, enc.token_types, enc.vision, trained=False)
 
 
 def run_episode(

@@ -32,7 +32,7 @@ from evr1_train.engine.policy import Runtime, eos_ids, load_policy, pick_runtime
 from evr1_train.engine.rows import check_row, epoch_order, usable_rows
 from evr1_train.engine.state import TrainerState, TrainState, capture_rng, restore_rng
 from evr1_train.hybrid.metrics import finite_mean as mean
-from evr1_train.modules import FreezeReport, freeze_modules, trainable_report
+from evr1_train.modules import freeze_modules, trainable_report
 
 if TYPE_CHECKING:
     from evr1_rewards import RewardResult
@@ -130,9 +130,17 @@ class BaseTrainer:
         self.train_rows = self._fit_prompt_length(self.train_rows, "train")
         self.val_rows = self._fit_prompt_length(self.val_rows, "validation")
         self.vision_ids = vision_token_ids(self.tokenizer, self.family)
-        self.parameters_report = self._setup_trainable()
+        if self.lora:
+            from evr1_train.engine.lora import apply_lora
+
+            self.model = apply_lora(self.model, cfg)
+        # the frozen module patterns; the parameter counts are logged
+        self.parameters_report = (
+            freeze_modules(self.model, cfg.frozen_modules) if cfg.frozen_modules else trainable_report(self.model)
+        )
         self.model.train()
-        self.optimizer = self._build_optimizer()
+        params = [p for p in self.model.parameters() if p.requires_grad]  # AdamW over the trainable parameters
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
         self.state = TrainState(kl_coef=cfg.kl_ctrl_coef)
         self._val_cache: dict[str, EncodedPrompt] = {}
@@ -145,16 +153,6 @@ class BaseTrainer:
     def lora(self) -> bool:
         return self.cfg.lora_rank > 0 or bool(self.cfg.lora_adapter_path)
 
-    def _setup_trainable(self) -> FreezeReport:
-        """LoRA adapter (when on), then the frozen module patterns; returns the parameter counts (logged)."""
-        if self.lora:
-            from evr1_train.engine.lora import apply_lora
-
-            self.model = apply_lora(self.model, self.cfg)
-        if self.cfg.frozen_modules:
-            return freeze_modules(self.model, self.cfg.frozen_modules)
-        return trainable_report(self.model)
-
     def parameters_line(self) -> str:
         """The start-up line about what trains: frozen / trainable counts, LoRA."""
         line = self.parameters_report.line()
@@ -163,12 +161,6 @@ class BaseTrainer:
         return line
 
     # -- optimisation ----------------------------------------------------------------------------------------
-    def _build_optimizer(self) -> torch.optim.Optimizer:
-        """AdamW over the trainable parameters (the one place the optimiser is made)."""
-        cfg = self.cfg
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
-
     def _lr_factor(self, step: int) -> float:
         """verl's schedules: linear warm-up, then constant or a half-cosine down to `min_lr_ratio` (per optimiser step)."""
         cfg = self.cfg

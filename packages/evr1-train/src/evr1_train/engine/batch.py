@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from evr1_cache.families import hf_metadata
+
 #: processor outputs that are per-image / per-video and concatenate along dim 0 when collating.
 VISION_KEYS = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw", "second_per_grid_ts")
 
@@ -37,15 +39,22 @@ def encode_prompt(
     videos: Sequence[Any],
     family: Any = None,
 ) -> EncodedPrompt:
-    """Chat template + processor for one prompt; videos are `(frames [T,H,W,3] uint8, metadata)` pairs (pre-sampled).
+    """Chat template + processor for one prompt; videos are `(frames [T,H,W,3] uint8, metadata)` pairs (pre-sampled)."""
+    text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return encode_text(processor, text, images, videos, family)
+
+
+def encode_text(
+    processor: Any, text: str, images: Sequence[Any], videos: Sequence[Any], family: Any = None
+) -> EncodedPrompt:
+    """The processor over rendered `text` and its media: ids, vision tensors and `mm_token_type_ids`.
 
     `family` (`evr1_cache.families`) supplies the processor arguments for cached media (no re-sampling, no
     re-sizing), as the eval backends and verl's `data.mm_processor_kwargs` pass them."""
-    text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     kwargs: dict[str, Any] = {"images": list(images)} if images else {}
     kwargs.update(video_kwargs(videos))
     if family is not None:
-        kwargs.update(family.hf_kwargs([_hf_meta(m) for _, m in videos], images=bool(images)))
+        kwargs.update(family.hf_kwargs([m for _, m in videos], images=bool(images)))
     out = processor(text=[text], return_tensors="pt", **kwargs)
     types = out.get("mm_token_type_ids")
     return EncodedPrompt(out["input_ids"][0], vision_tensors(out), None if types is None else types[0])
@@ -65,16 +74,9 @@ def video_kwargs(videos: Sequence[Any]) -> dict[str, Any]:
         return {}
     return {
         "videos": [torch.from_numpy(np.ascontiguousarray(f)) if isinstance(f, np.ndarray) else f for f, _ in videos],
-        "video_metadata": [_hf_meta(m) for _, m in videos],
+        "video_metadata": [hf_metadata(m) for _, m in videos],
         "do_sample_frames": False,
     }
-
-
-def _hf_meta(meta: Any) -> dict[str, Any]:
-    """The keys transformers' `VideoMetadata` accepts (extra keys from a newer cache spec are dropped)."""
-    keep = ("total_num_frames", "fps", "width", "height", "duration", "video_backend", "frames_indices")
-    data = dict(meta) if not hasattr(meta, "to_hf") else dict(meta.to_hf())
-    return {k: (list(v) if k == "frames_indices" else v) for k, v in data.items() if k in keep and v is not None}
 
 
 def collate_vision(prompts: Sequence[EncodedPrompt], device: torch.device | str) -> dict[str, torch.Tensor]:

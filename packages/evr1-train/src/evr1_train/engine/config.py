@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from evr1_train.errors import ConfigError
 
@@ -48,83 +48,150 @@ def plain(value: Any) -> Any:
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
+def _strings(value: Any) -> tuple[str, ...]:
+    return (str(value),) if isinstance(value, str) else tuple(str(x) for x in value)
+
+
+def _targets(value: Any) -> str | tuple[str, ...]:
+    """LoRA target modules: "all-linear" (peft's keyword) or a list of module names."""
+    return str(value) if isinstance(value, str) else tuple(str(x) for x in value)
+
+
+def _pair(value: Any) -> tuple[float, float]:
+    return (float(value[0]), float(value[1]))
+
+
+def _freq(value: Any) -> int:
+    """verl's test/save frequencies: <= 0 means never."""
+    return max(0, int(value))
+
+
+def _resume(value: Any) -> str:
+    """engine.resume: auto | true (resume even if the settings differ) | disable (false) | a checkpoint folder."""
+    if isinstance(value, bool):
+        return "true" if value else "disable"
+    text = str(value)
+    lowered = text.lower()
+    return {"false": "disable", "no": "disable", "yes": "true"}.get(
+        lowered, lowered if lowered in ("auto", "true", "disable") else text
+    )
+
+
+def _positive(value: Any) -> int | None:
+    """A count where verl writes 0 for "unset": None falls back to the field's default."""
+    return int(value) if int(value) > 0 else None
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one `LocalConfig` field is read from: dotted keys (the first one set wins) and a converter."""
+
+    field: str
+    keys: tuple[str, ...]
+    convert: Callable[[Any], Any]
+
+
+_T = TypeVar("_T")
+_A = "actor_rollout_ref.actor."
+_R = "actor_rollout_ref.rollout."
+
+
+def source(convert: Callable[[Any], Any], *keys: str) -> dict[str, Any]:
+    """A `LocalConfig` field's metadata: the dotted keys it is read from (the first one set wins) and a converter."""
+    return {"keys": keys, "convert": convert}
+
+
+def read(default: _T, convert: Callable[[Any], Any], *keys: str) -> _T:
+    """A `LocalConfig` field with its default, read from `keys` through `convert` (see `source`)."""
+    return field(default=default, metadata=source(convert, *keys))
+
+
 @dataclass(frozen=True)
 class LocalConfig:
     """Validated settings of one local run (see the module docstring for where each comes from)."""
 
     # data
-    train_files: tuple[str, ...]
-    val_files: tuple[str, ...]
-    train_batch_size: int = 8
-    val_batch_size: int = 64
-    max_response_length: int = 16
-    shuffle: bool = True
-    seed: int = 0
+    train_files: tuple[str, ...] = field(metadata=source(_strings, "data.train_files"))
+    val_files: tuple[str, ...] = field(metadata=source(_strings, "data.val_files"))
+    train_batch_size: int = read(8, int, "data.train_batch_size")
+    val_batch_size: int = read(64, int, "engine.val_batch_size")
+    max_response_length: int = read(16, int, "data.max_response_length")
+    shuffle: bool = read(True, bool, "data.shuffle")
+    seed: int = read(0, int, "engine.seed", "data.seed")
     # model
-    model_path: str = ""
-    frozen_modules: tuple[str, ...] = ()  # evr1.frozen_modules: module groups or regexes (evr1_train.modules)
-    lora_rank: int = 0  # > 0: LoRA through peft (verl's actor_rollout_ref.model.lora_* keys)
-    lora_alpha: int = 16
-    lora_target_modules: str | tuple[str, ...] = "all-linear"
+    model_path: str = read("", str, "actor_rollout_ref.model.path")
+    #: evr1.frozen_modules: module groups or regexes (evr1_train.modules)
+    frozen_modules: tuple[str, ...] = read((), _strings, "evr1.frozen_modules")
+    #: > 0: LoRA through peft (verl's actor_rollout_ref.model.lora_* keys)
+    lora_rank: int = read(0, int, "actor_rollout_ref.model.lora_rank")
+    lora_alpha: int = read(16, int, "actor_rollout_ref.model.lora_alpha")
+    lora_target_modules: str | tuple[str, ...] = read("all-linear", _targets, "actor_rollout_ref.model.target_modules")
     lora_exclude_modules: str | None = None  # one regex (verl's exclude_modules + evr1.lora.exclude groups)
-    lora_adapter_path: str | None = None  # continue training this adapter
+    #: continue training this adapter
+    lora_adapter_path: str | None = read(None, str, "actor_rollout_ref.model.lora_adapter_path")
     # supervised warm start (evr1.sft)
-    sft: bool = False
-    sft_response_key: str = "offline_output"
+    sft: bool = read(False, bool, "evr1.sft.enable")
+    sft_response_key: str = read("offline_output", str, "evr1.sft.response_key")
     # multi-turn agent episodes with the evr1.agent tools (engine.agent; evr1_train.engine.agent_trainer)
-    agent: bool = False
+    agent: bool = read(False, bool, "engine.agent")
     # rollout
-    n: int = 4
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1
-    val_do_sample: bool = False
+    n: int = read(4, int, _R + "n")
+    temperature: float = read(1.0, float, _R + "temperature")
+    top_p: float = read(1.0, float, _R + "top_p")
+    top_k: int = read(-1, int, _R + "top_k")
+    val_do_sample: bool = read(False, bool, _R + "val_kwargs.do_sample")
     # algorithm
-    adv_estimator: str = "grpo"
-    norm_adv_by_std_in_grpo: bool = True
-    use_kl_in_reward: bool = False
-    kl_penalty: str = "kl"
-    kl_ctrl_coef: float = 0.001
+    adv_estimator: str = read("grpo", str, "algorithm.adv_estimator")
+    norm_adv_by_std_in_grpo: bool = read(True, bool, "algorithm.norm_adv_by_std_in_grpo")
+    use_kl_in_reward: bool = read(False, bool, "algorithm.use_kl_in_reward")
+    kl_penalty: str = read("kl", str, "algorithm.kl_penalty")
+    kl_ctrl_coef: float = read(0.001, float, "algorithm.kl_ctrl.kl_coef")
     # actor
-    lr: float = 1e-6
-    weight_decay: float = 0.01
-    betas: tuple[float, float] = (0.9, 0.999)
+    lr: float = read(1e-6, float, _A + "optim.lr")
+    weight_decay: float = read(0.01, float, _A + "optim.weight_decay")
+    betas: tuple[float, float] = read((0.9, 0.999), _pair, _A + "optim.betas")
     warmup_steps: int = 0
-    lr_scheduler: str = "constant"  # constant | cosine (verl's optim.lr_scheduler_type)
-    min_lr_ratio: float = 0.0
-    grad_clip: float = 1.0
-    ppo_epochs: int = 1
-    ppo_mini_batch_size: int = 8  # prompts per optimiser step (verl: multiplied by n)
-    micro_batch_size: int = 16  # sequences per forward/backward
-    loss_mode: str = "vanilla"
-    loss_agg_mode: str = "token-mean"
-    entropy_coeff: float = 0.0
-    use_kl_loss: bool = False
-    kl_loss_coef: float = 0.001
-    kl_loss_type: str = "low_var_kl"
+    #: constant | cosine (verl's optim.lr_scheduler_type)
+    lr_scheduler: str = read("constant", str, _A + "optim.lr_scheduler_type")
+    min_lr_ratio: float = read(0.0, float, _A + "optim.min_lr_ratio")
+    grad_clip: float = read(1.0, float, _A + "optim.clip_grad", _A + "grad_clip")
+    ppo_epochs: int = read(1, int, _A + "ppo_epochs")
+    #: prompts per optimiser step (verl: multiplied by n)
+    ppo_mini_batch_size: int = read(8, int, _A + "ppo_mini_batch_size", "data.train_batch_size")
+    #: sequences per forward/backward
+    micro_batch_size: int = read(16, int, _A + "ppo_micro_batch_size_per_gpu", _A + "ppo_micro_batch_size")
+    loss_mode: str = read("vanilla", str, _A + "policy_loss.loss_mode")
+    loss_agg_mode: str = read("token-mean", str, _A + "loss_agg_mode")
+    entropy_coeff: float = read(0.0, float, _A + "entropy_coeff")
+    use_kl_loss: bool = read(False, bool, _A + "use_kl_loss")
+    kl_loss_coef: float = read(0.001, float, _A + "kl_loss_coef")
+    kl_loss_type: str = read("low_var_kl", str, _A + "kl_loss_type")
     # trainer
-    total_steps: int = 100
-    test_freq: int = 10
-    save_freq: int = 50
-    val_before_train: bool = True
-    output_dir: str = "runs/local"
-    experiment_name: str = "local"
-    loggers: tuple[str, ...] = ("console", "jsonl", "tensorboard")
-    resume: str = "auto"  # auto | true | disable | <checkpoint folder> (see evr1_train.runs)
-    max_checkpoints: int = 2
+    total_steps: int = read(100, int, "trainer.total_training_steps", "engine.total_steps")
+    test_freq: int = read(10, _freq, "trainer.test_freq")
+    save_freq: int = read(50, _freq, "trainer.save_freq")
+    val_before_train: bool = read(True, bool, "trainer.val_before_train")
+    output_dir: str = read("runs/local", str, "engine.output_dir")
+    experiment_name: str = read("local", str, "trainer.experiment_name")
+    loggers: tuple[str, ...] = read(("console", "jsonl", "tensorboard"), _strings, "engine.loggers", "trainer.logger")
+    #: auto | true | disable | <checkpoint folder> (see evr1_train.runs)
+    resume: str = read("auto", _resume, "engine.resume")
+    max_checkpoints: int = read(2, int, "engine.max_checkpoints")
     # engine
-    device: str = "auto"
-    dtype: str = "auto"
-    num_threads: int = 0
+    device: str = read("auto", str, "engine.device")
+    dtype: str = read("auto", str, "engine.dtype")
+    num_threads: int = read(0, int, "engine.num_threads")
     #: glibc: serve large allocations from mmap at a fixed 128 KiB threshold, so freed tensors go back to the OS
     #: (engine.memory.return_freed_memory); false keeps glibc's default (the threshold grows, RSS keeps the heap)
-    return_freed_memory: bool = True
-    plot: bool = True
-    reward_weights: Mapping[str, float] = field(default_factory=lambda: {"accuracy": 0.9, "format": 0.1})
-    reward_think: str = "optional"
-    gdpo_reward_keys: tuple[str, ...] = ()
+    return_freed_memory: bool = read(True, bool, "engine.return_freed_memory")
+    plot: bool = read(True, bool, "engine.plot")
+    reward_weights: Mapping[str, float] = field(
+        default_factory=lambda: {"accuracy": 0.9, "format": 0.1}, metadata=source(dict, "engine.reward.weights")
+    )
+    reward_think: str = read("optional", str, "engine.reward.think")
+    gdpo_reward_keys: tuple[str, ...] = read((), _strings, "algorithm.gdpo_reward_keys")
     filter_groups_metric: str | None = None  # DAPO dynamic sampling: drop groups whose metric is all-equal
-    filter_groups_max_batches: int = 10
+    filter_groups_max_batches: int = read(10, _positive, "algorithm.filter_groups.max_num_gen_batches")
     # DAPO overlong reward shaping (verl's `dapo` reward manager: reward.reward_kwargs.overlong_buffer_cfg)
     overlong_buffer_len: int = 0  # 0 = off
     overlong_penalty_factor: float = 1.0
@@ -190,9 +257,10 @@ class LocalConfig:
     def from_cfg(cls, cfg: Any) -> LocalConfig:
         """Read a composed `evr1-train` config (OmegaConf) or an equivalent nested dict.
 
-        Every plain field comes from `SOURCES` (its dotted keys, first set one wins) and falls back to the field's own
-        default, so each default is written once: here in the dataclass (and, for `engine.*`, mirrored in
-        `conf/engine/local.yaml`, which a test keeps equal). Only settings derived from several keys are computed below.
+        Every plain field comes from the dotted keys its definition names (`read`, `SOURCES`; first set one wins) and
+        falls back to its own default, so each key and default is written once: in the dataclass (and, for `engine.*`,
+        mirrored in `conf/engine/local.yaml`, which a test keeps equal). Only settings derived from several keys are
+        computed below.
         """
         defaults = {f.name: _default(f) for f in fields(cls)}
         values: dict[str, Any] = {}
@@ -229,113 +297,10 @@ def _default(f: Any) -> Any:
     return ()  # train_files / val_files: "not given"
 
 
-def _strings(value: Any) -> tuple[str, ...]:
-    return (str(value),) if isinstance(value, str) else tuple(str(x) for x in value)
-
-
-def _targets(value: Any) -> str | tuple[str, ...]:
-    """LoRA target modules: "all-linear" (peft's keyword) or a list of module names."""
-    return str(value) if isinstance(value, str) else tuple(str(x) for x in value)
-
-
-def _pair(value: Any) -> tuple[float, float]:
-    return (float(value[0]), float(value[1]))
-
-
-def _freq(value: Any) -> int:
-    """verl's test/save frequencies: <= 0 means never."""
-    return max(0, int(value))
-
-
-def _resume(value: Any) -> str:
-    """engine.resume: auto | true (resume even if the settings differ) | disable (false) | a checkpoint folder."""
-    if isinstance(value, bool):
-        return "true" if value else "disable"
-    text = str(value)
-    lowered = text.lower()
-    return {"false": "disable", "no": "disable", "yes": "true"}.get(
-        lowered, lowered if lowered in ("auto", "true", "disable") else text
-    )
-
-
-def _positive(value: Any) -> int | None:
-    """A count where verl writes 0 for "unset": None falls back to the field's default."""
-    return int(value) if int(value) > 0 else None
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where one `LocalConfig` field is read from: dotted keys (the first one set wins) and a converter."""
-
-    field: str
-    keys: tuple[str, ...]
-    convert: Callable[[Any], Any]
-
-
-_A = "actor_rollout_ref.actor."
-_R = "actor_rollout_ref.rollout."
-
-#: The one table of (field, keys): verl's own keys for everything verl has, `engine.*` for the rest.
-SOURCES: tuple[Source, ...] = (
-    Source("train_files", ("data.train_files",), _strings),
-    Source("val_files", ("data.val_files",), _strings),
-    Source("train_batch_size", ("data.train_batch_size",), int),
-    Source("val_batch_size", ("engine.val_batch_size",), int),
-    Source("max_response_length", ("data.max_response_length",), int),
-    Source("shuffle", ("data.shuffle",), bool),
-    Source("seed", ("engine.seed", "data.seed"), int),
-    Source("model_path", ("actor_rollout_ref.model.path",), str),
-    Source("frozen_modules", ("evr1.frozen_modules",), _strings),
-    Source("lora_rank", ("actor_rollout_ref.model.lora_rank",), int),
-    Source("lora_alpha", ("actor_rollout_ref.model.lora_alpha",), int),
-    Source("lora_target_modules", ("actor_rollout_ref.model.target_modules",), _targets),
-    Source("lora_adapter_path", ("actor_rollout_ref.model.lora_adapter_path",), str),
-    Source("sft", ("evr1.sft.enable",), bool),
-    Source("sft_response_key", ("evr1.sft.response_key",), str),
-    Source("agent", ("engine.agent",), bool),
-    Source("n", (_R + "n",), int),
-    Source("temperature", (_R + "temperature",), float),
-    Source("top_p", (_R + "top_p",), float),
-    Source("top_k", (_R + "top_k",), int),
-    Source("val_do_sample", (_R + "val_kwargs.do_sample",), bool),
-    Source("adv_estimator", ("algorithm.adv_estimator",), str),
-    Source("norm_adv_by_std_in_grpo", ("algorithm.norm_adv_by_std_in_grpo",), bool),
-    Source("use_kl_in_reward", ("algorithm.use_kl_in_reward",), bool),
-    Source("kl_penalty", ("algorithm.kl_penalty",), str),
-    Source("kl_ctrl_coef", ("algorithm.kl_ctrl.kl_coef",), float),
-    Source("lr", (_A + "optim.lr",), float),
-    Source("weight_decay", (_A + "optim.weight_decay",), float),
-    Source("betas", (_A + "optim.betas",), _pair),
-    Source("lr_scheduler", (_A + "optim.lr_scheduler_type",), str),
-    Source("min_lr_ratio", (_A + "optim.min_lr_ratio",), float),
-    Source("grad_clip", (_A + "optim.clip_grad", _A + "grad_clip"), float),
-    Source("ppo_epochs", (_A + "ppo_epochs",), int),
-    Source("ppo_mini_batch_size", (_A + "ppo_mini_batch_size", "data.train_batch_size"), int),
-    Source("micro_batch_size", (_A + "ppo_micro_batch_size_per_gpu", _A + "ppo_micro_batch_size"), int),
-    Source("loss_mode", (_A + "policy_loss.loss_mode",), str),
-    Source("loss_agg_mode", (_A + "loss_agg_mode",), str),
-    Source("entropy_coeff", (_A + "entropy_coeff",), float),
-    Source("use_kl_loss", (_A + "use_kl_loss",), bool),
-    Source("kl_loss_coef", (_A + "kl_loss_coef",), float),
-    Source("kl_loss_type", (_A + "kl_loss_type",), str),
-    Source("total_steps", ("trainer.total_training_steps", "engine.total_steps"), int),
-    Source("test_freq", ("trainer.test_freq",), _freq),
-    Source("save_freq", ("trainer.save_freq",), _freq),
-    Source("val_before_train", ("trainer.val_before_train",), bool),
-    Source("output_dir", ("engine.output_dir",), str),
-    Source("experiment_name", ("trainer.experiment_name",), str),
-    Source("loggers", ("engine.loggers", "trainer.logger"), _strings),
-    Source("resume", ("engine.resume",), _resume),
-    Source("max_checkpoints", ("engine.max_checkpoints",), int),
-    Source("device", ("engine.device",), str),
-    Source("dtype", ("engine.dtype",), str),
-    Source("num_threads", ("engine.num_threads",), int),
-    Source("return_freed_memory", ("engine.return_freed_memory",), bool),
-    Source("plot", ("engine.plot",), bool),
-    Source("reward_weights", ("engine.reward.weights",), dict),
-    Source("reward_think", ("engine.reward.think",), str),
-    Source("gdpo_reward_keys", ("algorithm.gdpo_reward_keys",), _strings),
-    Source("filter_groups_max_batches", ("algorithm.filter_groups.max_num_gen_batches",), _positive),
+#: The one table of (field, keys), from the fields' metadata: verl's own keys for everything verl has, `engine.*` for
+#: the rest.
+SOURCES: tuple[Source, ...] = tuple(
+    Source(f.name, f.metadata["keys"], f.metadata["convert"]) for f in fields(LocalConfig) if "keys" in f.metadata
 )
 
 

@@ -117,13 +117,6 @@ def prepare_inputs(cfg: Any) -> None:
     print(f"[evr1] quickstart inputs ready in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
-def _first_reaching(history: list[dict[str, float]], thresholds: tuple[float, ...]) -> dict[str, int | None]:
-    return {
-        f"{thr:.0%}": next((int(h["step"]) for h in history if h.get("val/accuracy", -1) >= thr), None)
-        for thr in thresholds
-    }
-
-
 def name_output_dir(cfg: Any, overrides: Sequence[str]) -> str:
     """The run folder: `engine.output_dir` as given, or — for a variant of a preset (run-changing overrides on the
     command line, no `engine.output_dir=` among them) — the preset's folder plus the variant's name."""
@@ -212,7 +205,10 @@ def run(cfg: Any, overrides: Sequence[str] = ()) -> RunSummary:
         first_val=dict(history[0]) if history else {},
         last_val=dict(history[-1]) if history else {},
         best_val_accuracy=max((h.get("val/accuracy", float("nan")) for h in history), default=float("nan")),
-        first_step_reaching=_first_reaching(history, (0.5, 0.8)),
+        first_step_reaching={
+            f"{thr:.0%}": next((int(h["step"]) for h in history if h.get("val/accuracy", -1) >= thr), None)
+            for thr in (0.5, 0.8)
+        },
         curve_png=_plot(out, lc, trainer.describe_short()) if lc.plot else None,
         history=list(history),
         total_params=trainer.parameters_report.total,

@@ -142,11 +142,9 @@ def tensor_peak(fn: Callable[[], T]) -> tuple[T, TensorPeak]:
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=False) as prof:
         result = fn()
-    events = []
-    for ev in prof.profiler.kineto_results.events():
-        if ev.name() == "[memory]" and str(ev.device_type()).endswith("CPU"):
-            events.append((ev.start_ns(), int(ev.nbytes())))
-    events.sort(key=lambda e: e[0])
+    kineto = prof.profiler.kineto_results.events()
+    memory = [ev for ev in kineto if ev.name() == "[memory]" and str(ev.device_type()).endswith("CPU")]
+    events = sorted(((ev.start_ns(), int(ev.nbytes())) for ev in memory), key=lambda e: e[0])
     live = peak = 0
     for _, nbytes in events:
         live += nbytes

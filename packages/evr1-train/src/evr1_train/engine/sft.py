@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from evr1_train.engine.base import BaseTrainer, Prompt, StepTimer
+from evr1_train.engine.base import BaseTrainer, StepTimer
 from evr1_train.engine.policy import token_logprobs
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,19 @@ class SFTTrainer(BaseTrainer):
             self.optimizer.zero_grad(set_to_none=True)
             m = self.cfg.micro_batch_size
             for start in range(0, len(prompts), m):
-                losses.append(self._micro_step(prompts[start : start + m], targets[start : start + m], width, n_tokens))
+                mb = prompts[start : start + m]
+                logp, _, mask = token_logprobs(
+                    self.model,
+                    [p.encoded for p in mb],
+                    targets[start : start + m],
+                    pad_id=self.pad_id,
+                    temperature=1.0,
+                    runtime=self.runtime,
+                    width=width,
+                )
+                loss = -(logp * mask).sum() / max(1, n_tokens)  # this micro-batch's share of the token-mean NLL
+                (loss + self._vision_zero_term(mb)).backward()
+                losses.append(float(loss.detach()))
             grad_norm = self._optimizer_step()
         self.state.step = step
         elapsed = time.perf_counter() - t0
@@ -95,18 +107,3 @@ class SFTTrainer(BaseTrainer):
             "timing_s/step": elapsed,
             **{f"timing_s/{k}": v for k, v in timer.times.items()},
         }
-
-    def _micro_step(self, prompts: list[Prompt], targets: list[list[int]], width: int, n_tokens: int) -> float:
-        """Backward of this micro-batch's share of the batch's token-mean NLL; returns that share."""
-        logp, _, mask = token_logprobs(
-            self.model,
-            [p.encoded for p in prompts],
-            targets,
-            pad_id=self.pad_id,
-            temperature=1.0,
-            runtime=self.runtime,
-            width=width,
-        )
-        loss = -(logp * mask).sum() / max(1, n_tokens)
-        (loss + self._vision_zero_term(prompts)).backward()
-        return float(loss.detach())

@@ -130,20 +130,25 @@ class LocalTrainer(BaseTrainer):
         _, mask = pad_responses([s.response for s in seqs], self.pad_id, width)
         return mask.float().to(self.runtime.device)
 
+    def _token_logprobs(
+        self, model: Any, prompts: list[Prompt], seqs: list[Rollout], mb: Sequence[int], width: int, entropy: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """log pi `[len(mb), width]` of the rollouts `mb` under `model`, and their entropy when asked."""
+        lp, ent, _ = token_logprobs(
+            model,
+            **self._forward_inputs(prompts, seqs, mb),
+            pad_id=self.pad_id,
+            temperature=self.cfg.temperature,
+            runtime=self.runtime,
+            with_entropy=entropy,
+            width=width,
+        )
+        return lp, ent
+
     def _logprobs(self, model: Any, prompts: list[Prompt], seqs: list[Rollout], width: int) -> torch.Tensor:
-        parts = []
         with torch.no_grad():
-            for mb in self._micro_batches(range(len(seqs))):
-                lp, _, _ = token_logprobs(
-                    model,
-                    **self._forward_inputs(prompts, seqs, mb),
-                    pad_id=self.pad_id,
-                    temperature=self.cfg.temperature,
-                    runtime=self.runtime,
-                    width=width,
-                )
-                parts.append(lp)
-        return torch.cat(parts, dim=0)
+            mbs = self._micro_batches(range(len(seqs)))
+            return torch.cat([self._token_logprobs(model, prompts, seqs, mb, width, False)[0] for mb in mbs], dim=0)
 
     def _old_and_ref_logprobs(
         self, prompts: list[Prompt], seqs: list[Rollout], width: int, timer: StepTimer
@@ -157,20 +162,15 @@ class LocalTrainer(BaseTrainer):
                 old_lp = self._logprobs(self.model, prompts, seqs, width)
             if self.ref_model is not None:
                 ref_lp = self._logprobs(self.ref_model, prompts, seqs, width)
-            elif self.ref_in_actor:
-                ref_lp = self._ref_logprobs_in_actor(prompts, seqs, width)
+            elif self.ref_in_actor:  # LoRA: the base model = the actor with its adapter disabled
+                was_training = self.model.training
+                self.model.eval()  # dropout, if any, is off as in a separate reference model
+                try:
+                    with self.model.disable_adapter():
+                        ref_lp = self._logprobs(self.model, prompts, seqs, width)
+                finally:
+                    self.model.train(was_training)
         return old_lp, ref_lp
-
-    def _ref_logprobs_in_actor(self, prompts: list[Prompt], seqs: list[Rollout], width: int) -> torch.Tensor:
-        """The reference log-probs of a LoRA run: the base model = the actor with its adapter disabled (eval mode,
-        so dropout, if any, is off as in a separate reference model)."""
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with self.model.disable_adapter():
-                return self._logprobs(self.model, prompts, seqs, width)
-        finally:
-            self.model.train(was_training)
 
     # -- one step ----------------------------------------------------------------------------------------------
     def step(self) -> dict[str, float]:
@@ -330,15 +330,7 @@ class LocalTrainer(BaseTrainer):
                 n_seqs = int((resp_mask[mini].sum(-1) > 0).sum().item())
                 self.optimizer.zero_grad(set_to_none=True)
                 for mb in self._micro_batches(mini):
-                    lp, ent, _ = token_logprobs(
-                        self.model,
-                        **self._forward_inputs(prompts, seqs, mb),
-                        pad_id=self.pad_id,
-                        temperature=cfg.temperature,
-                        runtime=self.runtime,
-                        with_entropy=bool(cfg.entropy_coeff),
-                        width=width,
-                    )
+                    lp, ent = self._token_logprobs(self.model, prompts, seqs, mb, width, bool(cfg.entropy_coeff))
                     loss, m = algorithms.policy_loss(
                         cfg,
                         self.actor_cfg,

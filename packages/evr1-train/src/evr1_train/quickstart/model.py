@@ -86,8 +86,6 @@ def tiny_vlm_model(spec: TinyVLMSpec, tok: Any) -> Any:
     import torch
     from transformers import AutoModelForImageTextToText, Qwen2_5_VLConfig, Qwen3VLConfig
 
-    ids = {t: tok.convert_tokens_to_ids(t) for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>")}
-    ids["<|vision_end|>"] = tok.convert_tokens_to_ids("<|vision_end|>")
     vocab = (len(tok) + 63) // 64 * 64
     head_dim = spec.hidden_size // spec.num_heads
     text: dict[str, Any] = {
@@ -105,10 +103,10 @@ def tiny_vlm_model(spec: TinyVLMSpec, tok: Any) -> Any:
         "initializer_range": spec.init_std,
     }
     token_ids = {
-        "image_token_id": ids["<|image_pad|>"],
-        "video_token_id": ids["<|video_pad|>"],
-        "vision_start_token_id": ids["<|vision_start|>"],
-        "vision_end_token_id": ids["<|vision_end|>"],
+        "image_token_id": tok.convert_tokens_to_ids("<|image_pad|>"),
+        "video_token_id": tok.convert_tokens_to_ids("<|video_pad|>"),
+        "vision_start_token_id": tok.convert_tokens_to_ids("<|vision_start|>"),
+        "vision_end_token_id": tok.convert_tokens_to_ids("<|vision_end|>"),
     }
     vision: dict[str, Any] = {
         "depth": spec.vision_depth,
@@ -120,25 +118,22 @@ def tiny_vlm_model(spec: TinyVLMSpec, tok: Any) -> Any:
         "temporal_patch_size": 2,
         "initializer_range": spec.init_std,
     }
-    if spec.arch == "qwen2_5_vl":
+    qwen3 = spec.arch == "qwen3_vl"  # Qwen3-VL: interleaved M-RoPE sections, a larger rope theta
+    rope = {
+        "rope_type": "default",
+        "rope_theta": 5e6 if qwen3 else 1e6,
+        "mrope_section": _mrope_sections(head_dim, qwen3),
+    }
+    if not qwen3:
         config_cls = Qwen2_5_VLConfig
-        text["rope_parameters"] = {
-            "rope_type": "default",
-            "rope_theta": 1e6,
-            "mrope_section": _mrope_sections(head_dim, False),
-        }
+        text["rope_parameters"] = rope
         vision.update(
             patch_size=14, window_size=112, fullatt_block_indexes=[spec.vision_depth - 1], tokens_per_second=2
         )
     else:
         config_cls = Qwen3VLConfig
         text["head_dim"] = head_dim
-        text["rope_parameters"] = {
-            "rope_type": "default",
-            "rope_theta": 5e6,
-            "mrope_section": _mrope_sections(head_dim, True),
-            "mrope_interleaved": True,
-        }
+        text["rope_parameters"] = {**rope, "mrope_interleaved": True}
         vision.update(patch_size=16, num_position_embeddings=144, deepstack_visual_indexes=[0, spec.vision_depth - 1])
     config = config_cls(
         text_config=text, vision_config=vision, tie_word_embeddings=True, initializer_range=spec.init_std, **token_ids
@@ -157,44 +152,39 @@ def tiny_vlm_model(spec: TinyVLMSpec, tok: Any) -> Any:
 
 def _processor(spec: TinyVLMSpec, tok: Any, template: str) -> Any:
     """The quickstart's processor: `spec`'s pixel budgets, frames already sampled (evr1 samples them)."""
-    if spec.arch == "qwen2_5_vl":
-        from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
+    from transformers import (
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+        Qwen3VLProcessor,
+        Qwen3VLVideoProcessor,
+    )
 
+    frames: dict[str, Any] = {"do_sample_frames": False, "min_frames": 4, "max_frames": 64}
+    if spec.arch == "qwen2_5_vl":
+        processor_cls = Qwen2_5_VLProcessor
         image_proc = Qwen2VLImageProcessor(min_pixels=spec.image_min_pixels, max_pixels=spec.image_max_pixels)
         video_proc = Qwen2VLVideoProcessor(
-            min_pixels=spec.video_min_pixels,
-            max_pixels=spec.video_max_pixels,
-            do_sample_frames=False,
-            fps=2.0,
-            min_frames=4,
-            max_frames=64,
+            min_pixels=spec.video_min_pixels, max_pixels=spec.video_max_pixels, fps=2.0, **frames
         )
-        return Qwen2_5_VLProcessor(
-            image_processor=image_proc, video_processor=video_proc, tokenizer=tok, chat_template=template
+    else:
+        processor_cls = Qwen3VLProcessor
+        norm = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
+        image_proc = Qwen2VLImageProcessor(
+            patch_size=16,
+            merge_size=2,
+            temporal_patch_size=2,
+            size={"shortest_edge": spec.image_min_pixels, "longest_edge": spec.image_max_pixels},
+            **norm,
         )
-    from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
-
-    image_proc = Qwen2VLImageProcessor(
-        patch_size=16,
-        merge_size=2,
-        temporal_patch_size=2,
-        size={"shortest_edge": spec.image_min_pixels, "longest_edge": spec.image_max_pixels},
-        image_mean=[0.5] * 3,
-        image_std=[0.5] * 3,
-    )
-    video_proc = Qwen3VLVideoProcessor(
-        size={"shortest_edge": spec.video_min_pixels, "longest_edge": spec.video_max_pixels * 64},
-        do_sample_frames=False,
-        fps=2,
-        min_frames=4,
-        max_frames=64,
-        image_mean=[0.5] * 3,
-        image_std=[0.5] * 3,
-        cap_pixels_per_frame=True,
-    )
-    return Qwen3VLProcessor(
-        image_processor=image_proc, video_processor=video_proc, tokenizer=tok, chat_template=template
-    )
+        video_proc = Qwen3VLVideoProcessor(
+            size={"shortest_edge": spec.video_min_pixels, "longest_edge": spec.video_max_pixels * 64},
+            fps=2,
+            cap_pixels_per_frame=True,
+            **frames,
+            **norm,
+        )
+    return processor_cls(image_processor=image_proc, video_processor=video_proc, tokenizer=tok, chat_template=template)
 
 
 def save_tiny_vlm(out_dir: str | os.PathLike[str], spec: TinyVLMSpec, extra_corpus: Iterable[str] = ()) -> Path:
